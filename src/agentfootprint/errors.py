@@ -1,0 +1,72 @@
+"""The one exception tree of agentfootprint.
+
+    AgentFootprintError
+    ├── ConfigurationError          a user mistake, found before anything ran
+    │   └── ChartBuildError         a flowchart that cannot be built as written
+    └── RunError                    something failed while a run was under way
+        ├── StageError              a stage raised; the partial run is attached
+        ├── LoopLimitError          a back edge was taken more often than allowed
+        ├── FlowTimeoutError        the run's time budget ran out
+        └── CheckpointError         a checkpoint that cannot be resumed
+
+Pausing is not an error: a paused run returns normally with ``paused=True``.
+This module imports nothing from the package, so every layer may import it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "AgentFootprintError",
+    "ChartBuildError",
+    "CheckpointError",
+    "ConfigurationError",
+    "FlowTimeoutError",
+    "LoopLimitError",
+    "RunError",
+    "StageError",
+]
+
+
+class AgentFootprintError(Exception):
+    """Root of every error this package raises on purpose."""
+
+
+class ConfigurationError(AgentFootprintError):
+    """The caller asked for something that cannot work; the message names the fix."""
+
+
+class ChartBuildError(ConfigurationError):
+    """A flowchart builder call that cannot produce a valid chart."""
+
+
+class RunError(AgentFootprintError):
+    """A failure during a run. ``run`` holds what was recorded up to the failure."""
+
+    def __init__(self, message: str, *, run: Any = None) -> None:
+        super().__init__(message)
+        self.run = run
+
+
+class StageError(RunError):
+    """A stage raised. The original exception is ``__cause__``; its writes were committed."""
+
+    def __init__(
+        self, message: str, *, stage_id: str, runtime_stage_id: str, run: Any = None
+    ) -> None:
+        super().__init__(message, run=run)
+        self.stage_id = stage_id
+        self.runtime_stage_id = runtime_stage_id
+
+
+class LoopLimitError(RunError):
+    """A loop target was re-entered more than ``max_loop_iterations`` times."""
+
+
+class FlowTimeoutError(RunError, TimeoutError):
+    """The run's ``timeout`` elapsed; the stage under way committed what it had written."""
+
+
+class CheckpointError(RunError):
+    """A checkpoint is malformed, from another version, or does not fit the chart."""
