@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .flow import causal_chain, decide, flow_chart
+from .flow import causal_chain, flow_chart
 from .flow.chart import Chart
 
 __all__ = ["loan_chart", "run_demo"]

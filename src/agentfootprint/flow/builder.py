@@ -131,7 +131,8 @@ class FlowBuilder:
         cursor = self._require_cursor("loop_to()")
         self._check_loop_target(stage_id, f"loop_to({stage_id!r}) after {cursor.name!r}")
         if cursor.next is not None or cursor.loop_to is not None:
-            raise ChartBuildError(f"stage {cursor.name!r} already continues; loop_to() must be last")
+            raise ChartBuildError(
+                f"stage {cursor.name!r} already continues; loop_to() must be its last call")
         cursor.loop_to = stage_id
         return self
 
@@ -177,7 +178,8 @@ class FlowBuilder:
     ) -> Chart:
         """Freeze the graph into a ``Chart``; the builder cannot be used afterwards."""
         if self._built:
-            raise ChartBuildError(f"chart {self._name!r} was already built; start a new flow_chart()")
+            raise ChartBuildError(
+                f"chart {self._name!r} was already built; start a new flow_chart()")
         if self._root is None:
             raise ChartBuildError("empty chart; start it with flow_chart(name, fn)")
         for draft in self._drafts.values():
@@ -248,7 +250,8 @@ class FlowBuilder:
         description: str | None, *, resume: StageFn | None,
     ) -> _Draft:
         if self._built:
-            raise ChartBuildError(f"chart {self._name!r} was already built; start a new flow_chart()")
+            raise ChartBuildError(
+                f"chart {self._name!r} was already built; start a new flow_chart()")
         if not isinstance(node_id, str) or not node_id or "#" in node_id:
             raise ChartBuildError(f"stage id {node_id!r} must be a non-empty string without '#'")
         if node_id in self._drafts:

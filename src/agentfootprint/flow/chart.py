@@ -105,7 +105,8 @@ class Chart:
             max_loop_iterations=max_loop_iterations,
             max_depth=max_depth,
         )
-        return await run_chart(self, args=args, state=state, env=env, options=options, run_id=run_id)
+        return await run_chart(self, args=args, state=state, env=env, options=options,
+                               run_id=run_id)
 
     def run_sync(self, args: Mapping[str, Any] | None = None, **kwargs: Any) -> FlowRun:
         """``run`` for scripts: refuses inside a running event loop."""

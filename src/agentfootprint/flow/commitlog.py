@@ -13,8 +13,9 @@ namespace named after its mount step (``"sf#4"``), so a subflow never sees its p
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Literal
+from typing import Any, Literal
 
 from .values import MISSING, copy_value
 
@@ -232,7 +233,7 @@ class CommitLog:
 
     def state_at(self, step: int, *, ns: str = "") -> dict[str, Any]:
         """The whole namespace once record ``step`` (inclusive) committed, by replay."""
-        state = copy_value(self.initial.get(ns, {}))
+        state: dict[str, Any] = copy_value(self.initial.get(ns, {}))
         for record in self.records[: step + 1]:
             if record.ns == ns:
                 for change in record.changes:

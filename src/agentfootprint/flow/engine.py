@@ -69,8 +69,20 @@ class RunOptions:
 class Frame:
     """One traversal's context: the namespace it reads and writes, and its control flags."""
 
-    __slots__ = ("ns", "state", "args", "env", "readonly", "dispatch", "redaction", "run_id",
-                 "break_reason", "loops", "depth", "_redacted")
+    __slots__ = (
+        "_redacted",
+        "args",
+        "break_reason",
+        "depth",
+        "dispatch",
+        "env",
+        "loops",
+        "ns",
+        "readonly",
+        "redaction",
+        "run_id",
+        "state",
+    )
 
     def __init__(self, *, ns: str, state: dict[str, Any], args: Mapping[str, Any],
                  env: Mapping[str, Any], readonly: frozenset[str], dispatch: Dispatcher,
@@ -101,7 +113,7 @@ class Frame:
 class Step:
     """The identity of one executing stage, shared by its scope and its record."""
 
-    __slots__ = ("rid", "stage_id", "stage", "break_reason")
+    __slots__ = ("break_reason", "rid", "stage", "stage_id")
 
     def __init__(self, rid: str, stage_id: str, stage: str) -> None:
         self.rid = rid
@@ -492,7 +504,7 @@ class _Engine:
     async def subflow(self, node: Node, frame: Frame, parent: str | None,
                       control: str | None) -> tuple[Any, str]:
         mount = node.mount
-        assert mount is not None  # noqa: S101 - the builder guarantees it
+        assert mount is not None
         rid, passes = self.stamp(node)
         step = Step(rid, node.id, node.name)
         view = ReadView(frame.state)
@@ -540,7 +552,7 @@ class _Engine:
     async def finish_subflow(self, node: Node, frame: Frame, rid: str, passes: int,
                              inner: Frame, out: Any) -> Any:
         mount = node.mount
-        assert mount is not None  # noqa: S101
+        assert mount is not None
         step = Step(rid, node.id, node.name)
         if inner.break_reason is not None and mount.propagate_break:
             step.break_reason = inner.break_reason

@@ -96,7 +96,8 @@ class NarrativeRenderer:
         elif (node is not None and node.children and record.error is None
               and record.break_reason is None and self.chart is not None):
             names = [self.chart.nodes[c].name for c in node.children]
-            add("fork", f"[Parallel]: Forking into {len(names)} parallel paths: {', '.join(names)}.")
+            add("fork", f"[Parallel]: Forking into {len(names)} parallel paths: "
+                f"{', '.join(names)}.")
         return out
 
     def show(self, value: Any) -> str:
@@ -125,7 +126,9 @@ class NarrativeRenderer:
         if node is None or self.chart is None:
             return branch
         target = node.branches.get(branch)
-        return self.chart.nodes[target].name if target in self.chart.nodes else branch
+        if target is None or target not in self.chart.nodes:
+            return branch
+        return self.chart.nodes[target].name
 
     def _decision(self, record: CommitRecord, add: Any) -> None:
         decision = record.decision or {}

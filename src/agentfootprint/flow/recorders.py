@@ -14,6 +14,7 @@ next turn, and always before ``run()`` returns, fails or pauses).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -107,10 +108,8 @@ class Deferred:
         self.queued += 1
         if not self._pending:
             self._pending = True
-            try:
+            with contextlib.suppress(RuntimeError):  # no loop: the terminal flush delivers
                 asyncio.get_running_loop().call_soon(self.flush)
-            except RuntimeError:  # no loop: the terminal flush delivers
-                pass
 
     def flush(self) -> None:
         """Deliver everything queued now (also called by the engine at run end and pause)."""
@@ -146,7 +145,8 @@ def deferred(
     if max_queue < 1:
         raise ConfigurationError(f"deferred(max_queue={max_queue}) must be at least 1")
     if overflow not in ("drop_oldest", "block"):
-        raise ConfigurationError(f"deferred(overflow={overflow!r}) must be 'drop_oldest' or 'block'")
+        raise ConfigurationError(
+            f"deferred(overflow={overflow!r}) must be 'drop_oldest' or 'block'")
     return Deferred(recorder, max_queue=max_queue, overflow=overflow)
 
 
@@ -154,10 +154,36 @@ def recorder_id(recorder: Any) -> str:
     return str(getattr(recorder, "id", None) or type(recorder).__name__)
 
 
+Hooks = tuple[Callable[[FlowEvent], None], ...]
+
+
 class Dispatcher:
     """The hooks of one run's recorders, one list per event, with failure isolation."""
 
     __slots__ = (*(f"h_{n}" for n in EVENT_NAMES), "failures", "deferred", "recorders")
+
+    h_read: Hooks
+    h_write: Hooks
+    h_delete: Hooks
+    h_emit: Hooks
+    h_stage_start: Hooks
+    h_stage_end: Hooks
+    h_commit: Hooks
+    h_stage_executed: Hooks
+    h_next: Hooks
+    h_decision: Hooks
+    h_selected: Hooks
+    h_fork: Hooks
+    h_subflow_entry: Hooks
+    h_subflow_exit: Hooks
+    h_loop: Hooks
+    h_break: Hooks
+    h_error: Hooks
+    h_pause: Hooks
+    h_resume: Hooks
+    h_run_start: Hooks
+    h_run_end: Hooks
+    h_run_failed: Hooks
 
     def __init__(self, recorders: Iterable[Any]) -> None:
         self.failures: list[ObserverFailure] = []

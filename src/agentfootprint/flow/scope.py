@@ -28,7 +28,14 @@ _SCALARS: Final = (str, int, float, bool, type(None))
 class Scope:
     """State access for one executing stage."""
 
-    __slots__ = ("_frame", "_step", "_staged", "_reads", "_emits", "_watcher")
+    __slots__ = ("_emits", "_frame", "_reads", "_staged", "_step", "_watcher")
+
+    _frame: Frame
+    _step: Step
+    _staged: dict[str, Any]
+    _reads: dict[str, None]
+    _emits: list[tuple[str, Any]]
+    _watcher: list[tuple[str, Any]] | None
 
     def __init__(self, frame: Frame, step: Step) -> None:
         object.__setattr__(self, "_frame", frame)
@@ -194,7 +201,10 @@ class Scope:
 class ReadView:
     """Read-only, tracked view of a namespace, given to subflow input/output mappers."""
 
-    __slots__ = ("_state", "_reads")
+    __slots__ = ("_reads", "_state")
+
+    _state: Mapping[str, Any]
+    _reads: dict[str, None]
 
     def __init__(self, state: Mapping[str, Any]) -> None:
         self._state = state
@@ -226,7 +236,8 @@ class ReadView:
         """Every key, each counted as read."""
         for key in self._state:
             self._reads[key] = None
-        return copy_value(dict(self._state))
+        out: dict[str, Any] = copy_value(dict(self._state))
+        return out
 
 
 def frozen_mapping(data: Mapping[str, Any] | None) -> Mapping[str, Any]:

@@ -64,7 +64,7 @@ def same_value(a: Any, b: Any) -> bool:
     if kind in _SCALARS:
         return bool(a == b)
     try:
-        if not a == b:
+        if a != b:
             return _strict_equal(a, b) if kind in (list, dict, tuple) else False
         if kind in (list, dict, tuple):
             return json.dumps(a) == json.dumps(b)
@@ -84,7 +84,7 @@ def _strict_equal(a: Any, b: Any) -> bool:
     if kind is float:
         return bool(a == b or (math.isnan(a) and math.isnan(b)))
     if kind is list or kind is tuple:
-        return len(a) == len(b) and all(_strict_equal(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_strict_equal(x, y) for x, y in zip(a, b, strict=True))
     if kind is dict:
         return a.keys() == b.keys() and all(_strict_equal(v, b[k]) for k, v in a.items())
     try:

@@ -1,0 +1,34 @@
+"""Every example in examples/ runs offline and prints what its docstring promises."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+EXPECTED = {
+    "flow_loan.py": [
+        '[Condition]: It evaluated "Low credit": credit_score 580 lt 620 ✓, and chose Reject.',
+        "Reject (reject#3)",
+        "← [control: Low credit]",
+    ],
+}
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in EXAMPLES.glob("*.py")))
+def test_example_runs(name: str) -> None:
+    """The example exits 0 and its output contains the lines it is there to show."""
+    done = subprocess.run([sys.executable, str(EXAMPLES / name)], capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    for line in EXPECTED.get(name, []):
+        assert line in done.stdout, done.stdout
+
+
+def test_every_example_has_expectations() -> None:
+    """An example without expected output would pass while printing nonsense."""
+    assert sorted(EXPECTED) == sorted(p.name for p in EXAMPLES.glob("*.py"))
