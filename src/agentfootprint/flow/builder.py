@@ -388,6 +388,11 @@ class BranchBuilder:
         else:
             draft = self._parent._new_draft(node_id, name or branch_id, "stage", fn, description,
                                             resume=resume)
+        if loop_to is not None and owner.kind == "selector":
+            raise ChartBuildError(
+                f"branch {branch_id!r} of selector {owner.name!r} cannot loop_to: selected "
+                "branches run in parallel; put the loop after the selector with .end().loop_to()"
+            )
         if loop_to is not None:
             self._parent._check_loop_target(
                 loop_to, f"branch {branch_id!r} of {owner.kind} {owner.name!r}"

@@ -24,7 +24,7 @@ CHECKPOINT_VERSION = 1
 class ResumeFrame(BaseModel):
     """One unfinished nesting level around the paused stage."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
 
     kind: Literal["after", "after_fork", "subflow"]
     """``after``: a decider whose ``next`` still runs; ``after_fork``: a parallel stage whose
@@ -44,7 +44,7 @@ class ResumeFrame(BaseModel):
 class Checkpoint(BaseModel):
     """Everything needed to continue a paused run; ``model_dump_json()`` is the wire form."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
 
     version: int = CHECKPOINT_VERSION
     chart: str

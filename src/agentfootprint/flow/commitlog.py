@@ -62,7 +62,7 @@ class CommitRecord:
     reads: tuple[str, ...] = ()
     """Keys read from committed state, first read first (reads of own staged writes excluded)."""
     changes: tuple[Change, ...] = ()
-    """The net changes, in the order their keys were last written."""
+    """The net changes, in the order their keys were first written."""
     parent: str | None = None
     """The runtime id of the step that led here (previous step, decider, fork or mount)."""
     control: str | None = None

@@ -215,7 +215,8 @@ class _Engine:
                     return branch
                 target = node.branches[branch] if branch in node.branches else \
                     node.branches[node.default]  # type: ignore[index]
-                if node.next is None and node.loop_to is None:
+                if (node.next is None and node.loop_to is None) or nodes[target].loop_to:
+                    # a branch that loops back never returns to the decider's next: hop flat
                     node_id, parent, control = target, rid, rid
                     continue
                 try:
@@ -416,6 +417,7 @@ class _Engine:
                 continue
             if base is not MISSING and same_value(base, new):
                 continue
+            new = copy_value(new)  # the log and state own their values from here on
             state[key] = new
             if policy is not None and policy.is_redacted(key):
                 changes.append(Change(key, "set", REDACTED))
@@ -662,7 +664,7 @@ class _Engine:
         self.dispatch.flush()
         return FlowRun(
             run_id=self.run_id, chart=self.chart, status=status, output=output,
-            state=root.state, log=self.log, checkpoint=checkpoint, error=error,
+            state=copy_value(root.state), log=self.log, checkpoint=checkpoint, error=error,
             observer_errors=self.dispatch.all_failures(),
             observer_stats={d.id: d.stats() for d in self.dispatch.deferred},
         )
@@ -760,8 +762,10 @@ def run_sync(awaitable: Coroutine[Any, Any, T]) -> T:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(awaitable)
-    awaitable.close()
-    raise ConfigurationError(
-        "a *_sync method was called inside a running event loop; use `await` on the async "
-        "method there instead")
+        pass
+    else:
+        awaitable.close()
+        raise ConfigurationError(
+            "a *_sync method was called inside a running event loop; use `await` on the async "
+            "method there instead")
+    return asyncio.run(awaitable)

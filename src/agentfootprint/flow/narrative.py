@@ -193,21 +193,35 @@ def narrative(run: FlowRun) -> str:
 
 
 class NarrativeRecorder:
-    """Renders the narrative live as records commit (``entries`` grows during the run)."""
+    """The narrative of a run as it happens: ``entries`` covers every step committed so far.
+
+    Records are kept as they commit and rendered when ``entries`` or ``text()`` is read, so
+    a run pays for the English only if somebody reads it.
+    """
 
     id = "narrative"
 
     def __init__(self, chart: Chart | None = None) -> None:
         self.chart = chart
-        self.entries: list[NarrativeEntry] = []
+        self._entries: list[NarrativeEntry] = []
+        self._pending: list[CommitRecord] = []
         self._renderer = NarrativeRenderer(chart)
 
     def clear(self) -> None:
-        self.entries = []
+        self._entries = []
+        self._pending = []
         self._renderer = NarrativeRenderer(self.chart)
 
     def on_commit(self, event: FlowEvent) -> None:
-        self.entries.extend(self._renderer.feed(event.value))
+        self._pending.append(event.value)
+
+    @property
+    def entries(self) -> list[NarrativeEntry]:
+        if self._pending:
+            pending, self._pending = self._pending, []
+            for record in pending:
+                self._entries.extend(self._renderer.feed(record))
+        return self._entries
 
     def text(self) -> str:
         return "\n".join("  " * e.depth + e.text for e in self.entries)
