@@ -162,7 +162,13 @@ class Chart:
         import hashlib
         import json
 
-        text = json.dumps(self.spec(), sort_keys=True, separators=(",", ":"))
+        rows = [
+            [n.id, n.name, n.kind, n.description, n.next, n.loop_to, sorted(n.branches.items()),
+             n.default, list(n.children), n.fail_fast, n.pausable,
+             [n.mount.root, n.mount.propagate_break, n.mount.array_merge] if n.mount else None]
+            for n in sorted(self.nodes.values(), key=lambda n: n.id)
+        ]
+        text = json.dumps([self.root, rows], separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def to_mcp_tool(self) -> dict[str, Any]:
@@ -175,9 +181,22 @@ class Chart:
 
 
 def _spec(chart: Chart, node_id: str | None, seen: set[str]) -> dict[str, Any]:
-    node = chart.nodes[node_id] if node_id else None
-    if node is None:
-        return {}
+    """Nested spec; the ``next`` chain is walked in a loop so long charts do not recurse."""
+    head: dict[str, Any] = {}
+    previous: dict[str, Any] | None = None
+    while node_id is not None:
+        node = chart.nodes[node_id]
+        out = _node_spec(chart, node, seen)
+        if previous is None:
+            head = out
+        else:
+            previous["next"] = out
+        previous = out
+        node_id = node.next
+    return head
+
+
+def _node_spec(chart: Chart, node: Node, seen: set[str]) -> dict[str, Any]:
     out: dict[str, Any] = {"id": node.id, "name": node.name, "type": node.kind}
     if node.description:
         out["description"] = node.description
@@ -198,8 +217,6 @@ def _spec(chart: Chart, node_id: str | None, seen: set[str]) -> dict[str, Any]:
             out["propagate_break"] = True
     if node.loop_to is not None:
         out["loop_to"] = node.loop_to
-    if node.next is not None:
-        out["next"] = _spec(chart, node.next, seen)
     return out
 
 

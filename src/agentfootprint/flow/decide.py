@@ -140,6 +140,10 @@ def _evaluate(scope: Any, index: int, rule: Rule) -> dict[str, Any]:
                     result = bool(check(actual, threshold))
                 except TypeError:
                     result = False
+            if isinstance(threshold, (set, frozenset)):
+                threshold = sorted(threshold, key=repr)
+            elif isinstance(threshold, tuple):
+                threshold = list(threshold)
             conditions.append({"key": key, "op": op, "threshold": threshold,
                                "actual": _shown(scope, key, actual), "result": result})
             matched = matched and result

@@ -697,6 +697,7 @@ class _Engine:
                 "raise timeout= or make the stages faster")
             error.run = self.result("failed", None, root, error=str(error))
             self.root_event("run_failed", data={"error": str(error)})
+            self.dispatch.flush()
             if error is exc:
                 raise
             raise error from exc
@@ -730,7 +731,8 @@ async def run_chart(chart: Chart, *, args: Mapping[str, Any] | None,
         clear = getattr(recorder, "clear", None)
         if callable(clear):
             clear()
-    engine.root_event("run_start", value=copy_value(dict(args or {})))
+    engine.root_event("run_start", value=_shown_args(args, policy),
+                      data={"initial": copy_value(engine.log.initial)})
     return await engine.drive(engine.walk(chart.root, root, None), root)
 
 
@@ -753,8 +755,16 @@ async def resume_chart(chart: Chart, checkpoint: Checkpoint | Mapping[str, Any] 
     except (KeyError, TypeError, ValueError) as exc:
         raise CheckpointError(f"checkpoint log is unreadable ({exc!r}); it was altered") from exc
     root = _root_frame(engine, cp.state, cp.args, env, options.redaction)
-    engine.root_event("run_start", value=copy_value(cp.args), data={"resumed": True})
+    replayed = {ns: engine.log.state_at(len(engine.log) - 1, ns=ns)
+                for ns in {"", *(r.ns for r in engine.log.records)}}
+    engine.root_event("run_start", value=_shown_args(cp.args, options.redaction),
+                      data={"resumed": True, "initial": replayed})
     return await engine.drive(engine.resume_level(cp, 0, root, answer), root)
+
+
+def _shown_args(args: Mapping[str, Any] | None, policy: RedactionPolicy | None) -> dict[str, Any]:
+    return {k: (REDACTED if policy is not None and policy.is_redacted(k) else copy_value(v))
+            for k, v in (args or {}).items()}
 
 
 def run_sync(awaitable: Coroutine[Any, Any, T]) -> T:

@@ -65,7 +65,9 @@ class NarrativeRenderer:
         if record.kind == "subflow-enter":
             self.counters[record.ns] = 0
             add("subflow", f"Entering {name}: {desc}." if desc else f"Entering the {name} subflow.")
+            seeded = self.states.setdefault(record.ns, {})
             for change in record.changes:
+                apply_change(seeded, change)
                 add("step", f"Input: {change.key} = {self.show(change.value)}", 1)
         elif record.kind == "subflow-exit":
             self._steps(record, add, reads=False)
@@ -211,6 +213,12 @@ class NarrativeRecorder:
         self._entries = []
         self._pending = []
         self._renderer = NarrativeRenderer(self.chart)
+
+    def on_run_start(self, event: FlowEvent) -> None:
+        initial = (event.data or {}).get("initial")
+        if initial is not None:
+            self.clear()
+            self._renderer = NarrativeRenderer(self.chart, initial)
 
     def on_commit(self, event: FlowEvent) -> None:
         self._pending.append(event.value)
