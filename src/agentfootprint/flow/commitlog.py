@@ -158,22 +158,28 @@ class CommitLog:
     initial: dict[str, dict[str, Any]] = field(default_factory=dict)
     _positions: dict[tuple[str, str], list[int]] = field(default_factory=dict, repr=False)
     _by_runtime_id: dict[str, list[int]] = field(default_factory=dict, repr=False)
+    _indexed: int = field(default=0, repr=False)
 
     def append(self, record: CommitRecord) -> CommitRecord:
-        idx = len(self.records)
-        record.idx = idx
-        self.records.append(record)
-        self._by_runtime_id.setdefault(record.runtime_stage_id, []).append(idx)
-        ns = record.ns
-        positions = self._positions
-        for change in record.changes:
-            slot = (ns, change.key)
-            found = positions.get(slot)
-            if found is None:
-                positions[slot] = [idx]
-            elif found[-1] != idx:
-                found.append(idx)
+        """Add a record; the query indexes catch up lazily, off the run's hot path."""
+        records = self.records
+        record.idx = len(records)
+        records.append(record)
         return record
+
+    def _index(self) -> None:
+        records = self.records
+        positions = self._positions
+        by_runtime_id = self._by_runtime_id
+        for idx in range(self._indexed, len(records)):
+            record = records[idx]
+            by_runtime_id.setdefault(record.runtime_stage_id, []).append(idx)
+            ns = record.ns
+            for change in record.changes:
+                found = positions.setdefault((ns, change.key), [])
+                if not found or found[-1] != idx:
+                    found.append(idx)
+        self._indexed = len(records)
 
     def __len__(self) -> int:
         return len(self.records)
@@ -186,10 +192,12 @@ class CommitLog:
 
     def records_for(self, runtime_stage_id: str) -> list[CommitRecord]:
         """Every record of one execution step (a subflow mount has an enter and an exit)."""
+        self._index()
         return [self.records[i] for i in self._by_runtime_id.get(runtime_stage_id, ())]
 
     def find(self, stage: str) -> CommitRecord | None:
         """The latest record whose runtime id, stage id or name is ``stage``."""
+        self._index()
         found = self._by_runtime_id.get(stage)
         if found:
             return self.records[found[-1]]
@@ -200,6 +208,7 @@ class CommitLog:
 
     def last_writer(self, key: str, before: int | None = None, *, ns: str = "") -> int | None:
         """Index of the last record before ``before`` (exclusive) that changed ``key``."""
+        self._index()
         found = self._positions.get((ns, key))
         if not found:
             return None
@@ -210,6 +219,7 @@ class CommitLog:
 
     def value_at(self, key: str, step: int, *, ns: str = "", default: Any = MISSING) -> Any:
         """The value of ``key`` once record ``step`` (inclusive) committed; ``-1`` = initial."""
+        self._index()
         found = self._positions.get((ns, key), [])
         end = bisect_right(found, step)
         anchor = end - 1

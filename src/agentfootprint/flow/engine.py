@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 __all__ = ["FlowRun", "RunOptions", "resume_chart", "run_chart", "run_sync"]
 
 T = TypeVar("T")
+_SCALARS = (str, int, float, bool, type(None))
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,7 +299,8 @@ class _Engine:
             self.fire(dispatch.h_stage_start, "stage_start", rid, node)
         try:
             out = fn(scope, *extra)
-            if type(out) is CoroutineType or hasattr(type(out), "__await__"):
+            if out is not None and (type(out) is CoroutineType
+                                    or hasattr(type(out), "__await__")):
                 out = await out
         except BaseException as exc:
             message = f"{type(exc).__name__}: {exc}"
@@ -417,10 +419,14 @@ class _Engine:
                 continue
             if base is not MISSING and same_value(base, new):
                 continue
-            new = copy_value(new)  # the log and state own their values from here on
+            scalar = type(new) in _SCALARS
+            if not scalar:
+                new = copy_value(new)  # the log and state own their values from here on
             state[key] = new
             if policy is not None and policy.is_redacted(key):
                 changes.append(Change(key, "set", REDACTED))
+            elif scalar:
+                changes.append(Change(key, "set", new))
             elif (type(new) is list and type(base) is list and 0 < len(base) < len(new)
                   and same_value(new[: len(base)], base)):
                 changes.append(Change(key, "append", new[len(base):]))

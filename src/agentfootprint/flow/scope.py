@@ -9,7 +9,7 @@ write the new value back. ``scope.args`` and ``scope.env`` are read-only and unt
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
@@ -38,12 +38,13 @@ class Scope:
     _watcher: list[tuple[str, Any]] | None
 
     def __init__(self, frame: Frame, step: Step) -> None:
-        object.__setattr__(self, "_frame", frame)
-        object.__setattr__(self, "_step", step)
-        object.__setattr__(self, "_staged", {})
-        object.__setattr__(self, "_reads", {})
-        object.__setattr__(self, "_emits", [])
-        object.__setattr__(self, "_watcher", None)
+        # slot descriptors directly: __setattr__ is reserved for state writes
+        _set_frame(self, frame)
+        _set_step(self, step)
+        _set_staged(self, {})
+        _set_reads(self, {})
+        _set_emits(self, [])
+        _set_watcher(self, None)
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -188,7 +189,7 @@ class Scope:
 
     def _watch(self, watcher: list[tuple[str, Any]] | None) -> list[tuple[str, Any]] | None:
         previous = self._watcher
-        object.__setattr__(self, "_watcher", watcher)
+        _set_watcher(self, watcher)
         return previous
 
     def _shown(self, key: str, value: Any) -> str:
@@ -196,6 +197,19 @@ class Scope:
 
     def __repr__(self) -> str:
         return f"<Scope {self._step.rid}>"
+
+
+def _slot_setter(name: str) -> Callable[[Scope, Any], None]:
+    setter: Callable[[Scope, Any], None] = vars(Scope)[name].__set__
+    return setter
+
+
+_set_frame = _slot_setter("_frame")
+_set_step = _slot_setter("_step")
+_set_staged = _slot_setter("_staged")
+_set_reads = _slot_setter("_reads")
+_set_emits = _slot_setter("_emits")
+_set_watcher = _slot_setter("_watcher")
 
 
 class ReadView:
