@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 import pytest
+from event_capture import Events
 
 from agentfootprint import (
     ConfigurationError,
@@ -15,27 +16,7 @@ from agentfootprint import (
     RunError,
     StageError,
 )
-from agentfootprint.flow import Change, Chart, FlowEvent, flow_chart
-from agentfootprint.flow.recorders import EVENT_NAMES
-
-
-class Events:
-    """Records every event it is offered, in order."""
-
-    def __init__(self, id: str = "events") -> None:
-        self.id = id
-        self.events: list[FlowEvent] = []
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("on_") and name[3:] in EVENT_NAMES:
-            return self.events.append
-        raise AttributeError(name)
-
-    def trace(self) -> list[tuple[str, str]]:
-        return [(e.name, e.runtime_stage_id) for e in self.events]
-
-    def named(self, *names: str) -> list[FlowEvent]:
-        return [e for e in self.events if e.name in names]
+from agentfootprint.flow import Change, Chart, flow_chart
 
 
 def noop(scope: Any) -> None:

@@ -6,6 +6,7 @@ import asyncio
 from typing import Any
 
 import pytest
+from event_capture import Events
 
 from agentfootprint import ConfigurationError, FlowTimeoutError, StageError
 from agentfootprint.flow import (
@@ -18,23 +19,6 @@ from agentfootprint.flow import (
     flow_chart,
     pause,
 )
-from agentfootprint.flow.recorders import EVENT_NAMES
-
-
-class Events:
-    """Records every event it is offered, in order."""
-
-    def __init__(self, id: str = "events") -> None:
-        self.id = id
-        self.events: list[FlowEvent] = []
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("on_") and name[3:] in EVENT_NAMES:
-            return self.events.append
-        raise AttributeError(name)
-
-    def names(self) -> list[str]:
-        return [e.name for e in self.events]
 
 
 def noop(scope: Any) -> None:

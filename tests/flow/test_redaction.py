@@ -6,12 +6,12 @@ import json
 from typing import Any
 
 import pytest
+from event_capture import Events
 
 from agentfootprint import ConfigurationError
 from agentfootprint.flow import (
     REDACTED,
     Chart,
-    FlowEvent,
     NarrativeRecorder,
     RedactionPolicy,
     causal_chain,
@@ -20,23 +20,9 @@ from agentfootprint.flow import (
     format_causal_chain,
     pause,
 )
-from agentfootprint.flow.recorders import EVENT_NAMES
 
 SECRET = "hunter2-XYZZY-secret"
 TOKEN = "tok-PLUGH-0451"
-
-
-class Events:
-    """Records every event it is offered, in order."""
-
-    def __init__(self, id: str = "events") -> None:
-        self.id = id
-        self.events: list[FlowEvent] = []
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("on_") and name[3:] in EVENT_NAMES:
-            return self.events.append
-        raise AttributeError(name)
 
 
 def dump(value: Any) -> str:
