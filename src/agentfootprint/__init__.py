@@ -5,27 +5,44 @@ answer can be walked back to the exact context that caused it. The flowchart eng
 records it all lives in ``agentfootprint.flow``.
 """
 
+from .agent import Agent, LLMCall, RunResult
 from .errors import (
     AgentFootprintError,
     ChartBuildError,
     CheckpointError,
+    CircuitOpenError,
     ConfigurationError,
+    ContextWindowExceededError,
     FlowTimeoutError,
     LoopLimitError,
+    ProviderError,
+    ProviderUnavailableError,
     RunError,
     StageError,
 )
+from .tools import Tool, ToolContext, define_tool, tool
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Agent",
     "AgentFootprintError",
     "ChartBuildError",
     "CheckpointError",
+    "CircuitOpenError",
     "ConfigurationError",
+    "ContextWindowExceededError",
     "FlowTimeoutError",
+    "LLMCall",
     "LoopLimitError",
+    "ProviderError",
+    "ProviderUnavailableError",
     "RunError",
+    "RunResult",
     "StageError",
+    "Tool",
+    "ToolContext",
     "__version__",
+    "define_tool",
+    "tool",
 ]

@@ -7,7 +7,11 @@
         ├── StageError              a stage raised; the partial run is attached
         ├── LoopLimitError          a back edge was taken more often than allowed
         ├── FlowTimeoutError        the run's time budget ran out
-        └── CheckpointError         a checkpoint that cannot be resumed
+        ├── CheckpointError         a checkpoint that cannot be resumed
+        └── ProviderError           an LLM provider failed (``status`` kept when there was one)
+            ├── ContextWindowExceededError   the request was too long for the model
+            ├── ProviderUnavailableError     the server is not there or lacks the model
+            └── CircuitOpenError             a circuit breaker is refusing calls for now
 
 Pausing is not an error: a paused run returns normally with ``paused=True``.
 This module imports nothing from the package, so every layer may import it.
@@ -21,9 +25,13 @@ __all__ = [
     "AgentFootprintError",
     "ChartBuildError",
     "CheckpointError",
+    "CircuitOpenError",
     "ConfigurationError",
+    "ContextWindowExceededError",
     "FlowTimeoutError",
     "LoopLimitError",
+    "ProviderError",
+    "ProviderUnavailableError",
     "RunError",
     "StageError",
 ]
@@ -70,3 +78,42 @@ class FlowTimeoutError(RunError, TimeoutError):
 
 class CheckpointError(RunError):
     """A checkpoint is malformed, from another version, or does not fit the chart."""
+
+
+class ProviderError(RunError):
+    """An LLM call failed. ``status`` is the HTTP status when the server answered."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str,
+        status: int | None = None,
+        retryable: bool | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.status = status
+        self.retryable = (
+            retryable
+            if retryable is not None
+            else status is None or status == 429 or status >= 500
+        )
+
+
+class ContextWindowExceededError(ProviderError):
+    """The prompt does not fit the model's context window; retrying cannot help."""
+
+    def __init__(self, message: str, *, provider: str, status: int | None = None) -> None:
+        super().__init__(message, provider=provider, status=status, retryable=False)
+
+
+class ProviderUnavailableError(ProviderError):
+    """The provider's server cannot be reached, or does not have the model asked for."""
+
+
+class CircuitOpenError(ProviderError):
+    """The circuit breaker is open after repeated failures; calls are refused until it cools."""
+
+    def __init__(self, message: str, *, provider: str) -> None:
+        super().__init__(message, provider=provider, retryable=False)

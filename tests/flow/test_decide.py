@@ -120,7 +120,7 @@ async def test_missing_key_makes_the_condition_false() -> None:
         assert decision["chosen"] == "fallback"
         (cond,) = decision["evidence"]["rules"][0]["conditions"]
         assert cond["result"] is False
-        assert cond["actual"] == "undefined"
+        assert cond["actual"] == "(missing)"
 
 
 async def test_type_errors_make_the_condition_false() -> None:

@@ -96,7 +96,7 @@ def _strict_equal(a: Any, b: Any) -> bool:
 def summarize(value: Any, max_len: int = 80) -> str:
     """One line: strings quoted and cut, lists as ``(N items)``, dicts by their first keys."""
     if value is MISSING:
-        return "undefined"
+        return "(missing)"
     if value is None:
         return "None"
     if isinstance(value, str):

@@ -1,0 +1,216 @@
+"""``Agent`` and ``LLMCall``: what users build with.
+
+An agent is a chart (``loop.py``) plus the things that are not run state: the provider, the
+tools, listeners. ``run(message)`` is one turn; ``follow_up`` continues the conversation;
+``checkpoint()`` is the conversation as plain JSON (including the final answer, which the loop
+itself never appends to ``history``). Each run is independent, so one agent can serve
+concurrent runs; ``checkpoint()`` refers to the last run that finished.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..errors import AgentFootprintError, ConfigurationError, StageError
+from ..events.dispatcher import AgentEvent, EventBridge, EventDispatcher
+from ..flow import Chart, FlowRun, RedactionPolicy, deferred
+from ..flow.engine import run_sync
+from ..providers.base import Message, Provider
+from ..tools.registry import ToolRegistry
+from ..tools.tool import Tool
+from .loop import AgentSpec, build_agent_chart
+
+__all__ = ["Agent", "LLMCall", "RunResult"]
+
+
+@dataclass(slots=True, eq=False)
+class RunResult:
+    """The outcome of one turn."""
+
+    content: str
+    """The final answer (may be empty when the budget ran out; see ``stopped_early``)."""
+    run_id: str
+    turn: int
+    recording: FlowRun
+    """The run's complete record: chart, commit log, state."""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    iterations: int = 0
+    stopped_early: str | None = None
+    history: list[Message] = field(default_factory=list)
+    """The conversation as the loop left it (without the final answer)."""
+
+    def narrative(self) -> str:
+        """The turn in plain English, stage by stage."""
+        return self.recording.narrative()
+
+    def checkpoint(self) -> dict[str, Any]:
+        """The conversation after this turn, final answer included, as plain JSON."""
+        history = [dict(m) for m in self.history]
+        history.append({"role": "assistant", "content": self.content})
+        return {"version": 1, "run_id": self.run_id, "turn": self.turn, "history": history}
+
+
+class _Runner:
+    """Shared by ``Agent`` and ``LLMCall``: build once, run many times."""
+
+    def __init__(self, spec: AgentSpec, *, name: str, watch: Sequence[Any],
+                 observer_delivery: Literal["inline", "deferred"],
+                 redaction: RedactionPolicy | None) -> None:
+        if observer_delivery not in ("inline", "deferred"):
+            raise ConfigurationError(
+                f"observer_delivery={observer_delivery!r} must be 'inline' or 'deferred'")
+        self.name = name
+        self.spec = spec
+        self.chart: Chart = build_agent_chart(spec, name=name)
+        self.events: EventDispatcher = spec.dispatcher
+        self.watch = list(watch)
+        self.observer_delivery = observer_delivery
+        self.redaction = redaction
+        self.last: RunResult | None = None
+
+    def on(self, pattern: str, listener: Callable[[AgentEvent], Any]) -> Callable[[], None]:
+        """Listen to events by name (``"stream.token"``), domain (``"stream.*"``) or ``"*"``."""
+        return self.events.on(pattern, listener)
+
+    def _recorders(self) -> list[Any]:
+        bridge: Any = EventBridge(self.events)
+        if self.observer_delivery == "deferred":
+            bridge = deferred(bridge)
+        return [bridge, *self.watch]
+
+    async def _run(self, message: str, history: Sequence[Message] | None, *,
+                   run_id: str | None, timeout: float | None) -> RunResult:
+        if not isinstance(message, str):
+            raise ConfigurationError(f"run() takes the user's message as a str, got {message!r}")
+        args: dict[str, Any] = {"message": message, "history": [dict(m) for m in history or ()]}
+        try:
+            run = await self.chart.run(args, recorders=self._recorders(),
+                                       redaction=self.redaction, timeout=timeout, run_id=run_id)
+        except StageError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, AgentFootprintError):  # a provider error, not a stage bug
+                cause.run = exc.run  # type: ignore[attr-defined]
+                raise cause from exc
+            raise
+        state = run.state
+        result = RunResult(
+            content=str(state.get("final_content", "")), run_id=run.run_id,
+            turn=int(state.get("turn", 1)), recording=run,
+            input_tokens=int(state.get("input_tokens", 0)),
+            output_tokens=int(state.get("output_tokens", 0)),
+            iterations=int(state.get("iteration", 1)),
+            stopped_early=state.get("stopped_early"),
+            history=list(state.get("history", [])),
+        )
+        self.last = result
+        return result
+
+
+class Agent(_Runner):
+    """A ReAct agent: the model reasons, calls tools, and answers; every step recorded."""
+
+    def __init__(
+        self,
+        *,
+        provider: Provider,
+        model: str,
+        system: str = "",
+        tools: Iterable[Tool] = (),
+        max_iterations: int = 10,
+        react_mode: Literal["dynamic", "classic"] = "dynamic",
+        watch: Sequence[Any] = (),
+        name: str = "Agent",
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        max_tool_result_chars: int | None = None,
+        wrap_up: bool = True,
+        stream: bool = False,
+        observer_delivery: Literal["inline", "deferred"] = "inline",
+        redaction: RedactionPolicy | None = None,
+    ) -> None:
+        _check_provider(provider, model)
+        if not isinstance(max_iterations, int) or max_iterations < 1:
+            raise ConfigurationError(f"max_iterations={max_iterations!r} must be an int >= 1")
+        if react_mode not in ("dynamic", "classic"):
+            raise ConfigurationError(f"react_mode={react_mode!r} must be 'dynamic' or 'classic'")
+        spec = AgentSpec(
+            provider=provider, model=model, system=system,
+            registry=ToolRegistry(tools, max_result_chars=max_tool_result_chars),
+            max_iterations=max_iterations, react_mode=react_mode, temperature=temperature,
+            max_tokens=max_tokens, wrap_up=wrap_up, stream=stream)
+        super().__init__(spec, name=name, watch=watch, observer_delivery=observer_delivery,
+                         redaction=redaction)
+
+    async def run(self, message: str, *, continue_from: Mapping[str, Any] | None = None,
+                  run_id: str | None = None, timeout: float | None = None) -> RunResult:
+        """One turn. ``continue_from`` is a ``checkpoint()`` of an earlier turn."""
+        history = _history_from(continue_from) if continue_from is not None else None
+        return await self._run(message, history, run_id=run_id, timeout=timeout)
+
+    def run_sync(self, message: str, **options: Any) -> RunResult:
+        return run_sync(self.run(message, **options))
+
+    async def follow_up(self, message: str, **options: Any) -> RunResult:
+        """The next turn of the conversation the last run left."""
+        checkpoint = self.checkpoint()
+        if checkpoint is None:
+            raise ConfigurationError(
+                "follow_up() needs an earlier run of this agent; call run() first")
+        return await self.run(message, continue_from=checkpoint, **options)
+
+    def follow_up_sync(self, message: str, **options: Any) -> RunResult:
+        return run_sync(self.follow_up(message, **options))
+
+    def checkpoint(self) -> dict[str, Any] | None:
+        """The conversation after the last finished run (final answer included), or None."""
+        return self.last.checkpoint() if self.last is not None else None
+
+
+class LLMCall(_Runner):
+    """One model call, no tools: a system prompt and the user's message in, the answer out."""
+
+    def __init__(self, *, provider: Provider, model: str, system: str = "",
+                 watch: Sequence[Any] = (), name: str = "LLMCall",
+                 temperature: float | None = None, max_tokens: int | None = None,
+                 stream: bool = False,
+                 observer_delivery: Literal["inline", "deferred"] = "inline",
+                 redaction: RedactionPolicy | None = None) -> None:
+        _check_provider(provider, model)
+        spec = AgentSpec(provider=provider, model=model, system=system,
+                         registry=ToolRegistry(()), max_iterations=1, temperature=temperature,
+                         max_tokens=max_tokens, stream=stream, with_tools=False, wrap_up=False)
+        super().__init__(spec, name=name, watch=watch, observer_delivery=observer_delivery,
+                         redaction=redaction)
+
+    async def run(self, message: str, *, run_id: str | None = None,
+                  timeout: float | None = None) -> RunResult:
+        return await self._run(message, None, run_id=run_id, timeout=timeout)
+
+    def run_sync(self, message: str, **options: Any) -> RunResult:
+        return run_sync(self.run(message, **options))
+
+
+def _check_provider(provider: Any, model: Any) -> None:
+    if not isinstance(provider, Provider):
+        raise ConfigurationError(
+            f"provider={provider!r} is not a Provider; use agentfootprint.providers.mock(...), "
+            "openai(...), anthropic(...) or ollama(...)")
+    if not isinstance(model, str) or not model:
+        raise ConfigurationError(f"model={model!r} must be the model's name, e.g. 'gpt-4o-mini'")
+
+
+def _history_from(checkpoint: Mapping[str, Any]) -> list[Message]:
+    if not isinstance(checkpoint, Mapping) or checkpoint.get("version") != 1:
+        raise ConfigurationError(
+            "continue_from must be a checkpoint() of an earlier run (a dict with version 1)")
+    history = checkpoint.get("history")
+    if not isinstance(history, list) or not all(
+            isinstance(m, dict) and m.get("role") in ("system", "user", "assistant", "tool")
+            and isinstance(m.get("content"), str) for m in history):
+        raise ConfigurationError(
+            "continue_from['history'] must be a list of messages with a role and str content; "
+            "pass the checkpoint() unchanged")
+    return [dict(m) for m in history]  # type: ignore[misc]

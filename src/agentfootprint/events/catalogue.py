@@ -1,0 +1,214 @@
+"""Every event name the framework emits, each with the model of its payload.
+
+Names are ``agentfootprint.<domain>.<action>``. Payloads travel as plain JSON dicts (they are
+stored on the step that emitted them, in the commit log); ``payload_model(name)`` gives the
+Pydantic model that describes and validates each one. Adding an event means adding it here.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from pydantic import BaseModel, ConfigDict
+
+__all__ = ["EVENTS", "PREFIX", "full_name", "payload_model"]
+
+PREFIX: Final = "agentfootprint."
+
+
+class _Payload(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TurnStart(_Payload):
+    turn: int
+    user_message: str
+
+
+class TurnEnd(_Payload):
+    turn: int
+    content: str
+    iterations: int
+    input_tokens: int
+    output_tokens: int
+    stopped_early: str | None = None
+
+
+class IterationStart(_Payload):
+    iteration: int
+
+
+class IterationEnd(_Payload):
+    iteration: int
+    tool_call_count: int
+
+
+class RouteDecided(_Payload):
+    iteration: int
+    chosen: str
+    rationale: str
+
+
+class BudgetExhausted(_Payload):
+    reason: str
+    iteration: int
+    limit: int
+    pending_tool_calls: int
+    action: str
+
+
+class LLMStart(_Payload):
+    iteration: int
+    provider: str
+    model: str
+    system_prompt_chars: int
+    messages_count: int
+    tools_count: int
+
+
+class LLMUsage(_Payload):
+    input: int
+    output: int
+
+
+class LLMEnd(_Payload):
+    iteration: int
+    content: str
+    tool_call_count: int
+    usage: LLMUsage
+    stop_reason: str
+
+
+class Token(_Payload):
+    iteration: int
+    index: int
+    content: str
+
+
+class ToolStart(_Payload):
+    tool_name: str
+    tool_call_id: str
+    args: dict[str, Any]
+    iteration: int
+
+
+class ToolEnd(_Payload):
+    tool_name: str
+    tool_call_id: str
+    result: str
+    error: bool
+    status: str
+    iteration: int
+
+
+class ArgsInvalid(_Payload):
+    tool_name: str
+    tool_call_id: str
+    iteration: int
+    issues: list[dict[str, str]]
+
+
+class Retried(_Payload):
+    provider: str
+    attempt: int
+    max_attempts: int
+    error: str
+    status: int | None = None
+    backoff: float
+
+
+class Recovered(_Payload):
+    provider: str
+    attempt: int
+    duration: float
+
+
+class CircuitChanged(_Payload):
+    provider: str
+    state: str
+    reason: str
+
+
+class FellBack(_Payload):
+    primary: str
+    fallback: str
+    error: str
+
+
+class ContextInjected(_Payload):
+    injection_id: str
+    slot: str
+    trigger: str
+    iteration: int
+
+
+class SkillActivated(_Payload):
+    skill_id: str
+    iteration: int
+
+
+class MemoryWritten(_Payload):
+    store: str
+    ids: list[str]
+    turn: int
+
+
+class CostTick(_Payload):
+    model: str
+    input_tokens: int
+    output_tokens: int
+    estimated_usd: float
+
+
+class PermissionCheck(_Payload):
+    target: str
+    result: str
+    rationale: str | None = None
+
+
+class PauseRequest(_Payload):
+    reason: str
+    question: Any = None
+
+
+EVENTS: Final[dict[str, type[BaseModel]]] = {
+    PREFIX + "agent.turn_start": TurnStart,
+    PREFIX + "agent.turn_end": TurnEnd,
+    PREFIX + "agent.iteration_start": IterationStart,
+    PREFIX + "agent.iteration_end": IterationEnd,
+    PREFIX + "agent.route_decided": RouteDecided,
+    PREFIX + "agent.budget_exhausted": BudgetExhausted,
+    PREFIX + "stream.llm_start": LLMStart,
+    PREFIX + "stream.llm_end": LLMEnd,
+    PREFIX + "stream.token": Token,
+    PREFIX + "stream.tool_start": ToolStart,
+    PREFIX + "stream.tool_end": ToolEnd,
+    PREFIX + "validation.args_invalid": ArgsInvalid,
+    PREFIX + "error.retried": Retried,
+    PREFIX + "error.recovered": Recovered,
+    PREFIX + "error.circuit_changed": CircuitChanged,
+    PREFIX + "fallback.triggered": FellBack,
+    PREFIX + "context.injected": ContextInjected,
+    PREFIX + "skill.activated": SkillActivated,
+    PREFIX + "memory.written": MemoryWritten,
+    PREFIX + "cost.tick": CostTick,
+    PREFIX + "permission.check": PermissionCheck,
+    PREFIX + "pause.request": PauseRequest,
+}
+
+
+def full_name(name: str) -> str:
+    """``"stream.token"`` → ``"agentfootprint.stream.token"`` (full names pass through)."""
+    return name if name.startswith(PREFIX) or name == "*" else PREFIX + name
+
+
+def payload_model(name: str) -> type[BaseModel]:
+    """The payload model of an event name; a clear error for names not in the catalogue."""
+    try:
+        return EVENTS[full_name(name)]
+    except KeyError:
+        from ..errors import ConfigurationError
+
+        raise ConfigurationError(
+            f"{name!r} is not an agentfootprint event; see agentfootprint.events.EVENTS "
+            "for the names") from None

@@ -1,0 +1,62 @@
+"""LLM providers: one port, a mock for tests, and adapters for real models.
+
+``mock`` needs nothing. ``openai`` (every OpenAI-compatible server too), ``anthropic`` and
+``ollama`` import their SDK or HTTP client only when called, so importing this package is free.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import (
+    LLMRequest,
+    LLMResponse,
+    Message,
+    Provider,
+    StreamChunk,
+    ToolCall,
+    ToolSchema,
+    Usage,
+)
+from .mock import MockProvider, mock
+from .resilience import with_circuit_breaker, with_fallback, with_retry
+
+__all__ = [
+    "LLMRequest",
+    "LLMResponse",
+    "Message",
+    "MockProvider",
+    "Provider",
+    "StreamChunk",
+    "ToolCall",
+    "ToolSchema",
+    "Usage",
+    "anthropic",
+    "mock",
+    "ollama",
+    "openai",
+    "with_circuit_breaker",
+    "with_fallback",
+    "with_retry",
+]
+
+
+def openai(**options: Any) -> Provider:
+    """The OpenAI provider (and any OpenAI-compatible server via ``base_url=``)."""
+    from .openai import OpenAIProvider
+
+    return OpenAIProvider(**options)
+
+
+def anthropic(**options: Any) -> Provider:
+    """The Anthropic provider (official SDK)."""
+    from .anthropic import AnthropicProvider
+
+    return AnthropicProvider(**options)
+
+
+def ollama(**options: Any) -> Provider:
+    """The Ollama provider (native ``/api/chat``)."""
+    from .ollama import OllamaProvider
+
+    return OllamaProvider(**options)

@@ -1,0 +1,148 @@
+"""The LLM port: the request and response every provider speaks, and the provider interface.
+
+Messages are plain JSON dicts (typed as ``Message``) because they live in run state and in
+the commit log; requests and responses are Pydantic models because they cross the wire.
+A provider implements one async method, ``complete``; streaming is an optional capability
+(``stream``), and the default ``stream`` yields the completed response as one terminal chunk,
+so every provider can be used where a stream is expected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any, Literal, NotRequired
+
+from pydantic import BaseModel, ConfigDict, Field
+from typing_extensions import TypedDict
+
+__all__ = [
+    "LLMRequest",
+    "LLMResponse",
+    "Message",
+    "Provider",
+    "StreamChunk",
+    "ToolCall",
+    "ToolSchema",
+    "Usage",
+    "wire_messages",
+]
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+class ToolCall(TypedDict):
+    """A tool the model asked for: ``args`` already parsed from JSON."""
+
+    id: str
+    name: str
+    args: dict[str, Any]
+
+
+class Message(TypedDict):
+    """One conversation message, JSON-shaped so it can live in state and the log."""
+
+    role: Role
+    content: str
+    tool_calls: NotRequired[list[ToolCall]]
+    """Assistant messages that asked for tools."""
+    tool_call_id: NotRequired[str]
+    """Tool messages: the call this result answers."""
+    tool_name: NotRequired[str]
+    """Tool messages: the tool that produced it."""
+    injected_by: NotRequired[str]
+    """Framework-only: the injection that put this message here (stripped from the wire)."""
+
+
+class ToolSchema(TypedDict):
+    """What the model is told about a tool."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+class Usage(BaseModel):
+    """Real token counts as the provider reported them (0 = not reported)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+
+
+class LLMRequest(BaseModel):
+    """One call to a model."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str
+    messages: list[Message]
+    system: str | None = None
+    tools: list[ToolSchema] = Field(default_factory=list)
+    temperature: float | None = None
+    max_tokens: int | None = None
+    stop: list[str] | None = None
+    tool_choice: str | None = None
+    """``None``/``"auto"``, ``"none"``, ``"required"``, or a tool name to force."""
+
+
+class LLMResponse(BaseModel):
+    """What the model answered: text and/or tool calls, with usage."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    stop_reason: str = "stop"
+    """Normalised: ``stop``, ``tool_use``, ``max_tokens``, ``content_filter``, or the raw value."""
+    model: str | None = None
+    provider_ref: str | None = None
+    """The provider's id for this response, when it gives one."""
+
+
+class StreamChunk(BaseModel):
+    """A piece of a streamed answer; the last chunk has ``done=True`` and the ``response``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    index: int
+    content: str = ""
+    done: bool = False
+    response: LLMResponse | None = None
+
+
+class Provider:
+    """Base class of every provider. Subclasses implement ``complete``; ``stream`` is optional."""
+
+    name: str = "provider"
+    streams: bool = False
+    """True when ``stream`` yields tokens as they arrive (not just one terminal chunk)."""
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        raise NotImplementedError(f"{type(self).__name__} must implement complete()")
+
+    async def stream(self, request: LLMRequest) -> AsyncIterator[StreamChunk]:
+        """Default: complete, then one terminal chunk carrying the whole response."""
+        response = await self.complete(request)
+        if response.content:
+            yield StreamChunk(index=0, content=response.content)
+        yield StreamChunk(index=1 if response.content else 0, done=True, response=response)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name}>"
+
+
+def wire_messages(messages: list[Message]) -> list[Message]:
+    """Messages as the provider should see them: framework-only fields removed."""
+    out: list[Message] = []
+    for message in messages:
+        if "injected_by" in message:
+            clean = dict(message)
+            del clean["injected_by"]
+            out.append(clean)  # type: ignore[arg-type]
+        else:
+            out.append(message)
+    return out

@@ -1,0 +1,108 @@
+"""Argument checks against a JSON Schema, for tools defined with a raw schema.
+
+An honest subset, never raising on odd schemas: ``type`` (unions too; ``integer`` means a
+whole number), ``enum`` of plain values, ``required``, ``properties`` (recursive),
+``items`` (one schema, recursive) and ``additionalProperties: false``. Other keywords are
+not checked. An issue names the path and the expected and actual *types*, never the value,
+so a bad argument holding personal data is not copied into the prompt. (jsonschema would
+check more, but it is not a core dependency; ``@tool`` functions get full Pydantic validation.)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from typing_extensions import TypedDict
+
+__all__ = ["ArgumentIssue", "check_arguments", "describe_issues"]
+
+MAX_ISSUES = 10
+
+_TYPES: dict[str, tuple[type, ...]] = {
+    "object": (dict,), "array": (list,), "string": (str,), "boolean": (bool,),
+    "number": (int, float), "integer": (int,), "null": (type(None),),
+}
+
+
+class ArgumentIssue(TypedDict):
+    path: str
+    expected: str
+    got: str
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    names: dict[type, str] = {str: "string", list: "array", dict: "object"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _matches(value: Any, kind: str) -> bool:
+    if kind == "integer":
+        return (isinstance(value, int) and not isinstance(value, bool)) or (
+            isinstance(value, float) and value.is_integer())
+    if kind == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    expected = _TYPES.get(kind)
+    return expected is None or isinstance(value, expected)
+
+
+def check_arguments(schema: Any, value: Any) -> list[ArgumentIssue]:
+    """Every issue (at most ten) found in ``value`` against ``schema``."""
+    issues: list[ArgumentIssue] = []
+    _check(schema, {} if value is None else value, "", issues)
+    return issues[:MAX_ISSUES]
+
+
+def _check(schema: Any, value: Any, path: str, issues: list[ArgumentIssue]) -> None:
+    if not isinstance(schema, dict) or len(issues) >= MAX_ISSUES:
+        return
+    kind = schema.get("type")
+    kinds = kind if isinstance(kind, list) else [kind] if isinstance(kind, str) else []
+    if kinds and not any(_matches(value, k) for k in kinds):
+        issues.append({"path": path, "expected": " or ".join(kinds), "got": _type_name(value)})
+        return
+    enum = schema.get("enum")
+    if isinstance(enum, list) and enum and value not in enum:
+        issues.append({"path": path, "expected": "one of " + ", ".join(map(repr, enum)),
+                       "got": _type_name(value)})
+    if isinstance(value, dict):
+        props = schema.get("properties")
+        for key in schema.get("required", ()) if isinstance(schema.get("required"), list) else ():
+            if key not in value:
+                issues.append({"path": _join(path, key), "expected": "a value", "got": "missing"})
+        if isinstance(props, dict):
+            for key, sub in props.items():
+                if key in value:
+                    _check(sub, value[key], _join(path, key), issues)
+            if schema.get("additionalProperties") is False:
+                for key in value:
+                    if key not in props:
+                        issues.append({"path": _join(path, key), "expected": "no such field",
+                                       "got": _type_name(value[key])})
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for i, item in enumerate(value):
+            _check(schema["items"], item, f"{path}[{i}]", issues)
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else str(key)
+
+
+def describe_issues(tool_name: str, issues: list[ArgumentIssue]) -> str:
+    """The tool result a model reads when its arguments were rejected."""
+    lines = [f"Invalid arguments for tool '{tool_name}' — the call was not executed."]
+    for issue in issues:
+        where = issue["path"] or "arguments"
+        if issue["got"] == "missing":
+            lines.append(f"- '{where}' is required but missing")
+        else:
+            lines.append(f"- '{where}': expected {issue['expected']}, got {issue['got']}")
+    lines.append("Fix the arguments and call the tool again.")
+    return "\n".join(lines)
