@@ -16,6 +16,12 @@ EXPECTED = {
         "Reject (reject#3)",
         "← [control: Low credit]",
     ],
+    "quickstart_agent.py": [
+        "It is 22°C and sunny in Paris.",
+        'It examined "the model asked for tools"',
+        "and chose ToolCalls.",
+        "Write final_content = \"It is 22°C and sunny in Paris.\"",
+    ],
 }
 
 

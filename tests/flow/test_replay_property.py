@@ -27,15 +27,24 @@ ABSENT = object()
 # -- strict equality -------------------------------------------------------------------------
 
 
+def _kind(value: Any) -> type:
+    """Committed values are frozen list/dict subclasses; they count as lists and dicts."""
+    if isinstance(value, list):
+        return list
+    if isinstance(value, dict):
+        return dict
+    return type(value)
+
+
 def strict_equal(a: Any, b: Any) -> bool:
     """Equal as state values: same types all the way down, NaN == NaN, dict key order counts."""
-    if type(a) is not type(b):
+    if _kind(a) is not _kind(b):
         return False
     if type(a) is float:
         return a == b or (math.isnan(a) and math.isnan(b))
-    if type(a) is list:
+    if _kind(a) is list:
         return len(a) == len(b) and all(strict_equal(x, y) for x, y in zip(a, b, strict=True))
-    if type(a) is dict:
+    if _kind(a) is dict:
         return list(a) == list(b) and all(strict_equal(a[k], b[k]) for k in a)
     return a == b
 

@@ -133,7 +133,7 @@ class CommitRecord:
 
 
 def apply_change(state: dict[str, Any], change: Change) -> None:
-    """Apply one change to a state dict in place (the replay primitive)."""
+    """Apply one change to a plain (replayed) state dict in place (the replay primitive)."""
     if change.op == "set":
         state[change.key] = copy_value(change.value)
     elif change.op == "append":

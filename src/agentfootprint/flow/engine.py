@@ -33,7 +33,15 @@ from .pause import Pause
 from .recorders import Dispatcher, FlowEvent, ObserverFailure
 from .redact import REDACTED, RedactionPolicy
 from .scope import ReadView, Scope, frozen_mapping
-from .values import MISSING, check_json_value, copy_value, same_value
+from .values import (
+    MISSING,
+    FrozenList,
+    check_json_value,
+    copy_value,
+    freeze,
+    same_prefix,
+    same_value,
+)
 
 if TYPE_CHECKING:
     from .chart import Chart, Node
@@ -421,15 +429,15 @@ class _Engine:
                 continue
             scalar = type(new) in _SCALARS
             if not scalar:
-                new = copy_value(new)  # the log and state own their values from here on
+                new = freeze(new)  # state and log share one read-only value from here on
             state[key] = new
             if policy is not None and policy.is_redacted(key):
                 changes.append(Change(key, "set", REDACTED))
             elif scalar:
                 changes.append(Change(key, "set", new))
-            elif (type(new) is list and type(base) is list and 0 < len(base) < len(new)
-                  and same_value(new[: len(base)], base)):
-                changes.append(Change(key, "append", new[len(base):]))
+            elif (type(new) is FrozenList and type(base) is FrozenList
+                  and 0 < len(base) < len(new) and same_prefix(new, base)):
+                changes.append(Change(key, "append", FrozenList(new[len(base):])))
             else:
                 changes.append(Change(key, "set", new))
         step = scope._step
@@ -616,7 +624,7 @@ class _Engine:
         spec = frames[level]
         node = self.nodes[spec.node]
         if spec.kind == "subflow":
-            inner = Frame(ns=spec.ns or spec.rid, state=copy_value(spec.state or {}),
+            inner = Frame(ns=spec.ns or spec.rid, state=_frozen_state(spec.state),
                           args=frozen_mapping(spec.args), env=frame.env,
                           readonly=frozenset(spec.args or {}), dispatch=self.dispatch,
                           redaction=frame.redaction, run_id=self.run_id, depth=frame.depth + 1)
@@ -718,7 +726,7 @@ class _Engine:
 
 def _root_frame(engine: _Engine, state: Mapping[str, Any] | None, args: Mapping[str, Any] | None,
                 env: Mapping[str, Any] | None, redaction: RedactionPolicy | None) -> Frame:
-    return Frame(ns="", state=copy_value(dict(state or {})), args=frozen_mapping(args),
+    return Frame(ns="", state=_frozen_state(state), args=frozen_mapping(args),
                  env=MappingProxyType(dict(env or {})), readonly=frozenset(),
                  dispatch=engine.dispatch, redaction=redaction, run_id=engine.run_id, depth=0)
 
@@ -766,6 +774,10 @@ async def resume_chart(chart: Chart, checkpoint: Checkpoint | Mapping[str, Any] 
     engine.root_event("run_start", value=_shown_args(cp.args, options.redaction),
                       data={"resumed": True, "initial": replayed})
     return await engine.drive(engine.resume_level(cp, 0, root, answer), root)
+
+
+def _frozen_state(state: Mapping[str, Any] | None) -> dict[str, Any]:
+    return {k: freeze(v) for k, v in (state or {}).items()}
 
 
 def _shown_args(args: Mapping[str, Any] | None, policy: RedactionPolicy | None) -> dict[str, Any]:

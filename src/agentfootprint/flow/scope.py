@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from .recorders import FlowEvent
 from .redact import REDACTED
-from .values import MISSING, copy_value, summarize
+from .values import MISSING, copy_value, freeze, summarize, thaw
 
 if TYPE_CHECKING:
     from .engine import Frame, Step
@@ -84,7 +84,7 @@ class Scope:
                                   key, copy_value(shown))
                 for hook in hooks:
                     hook(event)
-        return value if type(value) in _SCALARS else copy_value(value)
+        return value if type(value) in _SCALARS else thaw(value)
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -226,12 +226,12 @@ class ReadView:
 
     def __getitem__(self, key: str) -> Any:
         self._reads[key] = None
-        return copy_value(self._state[key])
+        return thaw(self._state[key])
 
     def get(self, key: str, default: Any = None) -> Any:
         self._reads[key] = None
         value = self._state.get(key, MISSING)
-        return default if value is MISSING else copy_value(value)
+        return default if value is MISSING else thaw(value)
 
     def __contains__(self, key: object) -> bool:
         if isinstance(key, str):
@@ -255,4 +255,4 @@ class ReadView:
 
 
 def frozen_mapping(data: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    return MappingProxyType(copy_value(dict(data)) if data else {})
+    return MappingProxyType({k: freeze(v) for k, v in data.items()} if data else {})

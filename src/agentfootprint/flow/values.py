@@ -1,21 +1,38 @@
 """Value rules shared by the scope, the commit log and the narrative.
 
 State values are JSON-shaped (None, bool, int, float, str, list, dict with str keys).
-Three operations matter everywhere and must agree:
+Committed values are *frozen*: lists and dicts become ``FrozenList``/``FrozenDict`` (real
+``list``/``dict`` subclasses that refuse mutation), so state, the log and every reader can
+share one object safely, and a step that copies a long history and appends one message costs
+one pointer per element, not a deep copy. Reads hand back a shallow, mutable copy of the top
+level (``thaw``): append to it and write it back; nested values stay read-only, and mutating
+one raises an error that says how to copy it.
 
-* ``copy_value``   -- an independent copy of the mutable parts, so readers never alias state;
-* ``same_value``   -- the strict equality that decides whether a write changed anything
-                      (type-exact, NaN equals NaN, lists ordered, dicts by key set);
-* ``summarize``    -- a short, one-line rendering for narratives and evidence.
+* ``freeze``     -- the committed, shareable form of a value;
+* ``thaw``       -- what a read returns: a plain top-level copy over frozen parts;
+* ``copy_value`` -- a fully independent, plain (mutable) deep copy, for replay and callers;
+* ``same_value`` -- the strict equality that decides whether a write changed anything
+                    (type-exact, NaN equals NaN, lists ordered, dict key order included);
+* ``summarize``  -- a short, one-line rendering for narratives and evidence.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
-__all__ = ["MISSING", "copy_value", "same_value", "summarize", "check_json_value"]
+__all__ = [
+    "MISSING",
+    "FrozenDict",
+    "FrozenList",
+    "check_json_value",
+    "copy_value",
+    "freeze",
+    "same_value",
+    "summarize",
+    "thaw",
+]
 
 
 class _Missing:
@@ -35,62 +52,124 @@ MISSING: Final[Any] = _Missing()
 _SCALARS: Final = (str, int, float, bool, type(None))
 
 
-def copy_value(value: Any) -> Any:
-    """Copy lists and dicts all the way down; scalars and other objects are shared."""
+def _refuse(self: Any, *args: Any, **kwargs: Any) -> NoReturn:
+    kind = "list" if isinstance(self, list) else "dict"
+    raise TypeError(
+        f"this {kind} is part of committed state and is read-only; copy it "
+        f"({kind}(value) or a comprehension), change the copy and write it back")
+
+
+class FrozenList(list[Any]):
+    """A committed list: reads like a list, refuses every mutation."""
+
+    __slots__ = ()
+    append = extend = insert = pop = remove = clear = sort = reverse = _refuse
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenList, (list(self),))
+
+    def __copy__(self) -> FrozenList:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenList:
+        return self
+
+
+class FrozenDict(dict[str, Any]):
+    """A committed dict: reads like a dict, refuses every mutation."""
+
+    __slots__ = ()
+    clear = pop = popitem = setdefault = update = _refuse
+    __setitem__ = __delitem__ = __ior__ = _refuse
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenDict, (dict(self),))
+
+    def __copy__(self) -> FrozenDict:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenDict:
+        return self
+
+
+_LISTS: Final = (list, FrozenList, tuple)
+_DICTS: Final = (dict, FrozenDict)
+
+
+def freeze(value: Any) -> Any:
+    """The committed form: lists and dicts frozen all the way down (frozen parts reused)."""
     kind = type(value)
-    if kind is list:
-        return [x if type(x) in _SCALARS else copy_value(x) for x in value]
+    if kind in _SCALARS or kind is FrozenList or kind is FrozenDict:
+        return value
+    if kind is list or kind is tuple:
+        return FrozenList([x if type(x) in _SCALARS else freeze(x) for x in value])
     if kind is dict:
+        return FrozenDict({k: (v if type(v) in _SCALARS else freeze(v))
+                           for k, v in value.items()})
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """A read's result: a plain copy of the top level; nested values stay shared and frozen."""
+    kind = type(value)
+    if kind is FrozenList:
+        return list(value)
+    if kind is FrozenDict:
+        return dict(value)
+    return value
+
+
+def copy_value(value: Any) -> Any:
+    """A plain, fully independent deep copy (frozen parts become ordinary lists and dicts)."""
+    kind = type(value)
+    if kind is list or kind is FrozenList:
+        return [x if type(x) in _SCALARS else copy_value(x) for x in value]
+    if kind is dict or kind is FrozenDict:
         return {k: (v if type(v) in _SCALARS else copy_value(v)) for k, v in value.items()}
     if kind is tuple:
-        return tuple(copy_value(x) for x in value)
+        return [copy_value(x) for x in value]
     return value
+
+
+def _kind(value: Any) -> type:
+    kind = type(value)
+    if kind is FrozenList or kind is tuple:
+        return list
+    if kind is FrozenDict:
+        return dict
+    return kind
 
 
 def same_value(a: Any, b: Any) -> bool:
     """True when ``a`` and ``b`` are the same state value (``1``, ``1.0`` and ``True`` differ).
 
-    Python's ``==`` runs first at C speed; when it says equal, the JSON encodings confirm
-    that no ``1``/``True``/``1.0`` confusion hid inside. Unequal dict key order counts as a
-    change, which is lossless (the log stores a ``set`` instead of an ``append``).
+    Shared (identical) parts compare in constant time, so re-writing a long list that only
+    gained a tail costs one identity check per element.
     """
     if a is b:
         return True
-    kind = type(a)
-    if kind is not type(b):
+    kind = _kind(a)
+    if kind is not _kind(b):
         return False
     if kind is float:
         return bool(a == b or (math.isnan(a) and math.isnan(b)))
-    if kind in _SCALARS:
-        return bool(a == b)
+    if kind is list:
+        return len(a) == len(b) and all(
+            x is y or same_value(x, y) for x, y in zip(a, b, strict=True))
+    if kind is dict:
+        if len(a) != len(b) or list(a) != list(b):  # key order is kept by replay, so it counts
+            return False
+        return all(v is b[k] or same_value(v, b[k]) for k, v in a.items())
     try:
-        if a != b:
-            return _strict_equal(a, b) if kind in (list, dict, tuple) else False
-        if kind in (list, dict, tuple):
-            return json.dumps(a) == json.dumps(b)
-        return True
-    except (TypeError, ValueError):
-        return _strict_equal(a, b)
+        return bool(a == b)
     except Exception:  # an exotic __eq__ must not break a commit
         return False
 
 
-def _strict_equal(a: Any, b: Any) -> bool:
-    if a is b:
-        return True
-    kind = type(a)
-    if kind is not type(b):
-        return False
-    if kind is float:
-        return bool(a == b or (math.isnan(a) and math.isnan(b)))
-    if kind is list or kind is tuple:
-        return len(a) == len(b) and all(_strict_equal(x, y) for x, y in zip(a, b, strict=True))
-    if kind is dict:
-        return a.keys() == b.keys() and all(_strict_equal(v, b[k]) for k, v in a.items())
-    try:
-        return bool(a == b)
-    except Exception:
-        return False
+def same_prefix(longer: Any, prefix: Any) -> bool:
+    """True when the list ``longer`` starts with exactly the elements of ``prefix``."""
+    return all(x is y or same_value(x, y) for x, y in zip(longer, prefix, strict=False))
 
 
 def summarize(value: Any, max_len: int = 80) -> str:
@@ -123,12 +202,10 @@ def check_json_value(value: Any, where: str) -> None:
     stack: list[tuple[Any, str]] = [(value, where)]
     while stack:
         item, path = stack.pop()
-        kind = type(item)
+        kind = _kind(item)
         if kind in _SCALARS:
-            if kind is float and not math.isfinite(item):
-                continue  # NaN/inf are written as JSON extensions by the stdlib encoder
-            continue
-        if kind is list or kind is tuple:
+            continue  # NaN and infinities travel as the JSON extensions json.loads reads
+        if kind is list:
             stack.extend((x, f"{path}[{i}]") for i, x in enumerate(item))
         elif kind is dict:
             for k, v in item.items():

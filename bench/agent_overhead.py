@@ -1,0 +1,866 @@
+"""Per-iteration overhead of our ReAct agent vs LangGraph, pydantic-ai and the OpenAI Agents SDK.
+
+The same scripted ReAct turn runs in every framework, with no network and a deterministic
+in-process fake model: for a run of N model calls the model asks for one tool,
+``add(a: int, b: int) -> int``, on calls 1..N-1 and answers with a fixed text on call N
+(N = 1: it answers at once). N = 1, 10 and 50. What is measured:
+
+* ours: ``Agent(provider=mock(script=[...]), model="mock", tools=[add], max_iterations=N+1)``
+  and ``await agent.run(...)``, with the full recording on (it always is: that is the
+  product); median µs per iteration (= per model call), and recording bytes per iteration,
+  ``len(json.dumps(result.recording.log.to_json())) / N``;
+* LangGraph, the hand-written ReAct graph of its docs: ``StateGraph(MessagesState)`` with an
+  ``agent`` node calling ``model.bind_tools([add]).invoke(messages)``, a ``ToolNode([add])`` and
+  ``tools_condition``; the model is a ``BaseChatModel`` subclass with scripted ``_generate`` /
+  ``_agenerate`` (``create_react_agent`` is deprecated in LangGraph 1.x, so it is not used).
+  Plain mode: no checkpointer. Timed with ``invoke`` and ``ainvoke``. An extra row, outside
+  the targets, adds an ``InMemorySaver`` checkpointer (a fresh ``thread_id`` per run), the
+  nearest LangGraph has to our recording;
+* pydantic-ai: ``Agent(FunctionModel(fn))`` with a scripted ``fn`` returning ``ToolCallPart`` /
+  ``TextPart`` and one ``@agent.tool_plain`` tool; timed with ``run`` and ``run_sync``;
+* OpenAI Agents SDK: ``Agent(model=<Model subclass returning scripted ModelResponse>,
+  tools=[function_tool(add)])`` with ``Runner.run`` and ``Runner.run_sync``; plain mode
+  disables tracing with ``set_tracing_disabled(True)``.
+
+Every framework's fake model keeps a call counter that is rewound before each run, outside
+the timer (ours: ``provider.reset()``). Each run is checked: N model calls, N-1 tool results,
+the scripted final answer. A peer's figure at each N is its fastest entry point.
+
+Cold start: wall time of a whole ``python -c "..."`` subprocess that imports the framework,
+builds the agent and runs N = 1 once (median of several launches after one untimed launch
+that warms the file cache; raw, nothing subtracted; ``python -c pass`` is shown for scale).
+
+Method: each configuration is warmed up, then run in a loop for a fixed time budget (at least
+a minimum number of repetitions); every repetition is timed alone with
+``time.perf_counter_ns`` and the median is reported. ``gc.collect()`` runs between
+configurations and the garbage collector is disabled inside timed loops. Async runs of one
+configuration share one event loop.
+
+Targets (printed as PASS/MISS; the script never fails on a miss):
+
+* ours ≤ 0.5 ms per iteration at N = 50, full recording on;
+* ours ahead of every peer's plain mode at N = 50, in the same run;
+* our recording bytes/iteration at N = 50 within 20% of N = 10;
+* our cold start (process start → first N = 1 run done) ≤ 250 ms.
+
+When one of our targets is missed (or with ``--profile``), ours is cProfiled at N = 50 and the
+hot spots in ``agentfootprint`` are printed; a missed cold start also prints
+``python -X importtime``'s slowest imports.
+
+Run it from the repository root::
+
+    python bench/agent_overhead.py            # full run, ~1.5 s per configuration
+    python bench/agent_overhead.py --quick    # smoke run, a few repetitions each
+    python bench/agent_overhead.py --profile  # always cProfile ours at N = 50
+
+The peers come with ``pip install -e ".[bench]"``; a peer that is missing or fails is reported
+in one line and its rows are skipped. Results are appended as JSON lines to
+``bench/results/agent_overhead.jsonl`` (gitignored).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import gc
+import importlib.metadata
+import io
+import json
+import os
+import platform
+import pstats
+import statistics
+import subprocess
+import sys
+import textwrap
+import time
+import traceback
+import warnings
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from agentfootprint import Agent, tool
+from agentfootprint.providers import mock
+
+P = TypeVar("P")
+
+SIZES: tuple[int, ...] = (1, 10, 50)
+TARGET_N = 50
+BYTES_BASE_N = 10
+RESULTS = Path(__file__).resolve().parent / "results" / "agent_overhead.jsonl"
+
+TARGET_US_PER_ITERATION = 500.0
+TARGET_BYTES_DRIFT = 0.20
+TARGET_COLD_MS = 250.0
+
+QUESTION = "Keep adding one until you are told to stop, then say what you got."
+FINAL = "I added one at every step; the running total is in the tool results."
+TOOL_DOC = "Add two integers and return the sum."
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """How long to time each configuration."""
+
+    seconds: float
+    min_reps: int
+    max_reps: int
+    warmup_seconds: float
+    min_warmup: int
+    cold_launches: int
+
+
+FULL = Budget(seconds=1.5, min_reps=5, max_reps=5000, warmup_seconds=0.3, min_warmup=2,
+              cold_launches=7)
+QUICK = Budget(seconds=0.05, min_reps=3, max_reps=50, warmup_seconds=0.0, min_warmup=1,
+               cold_launches=3)
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One timed configuration."""
+
+    config: str
+    n: int
+    reps: int
+    median_us_per_iteration: float
+    min_us_per_iteration: float
+    p90_us_per_iteration: float
+    framework: str  # "ours", "langgraph", "pydantic-ai" or "openai-agents"
+    plain: bool = True
+    """False for the informational configurations that add the peer's own recording."""
+
+
+@dataclass(frozen=True, slots=True)
+class Peer:
+    """A framework we compare to: how to find its version and how to time it."""
+
+    framework: str
+    distribution: str
+    module: str
+    setup: str
+    bench: Callable[[int, Budget], list[Row]]
+    cold_code: str
+
+
+# --------------------------------------------------------------------------- timing helpers
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Collect first, then keep the collector off for the timed loop."""
+    gc.collect()
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def summarize(config: str, n: int, framework: str, samples_ns: list[int], *,
+              plain: bool = True) -> Row:
+    per_iteration = sorted(ns / 1000 / n for ns in samples_ns)
+    p90 = per_iteration[min(len(per_iteration) - 1, int(0.9 * len(per_iteration)))]
+    return Row(config, n, len(per_iteration), statistics.median(per_iteration),
+               per_iteration[0], p90, framework, plain)
+
+
+def time_sync(fn: Callable[[P], object], budget: Budget, prepare: Callable[[], P]) -> list[int]:
+    """Per-repetition wall times (ns) of ``fn(prepare())``; ``prepare`` is not timed."""
+    clock = time.perf_counter_ns
+    warm_end = clock() + int(budget.warmup_seconds * 1e9)
+    warmed = 0
+    while warmed < budget.min_warmup or clock() < warm_end:
+        fn(prepare())
+        warmed += 1
+    samples: list[int] = []
+    with gc_paused():
+        end = clock() + int(budget.seconds * 1e9)
+        while len(samples) < budget.max_reps and (len(samples) < budget.min_reps or clock() < end):
+            arg = prepare()
+            t0 = clock()
+            fn(arg)
+            samples.append(clock() - t0)
+    return samples
+
+
+async def time_async(fn: Callable[[P], Awaitable[object]], budget: Budget,
+                     prepare: Callable[[], P]) -> list[int]:
+    """Per-repetition wall times (ns) of ``await fn(prepare())``, all in the current loop.
+
+    ``prepare`` runs before the timer starts, so per-run setup (rewinding the fake model's
+    script) is not timed.
+    """
+    clock = time.perf_counter_ns
+    warm_end = clock() + int(budget.warmup_seconds * 1e9)
+    warmed = 0
+    while warmed < budget.min_warmup or clock() < warm_end:
+        await fn(prepare())
+        warmed += 1
+    samples: list[int] = []
+    with gc_paused():
+        end = clock() + int(budget.seconds * 1e9)
+        while len(samples) < budget.max_reps and (len(samples) < budget.min_reps or clock() < end):
+            arg = prepare()
+            t0 = clock()
+            await fn(arg)
+            samples.append(clock() - t0)
+    return samples
+
+
+def expect(ok: bool, what: str) -> None:
+    if not ok:
+        raise RuntimeError(what)
+
+
+@dataclass(slots=True)
+class Script:
+    """The peers' fake model: tool on calls 1..n-1, the answer on call n; rewound per run."""
+
+    n: int
+    calls: int = 0
+
+    def reset(self) -> None:
+        self.calls = 0
+
+    def next_call(self) -> int | None:
+        """The 1-based number of this call when the model should ask for ``add``, else None."""
+        self.calls += 1
+        if self.calls > self.n:
+            raise RuntimeError(f"fake model called {self.calls} times in an {self.n}-call run")
+        return self.calls if self.calls < self.n else None
+
+
+def add(a: int, b: int) -> int:
+    """Add two integers and return the sum."""
+    return a + b
+
+
+async def add_async(a: int, b: int) -> int:
+    """Add two integers and return the sum."""
+    return a + b
+
+
+# --------------------------------------------------------------------------- ours
+
+
+ours_add = tool(add)
+
+
+def our_script(n: int) -> list[Any]:
+    calls: list[Any] = [{"tool_calls": [{"name": "add", "args": {"a": k, "b": 1}}]}
+                        for k in range(1, n)]
+    return [*calls, FINAL]
+
+
+def build_ours(n: int) -> Agent:
+    return Agent(provider=mock(script=our_script(n)), model="mock", tools=[ours_add],
+                 max_iterations=n + 1)
+
+
+async def bench_ours(n: int, budget: Budget) -> tuple[Row, float]:
+    """Time one N; return the row and the recording's bytes per iteration."""
+    agent = build_ours(n)
+    provider: Any = agent.spec.provider
+    check = await agent.run(QUESTION)
+    expect(check.content == FINAL and check.iterations == n and check.stopped_early is None,
+           f"our {n}-call run ended with iterations={check.iterations}, "
+           f"stopped_early={check.stopped_early!r}, content={check.content!r}")
+    tool_results = sum(1 for m in check.history if m["role"] == "tool")
+    expect(tool_results == n - 1, f"our {n}-call run ran {tool_results} tools")
+    bytes_per_iteration = len(json.dumps(check.recording.log.to_json())) / n
+
+    def prepare() -> None:
+        provider.reset()
+
+    samples = await time_async(lambda _: agent.run(QUESTION), budget, prepare)
+    return summarize("ours: agent.run, full recording", n, "ours", samples), bytes_per_iteration
+
+
+# --------------------------------------------------------------------------- LangGraph
+
+
+def bench_langgraph(n: int, budget: Budget) -> list[Row]:
+    from langchain_core.language_models.chat_models import BaseChatModel
+    from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+    from langchain_core.tools import StructuredTool
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import END, START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode, tools_condition
+
+    script = Script(n)
+
+    class ScriptedChatModel(BaseChatModel):
+        """Answers from ``script``; ``bind_tools`` binds OpenAI tool schemas, as real ones do."""
+
+        @property
+        def _llm_type(self) -> str:
+            return "scripted"
+
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+            from langchain_core.utils.function_calling import convert_to_openai_tool
+
+            return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
+
+        def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                      run_manager: Any = None, **kwargs: Any) -> ChatResult:
+            k = script.next_call()
+            if k is None:
+                message = AIMessage(content=FINAL)
+            else:
+                message = AIMessage(content="", tool_calls=[
+                    {"name": "add", "args": {"a": k, "b": 1}, "id": f"call_{k}",
+                     "type": "tool_call"}])
+            return ChatResult(generations=[ChatGeneration(message=message)])
+
+        async def _agenerate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                             run_manager: Any = None, **kwargs: Any) -> ChatResult:
+            return self._generate(messages, stop, None, **kwargs)
+
+    # Sync and async bodies, so neither invoke nor ainvoke pays a thread hop for the tool.
+    lc_add = StructuredTool.from_function(func=add, coroutine=add_async, name="add",
+                                          description=TOOL_DOC)
+    model = ScriptedChatModel().bind_tools([lc_add])
+
+    def agent_node(state: MessagesState) -> dict[str, list[BaseMessage]]:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    async def agent_node_async(state: MessagesState) -> dict[str, list[BaseMessage]]:
+        return {"messages": [await model.ainvoke(state["messages"])]}
+
+    def build(checkpointer: Any = None) -> Any:
+        from langchain_core.runnables import RunnableLambda
+
+        graph = StateGraph(MessagesState)
+        graph.add_node("agent", RunnableLambda(agent_node, afunc=agent_node_async))
+        graph.add_node("tools", ToolNode([lc_add]))
+        graph.add_edge(START, "agent")
+        graph.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: END})
+        graph.add_edge("tools", "agent")
+        return graph.compile(checkpointer=checkpointer)
+
+    plain = build()
+    saved = build(InMemorySaver())
+    limit = {"recursion_limit": 2 * n + 10}
+    threads = iter(range(1 << 62))
+
+    def check(result: dict[str, Any]) -> None:
+        messages = result["messages"]
+        tools_run = sum(1 for m in messages if isinstance(m, ToolMessage))
+        expect(script.calls == n and tools_run == n - 1 and messages[-1].content == FINAL,
+               f"LangGraph {n}-call run: {script.calls} model calls, {tools_run} tools, "
+               f"last message {messages[-1].content!r}")
+
+    def prepare() -> dict[str, Any]:
+        script.reset()
+        return limit
+
+    def prepare_saved() -> dict[str, Any]:
+        script.reset()
+        return {**limit, "configurable": {"thread_id": f"t{next(threads)}"}}
+
+    inputs = {"messages": [("user", QUESTION)]}
+    check(plain.invoke(inputs, prepare()))
+    check(asyncio.run(plain.ainvoke(inputs, prepare())))
+    check(saved.invoke(inputs, prepare_saved()))
+
+    sync_samples = time_sync(lambda config: plain.invoke(inputs, config), budget, prepare)
+    gc.collect()
+
+    async def run_async() -> list[int]:
+        return await time_async(lambda config: plain.ainvoke(inputs, config), budget, prepare)
+
+    async_samples = asyncio.run(run_async())
+    gc.collect()
+    saved_samples = time_sync(lambda config: saved.invoke(inputs, config), budget,
+                              prepare_saved)
+    return [
+        summarize("LangGraph invoke", n, "langgraph", sync_samples),
+        summarize("LangGraph ainvoke", n, "langgraph", async_samples),
+        summarize("LangGraph invoke + InMemorySaver", n, "langgraph", saved_samples,
+                  plain=False),
+    ]
+
+
+LANGGRAPH_COLD = f'''
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tools import tool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
+
+@tool
+def add(a: int, b: int) -> int:
+    """{TOOL_DOC}"""
+    return a + b
+
+class Fake(BaseChatModel):
+    @property
+    def _llm_type(self):
+        return "scripted"
+    def bind_tools(self, tools, **kw):
+        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kw)
+    def _generate(self, messages, stop=None, run_manager=None, **kw):
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content={FINAL!r}))])
+
+model = Fake().bind_tools([add])
+graph = StateGraph(MessagesState)
+graph.add_node("agent", lambda state: {{"messages": [model.invoke(state["messages"])]}})
+graph.add_node("tools", ToolNode([add]))
+graph.add_edge(START, "agent")
+graph.add_conditional_edges("agent", tools_condition, {{"tools": "tools", END: END}})
+graph.add_edge("tools", "agent")
+out = graph.compile().invoke({{"messages": [("user", {QUESTION!r})]}})
+assert out["messages"][-1].content == {FINAL!r}
+'''
+
+
+# --------------------------------------------------------------------------- pydantic-ai
+
+
+def bench_pydantic_ai(n: int, budget: Budget) -> list[Row]:
+    from pydantic_ai import Agent as PydanticAgent
+    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    script = Script(n)
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        k = script.next_call()
+        if k is None:
+            return ModelResponse(parts=[TextPart(FINAL)])
+        call = ToolCallPart("add", {"a": k, "b": 1}, tool_call_id=f"call_{k}")
+        return ModelResponse(parts=[call])
+
+    agent: Any = PydanticAgent(FunctionModel(respond))
+
+    @agent.tool_plain
+    async def add(a: int, b: int) -> int:  # async: a sync tool_plain runs in a worker thread
+        """Add two integers and return the sum."""
+        return a + b
+
+    def check(result: Any) -> None:
+        responses = sum(1 for m in result.all_messages() if isinstance(m, ModelResponse))
+        expect(script.calls == n and responses == n and result.output == FINAL,
+               f"pydantic-ai {n}-call run: {script.calls} model calls, {responses} responses, "
+               f"output {result.output!r}")
+
+    def prepare() -> None:
+        script.reset()
+
+    prepare()
+    check(agent.run_sync(QUESTION))
+    prepare()
+    check(asyncio.run(agent.run(QUESTION)))
+
+    async def run_async() -> list[int]:
+        return await time_async(lambda _: agent.run(QUESTION), budget, prepare)
+
+    async_samples = asyncio.run(run_async())
+    gc.collect()
+    sync_samples = time_sync(lambda _: agent.run_sync(QUESTION), budget, prepare)
+    return [
+        summarize("pydantic-ai run", n, "pydantic-ai", async_samples),
+        summarize("pydantic-ai run_sync", n, "pydantic-ai", sync_samples),
+    ]
+
+
+PYDANTIC_AI_COLD = f'''
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelResponse, TextPart
+from pydantic_ai.models.function import FunctionModel
+
+agent = Agent(FunctionModel(lambda messages, info: ModelResponse(parts=[TextPart({FINAL!r})])))
+
+@agent.tool_plain
+async def add(a: int, b: int) -> int:
+    """{TOOL_DOC}"""
+    return a + b
+
+assert agent.run_sync({QUESTION!r}).output == {FINAL!r}
+'''
+
+
+# --------------------------------------------------------------------------- OpenAI Agents SDK
+
+
+def bench_openai_agents(n: int, budget: Budget) -> list[Row]:
+    from agents import Agent as SdkAgent
+    from agents import Runner, function_tool, set_tracing_disabled
+    from agents.items import ModelResponse
+    from agents.models.interface import Model
+    from agents.usage import Usage
+    from openai.types.responses import (
+        ResponseFunctionToolCall,
+        ResponseOutputMessage,
+        ResponseOutputText,
+    )
+
+    set_tracing_disabled(True)
+    script = Script(n)
+
+    class ScriptedModel(Model):
+        async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
+            k = script.next_call()
+            output: list[Any]
+            if k is None:
+                output = [ResponseOutputMessage(
+                    id="msg_final", type="message", role="assistant", status="completed",
+                    content=[ResponseOutputText(type="output_text", text=FINAL,
+                                                annotations=[])])]
+            else:
+                output = [ResponseFunctionToolCall(
+                    id=f"fc_{k}", call_id=f"call_{k}", type="function_call", name="add",
+                    arguments=json.dumps({"a": k, "b": 1}), status="completed")]
+            return ModelResponse(output=output, usage=Usage(), response_id=None)
+
+        def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+            raise NotImplementedError("this benchmark does not stream")
+
+    agent: Any = SdkAgent(name="bench", model=ScriptedModel(), tools=[function_tool(add)])
+
+    def check(result: Any) -> None:
+        expect(script.calls == n and len(result.raw_responses) == n
+               and result.final_output == FINAL,
+               f"Agents SDK {n}-call run: {script.calls} model calls, "
+               f"{len(result.raw_responses)} responses, final {result.final_output!r}")
+
+    def prepare() -> None:
+        script.reset()
+
+    prepare()
+    check(Runner.run_sync(agent, QUESTION, max_turns=n + 1))
+    prepare()
+    check(asyncio.run(Runner.run(agent, QUESTION, max_turns=n + 1)))
+
+    async def run_async() -> list[int]:
+        return await time_async(lambda _: Runner.run(agent, QUESTION, max_turns=n + 1),
+                                budget, prepare)
+
+    async_samples = asyncio.run(run_async())
+    gc.collect()
+    sync_samples = time_sync(lambda _: Runner.run_sync(agent, QUESTION, max_turns=n + 1),
+                             budget, prepare)
+    return [
+        summarize("Agents SDK Runner.run", n, "openai-agents", async_samples),
+        summarize("Agents SDK Runner.run_sync", n, "openai-agents", sync_samples),
+    ]
+
+
+OPENAI_AGENTS_COLD = f'''
+from agents import Agent, Runner, function_tool, set_tracing_disabled
+from agents.items import ModelResponse
+from agents.models.interface import Model
+from agents.usage import Usage
+from openai.types.responses import ResponseOutputMessage, ResponseOutputText
+
+set_tracing_disabled(True)
+
+class Fake(Model):
+    async def get_response(self, *args, **kwargs):
+        text = ResponseOutputText(type="output_text", text={FINAL!r}, annotations=[])
+        message = ResponseOutputMessage(id="m", type="message", role="assistant",
+                                        status="completed", content=[text])
+        return ModelResponse(output=[message], usage=Usage(), response_id=None)
+    def stream_response(self, *args, **kwargs):
+        raise NotImplementedError
+
+@function_tool
+def add(a: int, b: int) -> int:
+    """{TOOL_DOC}"""
+    return a + b
+
+agent = Agent(name="bench", model=Fake(), tools=[add])
+assert Runner.run_sync(agent, {QUESTION!r}, max_turns=2).final_output == {FINAL!r}
+'''
+
+
+PEERS: tuple[Peer, ...] = (
+    Peer("langgraph", "langgraph", "langgraph.graph",
+         "StateGraph(MessagesState): agent node (scripted BaseChatModel, bind_tools) + "
+         "ToolNode + tools_condition, compiled without checkpointer",
+         bench_langgraph, LANGGRAPH_COLD),
+    Peer("pydantic-ai", "pydantic-ai-slim", "pydantic_ai",
+         "Agent(FunctionModel(scripted fn)) + async @agent.tool_plain, default settings",
+         bench_pydantic_ai, PYDANTIC_AI_COLD),
+    Peer("openai-agents", "openai-agents", "agents",
+         "Agent(model=scripted Model subclass, tools=[function_tool(add)]), "
+         "set_tracing_disabled(True)",
+         bench_openai_agents, OPENAI_AGENTS_COLD),
+)
+
+
+# --------------------------------------------------------------------------- cold start
+
+
+OURS_COLD = f'''
+from agentfootprint import Agent, tool
+from agentfootprint.providers import mock
+
+@tool
+def add(a: int, b: int) -> int:
+    """{TOOL_DOC}"""
+    return a + b
+
+agent = Agent(provider=mock(script=[{FINAL!r}]), model="mock", tools=[add], max_iterations=2)
+assert agent.run_sync({QUESTION!r}).content == {FINAL!r}
+'''
+
+
+def launch(code: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, *extra, "-c", code], capture_output=True,
+                          text=True, check=False, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+
+
+def cold_start_ms(code: str, launches: int) -> float:
+    """Median wall time (ms) of a fresh interpreter running ``code``, after one warm launch."""
+    code = textwrap.dedent(code)
+    first = launch(code)
+    if first.returncode != 0:
+        tail = (first.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise RuntimeError(f"cold-start snippet failed: {tail}")
+    times = []
+    for _ in range(launches):
+        t0 = time.perf_counter_ns()
+        done = launch(code)
+        times.append((time.perf_counter_ns() - t0) / 1e6)
+        expect(done.returncode == 0, "cold-start snippet failed on a later launch")
+    return statistics.median(times)
+
+
+def slowest_imports(code: str, top: int = 15) -> str:
+    """``python -X importtime``: the ``top`` imports with the largest cumulative time."""
+    err = launch(textwrap.dedent(code), "-X", "importtime").stderr
+    rows = []
+    for line in err.splitlines():
+        if not line.startswith("import time:") or "cumulative" in line:
+            continue
+        head, cumulative_us, name = line.split("|", 2)
+        rows.append((int(cumulative_us), int(head.split(":", 1)[1]), name.strip()))
+    rows.sort(reverse=True)
+    lines = [f"{'cumulative ms':>14} {'self ms':>8}  module"]
+    lines += [f"{c / 1000:>14.1f} {s / 1000:>8.1f}  {name}" for c, s, name in rows[:top]]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- profiling
+
+
+def profile_ours(n: int = TARGET_N, reps: int = 20, top: int = 20) -> str:
+    """cProfile ``reps`` runs of our n-call turn; the hot spots inside agentfootprint."""
+    agent = build_ours(n)
+    provider: Any = agent.spec.provider
+
+    async def many() -> None:
+        for _ in range(reps):
+            provider.reset()
+            await agent.run(QUESTION)
+
+    asyncio.run(many())  # warm
+    profiler = cProfile.Profile()
+    profiler.enable()
+    asyncio.run(many())
+    profiler.disable()
+    out = io.StringIO()
+    stats = pstats.Stats(profiler, stream=out)
+    stats.sort_stats("tottime").print_stats("agentfootprint", top)
+    stats.sort_stats("cumulative").print_stats("agentfootprint", top)
+    return out.getvalue()
+
+
+# --------------------------------------------------------------------------- report
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "MISS"
+
+
+def peer_version(peer: Peer) -> str | None:
+    """The installed version, or None when the peer cannot be imported."""
+    try:
+        __import__(peer.module)
+    except Exception:
+        return None
+    try:
+        return importlib.metadata.version(peer.distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smoke run: a few repetitions each")
+    parser.add_argument("--profile", action="store_true",
+                        help="always cProfile ours at N=50 and print the hot spots")
+    parser.add_argument("--no-cold", action="store_true", help="skip the cold-start launches")
+    parser.add_argument("--no-write", action="store_true", help="do not append to results")
+    args = parser.parse_args(argv)
+    budget = QUICK if args.quick else FULL
+    warnings.simplefilter("ignore")  # deprecation chatter from the peers' imports
+
+    print(f"agent_overhead: Python {platform.python_version()} on {platform.machine()}, "
+          f"{'quick' if args.quick else 'full'} run")
+    print(f"timing: warm-up then ~{budget.seconds:g} s per config (min {budget.min_reps} reps), "
+          "time.perf_counter_ns per repetition, median reported; gc.collect() between configs, "
+          "gc disabled during timed loops")
+    print(f"workload: N model calls, tool add(a, b) on calls 1..N-1, scripted answer on call N; "
+          f"N = {', '.join(map(str, SIZES))}; no network")
+
+    rows: list[Row] = []
+    bytes_per_iteration: dict[int, float] = {}
+    for n in SIZES:
+        gc.collect()
+        row, size = asyncio.run(bench_ours(n, budget))
+        rows.append(row)
+        bytes_per_iteration[n] = size
+
+    versions: dict[str, str | None] = {"agentfootprint": importlib.metadata.version(
+        "agentfootprint")}
+    ran: list[Peer] = []
+    for peer in PEERS:
+        version = peer_version(peer)
+        versions[peer.framework] = version
+        if version is None:
+            print(f"{peer.framework}: not importable, skipping its rows "
+                  f'(install with `pip install -e ".[bench]"`)')
+            continue
+        try:
+            peer_rows: list[Row] = []
+            for n in SIZES:
+                gc.collect()
+                peer_rows += peer.bench(n, budget)
+        except Exception as exc:
+            versions[peer.framework] = None
+            print(f"{peer.framework} {version}: failed ({type(exc).__name__}: {exc}), "
+                  "skipping its rows")
+            traceback.print_exc(limit=3, file=sys.stdout)
+            continue
+        rows += peer_rows
+        ran.append(peer)
+        print(f"peer: {peer.framework} {version}: {peer.setup}")
+
+    ours = {r.n: r for r in rows if r.framework == "ours"}
+    # A peer's figure at each N is its fastest plain-mode entry point.
+    fastest: dict[tuple[str, int], Row] = {}
+    for row in rows:
+        key = (row.framework, row.n)
+        if row.framework != "ours" and row.plain and (
+                key not in fastest
+                or row.median_us_per_iteration < fastest[key].median_us_per_iteration):
+            fastest[key] = row
+
+    print()
+    header = (f"{'framework':<14} {'config':<36} {'N':>3} {'reps':>5} "
+              f"{'median µs/iteration':>20} {'peer/ours':>10}")
+    print(header)
+    print("-" * len(header))
+    for row in sorted(rows, key=lambda r: (r.n, r.framework != "ours", r.framework, r.config)):
+        if row.framework == "ours":
+            ratio = "—"
+        else:
+            ratio = f"{row.median_us_per_iteration / ours[row.n].median_us_per_iteration:.2f}×"
+            if fastest.get((row.framework, row.n)) is row:
+                ratio += " *"
+            elif not row.plain:
+                ratio += " i"
+        print(f"{row.framework:<14} {row.config:<36} {row.n:>3} {row.reps:>5} "
+              f"{row.median_us_per_iteration:>20.1f} {ratio:>10}")
+    print("* = the peer's fastest plain-mode entry point at that N (used for the targets); "
+          "i = informational, with the peer's own recording")
+
+    print()
+    for n in SIZES:
+        print(f"our recording bytes/iteration at N={n}: {bytes_per_iteration[n]:.1f}")
+    drift = bytes_per_iteration[TARGET_N] / bytes_per_iteration[BYTES_BASE_N]
+    print(f"bytes/iteration ratio N={TARGET_N} / N={BYTES_BASE_N}: {drift:.3f}")
+
+    cold: dict[str, float] = {}
+    if not args.no_cold:
+        print()
+        print(f"cold start (subprocess wall time, median of {budget.cold_launches} launches "
+              "after one warm-up launch; import + build + one N=1 run; raw):")
+        cold["python -c pass"] = cold_start_ms("pass", budget.cold_launches)
+        print(f"  {'python -c pass':<16} {cold['python -c pass']:>8.1f} ms  (interpreter alone)")
+        snippets = [("ours", OURS_COLD)] + [(p.framework, p.cold_code) for p in ran]
+        for name, code in snippets:
+            try:
+                cold[name] = cold_start_ms(code, budget.cold_launches)
+            except Exception as exc:
+                print(f"  {name:<16} failed: {exc}")
+                continue
+            print(f"  {name:<16} {cold[name]:>8.1f} ms")
+
+    print()
+    print("targets:")
+    checks: list[dict[str, Any]] = []
+    us = ours[TARGET_N].median_us_per_iteration
+    ok = us <= TARGET_US_PER_ITERATION
+    checks.append({"target": "us_per_iteration", "n": TARGET_N, "value": us, "ok": ok})
+    print(f"  ours ≤ {TARGET_US_PER_ITERATION / 1000:g} ms/iteration at N={TARGET_N}, full "
+          f"recording: {us / 1000:.3f} ms  {verdict(ok)}")
+    for peer in PEERS:
+        row = fastest.get((peer.framework, TARGET_N))
+        if row is None:
+            print(f"  ahead of {peer.framework} at N={TARGET_N}: skipped (peer did not run)")
+            continue
+        ratio = row.median_us_per_iteration / us
+        ok = ratio > 1
+        checks.append({"target": "ahead_of_peer", "peer": peer.framework, "n": TARGET_N,
+                       "value": ratio, "ok": ok})
+        print(f"  ahead of {peer.framework} ({row.config}) at N={TARGET_N}: "
+              f"peer/ours = {ratio:.2f}×  {verdict(ok)}")
+    ok = abs(drift - 1) <= TARGET_BYTES_DRIFT
+    checks.append({"target": "bytes_per_iteration_drift", "value": drift, "ok": ok})
+    print(f"  bytes/iteration at N={TARGET_N} within {TARGET_BYTES_DRIFT:.0%} of "
+          f"N={BYTES_BASE_N}: {drift - 1:+.1%}  {verdict(ok)}")
+    if "ours" in cold:
+        ok = cold["ours"] <= TARGET_COLD_MS
+        checks.append({"target": "cold_start_ms", "value": cold["ours"], "ok": ok})
+        print(f"  our cold start ≤ {TARGET_COLD_MS:g} ms: {cold['ours']:.1f} ms  {verdict(ok)}")
+    elif not args.no_cold:
+        print("  our cold start: the snippet failed  MISS")
+    else:
+        print("  our cold start: skipped (--no-cold)")
+
+    if not args.no_write:
+        RESULTS.parent.mkdir(parents=True, exist_ok=True)
+        meta = {
+            "run_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "quick": args.quick,
+            "python": platform.python_version(),
+            "versions": versions,
+        }
+        lines = [{**meta, "kind": "timing", **asdict(row)} for row in rows]
+        lines += [{**meta, "kind": "bytes", "n": n, "bytes_per_iteration": size}
+                  for n, size in bytes_per_iteration.items()]
+        lines += [{**meta, "kind": "cold_start", "what": what, "ms": ms}
+                  for what, ms in cold.items()]
+        lines += [{**meta, "kind": "target", **check} for check in checks]
+        with RESULTS.open("a", encoding="utf-8") as fh:
+            fh.writelines(json.dumps(line) + "\n" for line in lines)
+        print(f"\nappended {len(lines)} lines to {RESULTS}")
+
+    ours_missed = [c["target"] for c in checks if not c["ok"]]
+    if ours_missed or args.profile:
+        why = f"missed: {', '.join(ours_missed)}" if ours_missed else "--profile"
+        print(f"\ncProfile of ours, 20 runs at N={TARGET_N} ({why}); "
+              "agentfootprint functions only:")
+        print(profile_ours())
+    if "cold_start_ms" in ours_missed:
+        print("slowest imports of our cold start (python -X importtime):")
+        print(slowest_imports(OURS_COLD))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
