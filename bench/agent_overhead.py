@@ -22,6 +22,11 @@ in-process fake model: for a run of N model calls the model asks for one tool,
   tools=[function_tool(add)])`` with ``Runner.run`` and ``Runner.run_sync``; plain mode
   disables tracing with ``set_tracing_disabled(True)``.
 
+The peers' tools are ``async def`` where the framework would otherwise run a sync tool in a
+worker thread (pydantic-ai's ``tool_plain``, the Agents SDK's ``function_tool``); LangGraph's
+tool has both bodies, so neither ``invoke`` nor ``ainvoke`` hops threads for it. Ours is a
+plain sync function, which our registry calls inline.
+
 Every framework's fake model keeps a call counter that is rewound before each run, outside
 the timer (ours: ``provider.reset()``). Each run is checked: N model calls, N-1 tool results,
 the scripted final answer. A peer's figure at each N is its fastest entry point.
@@ -527,7 +532,9 @@ def bench_openai_agents(n: int, budget: Budget) -> list[Row]:
         def stream_response(self, *args: Any, **kwargs: Any) -> Any:
             raise NotImplementedError("this benchmark does not stream")
 
-    agent: Any = SdkAgent(name="bench", model=ScriptedModel(), tools=[function_tool(add)])
+    # async: the SDK runs a sync function tool in a worker thread (asyncio.to_thread)
+    sdk_add = function_tool(add_async, name_override="add")
+    agent: Any = SdkAgent(name="bench", model=ScriptedModel(), tools=[sdk_add])
 
     def check(result: Any) -> None:
         expect(script.calls == n and len(result.raw_responses) == n
@@ -576,7 +583,7 @@ class Fake(Model):
         raise NotImplementedError
 
 @function_tool
-def add(a: int, b: int) -> int:
+async def add(a: int, b: int) -> int:
     """{TOOL_DOC}"""
     return a + b
 
@@ -594,7 +601,7 @@ PEERS: tuple[Peer, ...] = (
          "Agent(FunctionModel(scripted fn)) + async @agent.tool_plain, default settings",
          bench_pydantic_ai, PYDANTIC_AI_COLD),
     Peer("openai-agents", "openai-agents", "agents",
-         "Agent(model=scripted Model subclass, tools=[function_tool(add)]), "
+         "Agent(model=scripted Model subclass, tools=[async function_tool]), "
          "set_tracing_disabled(True)",
          bench_openai_agents, OPENAI_AGENTS_COLD),
 )

@@ -187,7 +187,8 @@ def test_agent_requires_provider_and_model() -> None:
 
 def always_tool_script(n: int) -> list[dict[str, Any]]:
     """n + 1 replies that all ask for a tool, each with its own content."""
-    return [{"content": f"answer {k}", "tool_calls": [{"name": "lookup", "args": {"query": f"q{k}"}}]}
+    return [{"content": f"answer {k}",
+             "tool_calls": [{"name": "lookup", "args": {"query": f"q{k}"}}]}
             for k in range(1, n + 2)]
 
 
@@ -374,7 +375,8 @@ async def test_rebuilt_request_survives_json_round_trip() -> None:
 async def _recording_bytes(n: int) -> float:
     lookup, _ = counting_tool()
     script: list[Any] = [
-        {"content": f"step {k:03d}", "tool_calls": [{"name": "lookup", "args": {"query": f"q{k:03d}"}}]}
+        {"content": f"step {k:03d}",
+         "tool_calls": [{"name": "lookup", "args": {"query": f"q{k:03d}"}}]}
         for k in range(n)] + ["done"]
     agent = Agent(provider=mock(script=script), model="m", system="sys", tools=[lookup],
                   max_iterations=n + 1)

@@ -113,10 +113,6 @@ def test_base_url_resolution(monkeypatch: pytest.MonkeyPatch, given: str | None,
     assert OllamaProvider(base_url=given).base_url == expected
 
 
-@pytest.mark.xfail(
-    reason="providers/__init__.py: importing the submodule agentfootprint.providers.ollama sets "
-           "the package attribute `ollama` to the module, shadowing the factory function; fix by "
-           "importing the adapter submodules before the factories are defined")
 def test_factory_builds_provider() -> None:
     """providers.ollama(...) builds an OllamaProvider, also after the submodule was imported."""
     assert callable(providers.ollama)

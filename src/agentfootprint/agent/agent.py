@@ -20,7 +20,7 @@ from ..flow.engine import run_sync
 from ..providers.base import Message, Provider
 from ..tools.registry import ToolRegistry
 from ..tools.tool import Tool
-from .loop import AgentSpec, build_agent_chart
+from .loop import AgentSpec, build_agent_chart, live_emit
 
 __all__ = ["Agent", "LLMCall", "RunResult"]
 
@@ -75,19 +75,26 @@ class _Runner:
         """Listen to events by name (``"stream.token"``), domain (``"stream.*"``) or ``"*"``."""
         return self.events.on(pattern, listener)
 
-    def _recorders(self) -> list[Any]:
+    def _recorders(self) -> tuple[list[Any], Callable[[Any], None]]:
         bridge: Any = EventBridge(self.events)
+        live: Callable[[Any], None] = bridge.on_emit
         if self.observer_delivery == "deferred":
             bridge = deferred(bridge)
-        return [bridge, *self.watch]
+            queue = bridge
+
+            def live(event: Any) -> None:
+                queue.enqueue("emit", event)
+        return [bridge, *self.watch], live
 
     async def _run(self, message: str, history: Sequence[Message] | None, *,
                    run_id: str | None, timeout: float | None) -> RunResult:
         if not isinstance(message, str):
             raise ConfigurationError(f"run() takes the user's message as a str, got {message!r}")
         args: dict[str, Any] = {"message": message, "history": [dict(m) for m in history or ()]}
+        recorders, live = self._recorders()
+        token = live_emit.set(live)
         try:
-            run = await self.chart.run(args, recorders=self._recorders(),
+            run = await self.chart.run(args, recorders=recorders,
                                        redaction=self.redaction, timeout=timeout, run_id=run_id)
         except StageError as exc:
             cause = exc.__cause__
@@ -95,6 +102,8 @@ class _Runner:
                 cause.run = exc.run  # type: ignore[attr-defined]
                 raise cause from exc
             raise
+        finally:
+            live_emit.reset(token)
         state = run.state
         result = RunResult(
             content=str(state.get("final_content", "")), run_id=run.run_id,

@@ -14,13 +14,14 @@ is never an unanswered tool call. The final answer is never appended to ``histor
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..events.catalogue import PREFIX
-from ..events.dispatcher import AgentEvent, EventDispatcher
-from ..flow import Chart, Decision, Scope, flow_chart
+from ..events.dispatcher import EventDispatcher
+from ..flow import Chart, Decision, FlowEvent, Scope, flow_chart
 from ..providers.base import LLMRequest, LLMResponse, Message, Provider, ToolCall, wire_messages
 from ..providers.resilience import resilience_reports
 from ..tools.registry import ToolRegistry
@@ -33,6 +34,10 @@ WRAP_UP_INSTRUCTION = (
     "called. Do not ask for tools. Answer now: say what you did, what is still undone, and "
     "what the person should know."
 )
+
+live_emit: contextvars.ContextVar[Callable[[FlowEvent], None] | None] = contextvars.ContextVar(
+    "live_emit", default=None)
+"""The current run's path to listeners for events that are delivered but not recorded."""
 
 _EVENT_NAMES = {
     "retried": "error.retried", "recovered": "error.recovered",
@@ -130,8 +135,13 @@ class _Stages:
 
     async def _call(self, scope: Scope, request: LLMRequest, iteration: int) -> LLMResponse:
         spec = self.spec
-        reports: list[dict[str, Any]] = []
-        token = resilience_reports.set(reports.append)
+
+        def report(data: dict[str, Any]) -> None:
+            kind = data.pop("kind")
+            _emit(scope, _EVENT_NAMES.get(kind, f"error.{kind}"), data)
+
+        token = resilience_reports.set(report)
+        live = live_emit.get()
         try:
             if not spec.stream:
                 return await spec.provider.complete(request)
@@ -140,19 +150,16 @@ class _Stages:
             async for chunk in spec.provider.stream(request):
                 if chunk.done:
                     response = chunk.response
-                elif wants and chunk.content:
-                    spec.dispatcher.dispatch(AgentEvent(
-                        PREFIX + "stream.token",
-                        {"iteration": iteration, "index": chunk.index, "content": chunk.content},
-                        scope.run_id, scope.runtime_stage_id, "CallLLM"))
+                elif wants and chunk.content and live is not None:
+                    live(FlowEvent("emit", scope.run_id, scope.runtime_stage_id, "call_llm",
+                                   "CallLLM", PREFIX + "stream.token",
+                                   {"iteration": iteration, "index": chunk.index,
+                                    "content": chunk.content}))
             if response is None:  # a stream that never finished: ask once more, whole
                 response = await spec.provider.complete(request)
             return response
         finally:
             resilience_reports.reset(token)
-            for report in reports:
-                kind = report.pop("kind")
-                _emit(scope, _EVENT_NAMES.get(kind, f"error.{kind}"), report)
 
     def route(self, scope: Scope) -> Decision:
         spec = self.spec
@@ -164,7 +171,7 @@ class _Stages:
         chosen = "tool-calls" if calls and not out_of_budget else "final"
         rationale = ("the model asked for tools" if chosen == "tool-calls"
                      else "the model answered")
-        if chosen == "final" and (calls or wrapped) and out_of_budget:
+        if chosen == "final" and calls and out_of_budget and not wrapped:
             wrap = spec.wrap_up and bool(spec.registry) and not wrapped
             scope["stopped_early"] = "max-iterations"
             _emit(scope, "agent.budget_exhausted", {

@@ -53,6 +53,12 @@ class EventDispatcher:
     def on(self, pattern: str, listener: Listener) -> Callable[[], None]:
         """Subscribe; returns a function that unsubscribes."""
         key = full_name(pattern)
+        if key.endswith(".*") and not any(name.startswith(key[:-1]) for name in EVENTS):
+            from ..errors import ConfigurationError
+
+            raise ConfigurationError(
+                f"{pattern!r} names no agentfootprint event domain; see "
+                "agentfootprint.events.EVENTS for the names")
         if key != "*" and not key.endswith(".*") and key not in EVENTS:
             payload_model(pattern)  # raises with the list of names
         self._listeners.setdefault(key, []).append(listener)

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import anthropic as _anthropic_module
+from . import ollama as _ollama_module
+from . import openai as _openai_module
 from .base import (
     LLMRequest,
     LLMResponse,
@@ -41,22 +44,20 @@ __all__ = [
 ]
 
 
+# The adapter modules are imported above (they load their SDKs only when a provider is
+# built); the factories below deliberately take over their names on this package.
+
+
 def openai(**options: Any) -> Provider:
     """The OpenAI provider (and any OpenAI-compatible server via ``base_url=``)."""
-    from .openai import OpenAIProvider
-
-    return OpenAIProvider(**options)
+    return _openai_module.OpenAIProvider(**options)
 
 
 def anthropic(**options: Any) -> Provider:
     """The Anthropic provider (official SDK)."""
-    from .anthropic import AnthropicProvider
-
-    return AnthropicProvider(**options)
+    return _anthropic_module.AnthropicProvider(**options)
 
 
 def ollama(**options: Any) -> Provider:
     """The Ollama provider (native ``/api/chat``)."""
-    from .ollama import OllamaProvider
-
-    return OllamaProvider(**options)
+    return _ollama_module.OllamaProvider(**options)

@@ -17,7 +17,9 @@ Mapping (request → Messages API):
 * Tools are ``{name, description, input_schema}``. ``tool_choice``: ``auto``/``None`` → auto,
   ``none`` → none, ``required`` → any, anything else → that tool by name; it is sent only with
   tools. ``parallel_tool_calls=False`` adds ``disable_parallel_tool_use``.
-* ``max_tokens`` is the request's or the provider's default (the API requires one).
+* ``max_tokens`` is the request's or the provider's default (the API requires one);
+  ``stop`` → ``stop_sequences``; ``temperature`` goes into the body through ``extra_body``
+  (SDK 2.x dropped the argument; the JSON field is the same for every SDK version).
 
 Response: text blocks are concatenated, ``tool_use`` blocks become tool calls, usage is the real
 ``input_tokens`` / ``output_tokens`` plus ``cache_read`` / ``cache_write`` (Anthropic counts cached
@@ -33,12 +35,13 @@ not fit raises ``ContextWindowExceededError``; a network failure raises
 the status its error type stands for, e.g. ``overloaded_error`` → 529.
 
 The SDK's own retries are off (``max_retries=0``): retrying is ``with_retry``'s job, where it is
-reported. Pass ``client=`` (an ``anthropic.AsyncAnthropic``) to reuse or test a client.
+reported. A ``complete`` with a ``max_tokens`` so large that the SDK insists on streaming
+(over 10 minutes of expected generation) is streamed under the hood and returns the same response.
+Pass ``client=`` (an ``anthropic.AsyncAnthropic``) to reuse or test a client.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -95,7 +98,7 @@ class AnthropicProvider(Provider):
     def __init__(
         self,
         *,
-        model: str = "claude-sonnet-4-5",
+        model: str = "claude-sonnet-4-6",
         api_key: str | None = None,
         max_tokens: int = 4096,
         timeout: float | None = None,
@@ -116,17 +119,19 @@ class AnthropicProvider(Provider):
         self.max_tokens = max_tokens
         self.parallel_tool_calls = parallel_tool_calls
         if client is None:
-            if api_key is None and not (os.environ.get("ANTHROPIC_API_KEY")
-                                        or os.environ.get("ANTHROPIC_AUTH_TOKEN")):
-                raise ConfigurationError(
-                    "the anthropic provider needs an API key: set ANTHROPIC_API_KEY or pass "
-                    "api_key=")
             options: dict[str, Any] = {"max_retries": max_retries}
             if api_key is not None:
                 options["api_key"] = api_key
             if timeout is not None:
                 options["timeout"] = timeout
             client = sdk.AsyncAnthropic(**options)
+            # The SDK finds credentials itself (ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN and, in
+            # newer SDKs, profiles); when it found none, say so now rather than at the first call.
+            if not any(getattr(client, attr, None)
+                       for attr in ("api_key", "auth_token", "credentials")):
+                raise ConfigurationError(
+                    "the anthropic provider needs an API key: set ANTHROPIC_API_KEY or pass "
+                    "api_key=")
         self.client: Any = client
 
     def __repr__(self) -> str:
@@ -137,7 +142,15 @@ class AnthropicProvider(Provider):
     async def complete(self, request: LLMRequest) -> LLMResponse:
         params = self.build_params(request)
         try:
-            message = await self.client.messages.create(**params)
+            try:
+                message = await self.client.messages.create(**params)
+            except ValueError as exc:
+                # The SDK refuses a non-streamed call whose max_tokens could take over 10
+                # minutes; the same call streamed is allowed, so stream and keep the result.
+                if "streaming is required" not in str(exc).lower():
+                    raise
+                async with self.client.messages.stream(**params) as stream:
+                    message = await stream.get_final_message()
         except self._sdk.AnthropicError as exc:
             raise self._error(exc, params["model"]) from exc
         return self._response(message)
@@ -175,7 +188,8 @@ class AnthropicProvider(Provider):
         if system_parts:
             params["system"] = "\n\n".join(system_parts)
         if request.temperature is not None:
-            params["temperature"] = request.temperature
+            # anthropic>=2 has no ``temperature`` argument any more; the body field still works.
+            params["extra_body"] = {"temperature": request.temperature}
         if request.stop:
             params["stop_sequences"] = list(request.stop)
         if request.tools:

@@ -237,9 +237,14 @@ class OpenAIProvider(Provider):
         finally:
             await sdk_stream.close()
         if not seen:
+            hint = ""
+            if self.base_url is not None and request.tools and request.tool_choice in (
+                    None, "auto"):
+                hint = ("; llama-cpp-python's server does this when tools are streamed with "
+                        "tool_choice='auto' (it cannot): call complete() instead")
             raise ProviderError(
-                f"[{self.name}] {self._endpoint} closed the stream without sending anything",
-                provider=self.name)
+                f"[{self.name}] {self._endpoint} closed the stream without sending anything"
+                f"{hint}", provider=self.name, retryable=None if not hint else False)
         tool_calls = [
             ToolCall(id=slot["id"] or f"call_{position}", name=slot["name"],
                      args=_parse_arguments(slot["arguments"]))

@@ -101,6 +101,10 @@ def cap_result(tool_name: str, text: str, cap: int | None) -> str:
     reason = (f"{tool_name} returned {len(text)} chars, over the {cap}-char cap. "
               "Narrow the request and call again.")
     marker = {"truncated": True, "reason": reason, "head": ""}
+    if len(json.dumps(marker, ensure_ascii=False)) > cap:
+        bare = len(json.dumps({**marker, "reason": ""}, ensure_ascii=False))
+        marker["reason"] = f"{len(text)} chars, over the {cap}-char cap; narrow the request"[
+            : cap - bare]
     room = cap - len(json.dumps(marker, ensure_ascii=False))
     head = text[: max(room, 0)]
     while head and len(json.dumps({**marker, "head": head}, ensure_ascii=False)) > cap:
