@@ -20,6 +20,7 @@ from agentfootprint.agent import WRAP_UP_INSTRUCTION
 from agentfootprint.events.dispatcher import AgentEvent
 from agentfootprint.flow import FlowEvent
 from agentfootprint.providers import LLMRequest, Message, MockProvider, mock
+from agentfootprint.providers.base import wire_messages
 
 # -- helpers ---------------------------------------------------------------------------------
 
@@ -212,7 +213,8 @@ async def test_budget_runs_calls_1_to_n_then_one_wrap_up_without_tools(n: int) -
     for request in requests:
         assert_paired(request.messages)
     assert_paired(result.history)
-    assert result.history == requests[n].messages
+    assert wire_messages(result.history) == requests[n].messages
+    assert result.history[-1]["injected_by"] == "wrap-up"
 
 
 async def test_wrap_up_disabled_makes_no_extra_call() -> None:
@@ -339,7 +341,7 @@ def rebuilt_requests(result: RunResult) -> list[dict[str, Any]]:
         before = record.idx - 1
         wrapped = log.value_at("wrap_up_asked", before, default=False)
         out.append({
-            "messages": log.value_at("history", before),
+            "messages": wire_messages(log.value_at("history", before)),
             "system": log.value_at("system_prompt", before, default="") or None,
             "tools": [] if wrapped else log.value_at("tool_schemas", before, default=[]),
         })
@@ -530,3 +532,15 @@ async def test_one_agent_serves_concurrent_runs() -> None:
     assert (first.content, second.content) == ("re: one", "re: two")
     assert first.run_id != second.run_id
     assert re.fullmatch(r"[0-9a-f]{32}", first.run_id)
+
+
+async def test_wrap_up_instruction_does_not_count_as_a_user_turn() -> None:
+    """The wrap-up message is tagged, so the turn after a wrapped-up turn is turn 2, not 3."""
+    lookup, _ = counting_tool()
+    provider = mock(script=[*always_tool_script(2), "second answer"])
+    agent = Agent(provider=provider, model="m", tools=[lookup], max_iterations=2)
+    first = await agent.run("go")
+    assert first.stopped_early == "max-iterations"
+    second = await agent.follow_up("and now?")
+    assert (first.turn, second.turn) == (1, 2)
+    assert all("injected_by" not in m for m in provider.requests[-1].messages)

@@ -78,7 +78,8 @@ class _Stages:
         message = args["message"]
         history: list[Message] = list(args.get("history") or [])
         history.append({"role": "user", "content": message})
-        turn = int(args.get("turn") or sum(1 for m in history if m["role"] == "user"))
+        turn = int(args.get("turn") or sum(
+            1 for m in history if m["role"] == "user" and "injected_by" not in m))
         scope["user_message"] = message
         scope["history"] = history
         scope["turn"] = turn
@@ -227,7 +228,7 @@ class _Stages:
     def wrap_up(self, scope: Scope) -> None:
         iteration = scope["iteration"]
         history: list[Message] = scope["history"]
-        history.append({"role": "user", "content": WRAP_UP_INSTRUCTION})
+        history.append({"role": "user", "content": WRAP_UP_INSTRUCTION, "injected_by": "wrap-up"})
         scope["history"] = history
         scope["wrap_up_asked"] = True
         scope["iteration"] = iteration + 1
