@@ -63,14 +63,15 @@ start() {
     local started=$SECONDS
     until answers; do
         if ! running; then
-            echo "llm-server: the server exited during start-up; its log ($LOGFILE):" >&2
-            cat "$LOGFILE" >&2
+            echo "llm-server: the server exited during start-up; the end of its log ($LOGFILE):" >&2
+            tail -n 40 "$LOGFILE" >&2
             rm -f "$PIDFILE"
             return 1
         fi
         if (( SECONDS - started >= TIMEOUT )); then
-            echo "llm-server: no answer from $BASE_URL/models after ${TIMEOUT}s; its log:" >&2
-            cat "$LOGFILE" >&2
+            echo "llm-server: no answer from $BASE_URL/models after ${TIMEOUT}s; the end of its" \
+                 "log ($LOGFILE):" >&2
+            tail -n 40 "$LOGFILE" >&2
             stop >&2
             return 1
         fi

@@ -33,7 +33,11 @@ the scripted final answer. A peer's figure at each N is its fastest entry point.
 
 Cold start: wall time of a whole ``python -c "..."`` subprocess that imports the framework,
 builds the agent and runs N = 1 once (median of several launches after one untimed launch
-that warms the file cache; raw, nothing subtracted; ``python -c pass`` is shown for scale).
+that warms the file cache and the bytecode cache; raw, nothing subtracted). The children
+get bytecode caching even when ``PYTHONDONTWRITEBYTECODE`` is set, with the cache in a
+temporary ``PYTHONPYCACHEPREFIX`` (nothing is written next to the sources), as an installed
+package would have it. ``python -c pass`` and ``import asyncio`` plus one Pydantic model (our two
+heavy dependencies) are shown for scale.
 
 Method: each configuration is warmed up, then run in a loop for a fixed time budget (at least
 a minimum number of repetitions); every repetition is timed alone with
@@ -49,14 +53,15 @@ Targets (printed as PASS/MISS; the script never fails on a miss):
 * our cold start (process start → first N = 1 run done) ≤ 250 ms.
 
 When one of our targets is missed (or with ``--profile``), ours is cProfiled at N = 50 and the
-hot spots in ``agentfootprint`` are printed; a missed cold start also prints
-``python -X importtime``'s slowest imports.
+hot spots in ``agentfootprint`` are printed; a missed cold start also prints where the import
+time goes (``python -X importtime``: the dependencies our modules pull in, the slowest modules).
 
 Run it from the repository root::
 
     python bench/agent_overhead.py            # full run, ~1.5 s per configuration
     python bench/agent_overhead.py --quick    # smoke run, a few repetitions each
     python bench/agent_overhead.py --profile  # always cProfile ours at N = 50
+    python bench/agent_overhead.py --no-cold  # skip the cold-start launches
 
 The peers come with ``pip install -e ".[bench]"``; a peer that is missing or fails is reported
 in one line and its rows are skipped. Results are appended as JSON lines to
@@ -78,6 +83,7 @@ import pstats
 import statistics
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 import traceback
@@ -624,9 +630,23 @@ assert agent.run_sync({QUESTION!r}).content == {FINAL!r}
 '''
 
 
+FLOOR_COLD = """
+import asyncio
+from pydantic import BaseModel
+
+class Floor(BaseModel):  # building one model loads pydantic's plugins and core schema
+    x: int
+"""
+
+PYCACHE = Path(tempfile.gettempdir()) / "agentfootprint-bench-pycache"
+
+
 def launch(code: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    """A fresh interpreter running ``code``, with bytecode cached under ``PYCACHE``."""
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    env.update(PYTHONWARNINGS="ignore", PYTHONPYCACHEPREFIX=str(PYCACHE))
     return subprocess.run([sys.executable, *extra, "-c", code], capture_output=True,
-                          text=True, check=False, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+                          text=True, check=False, env=env)
 
 
 def cold_start_ms(code: str, launches: int) -> float:
@@ -645,18 +665,40 @@ def cold_start_ms(code: str, launches: int) -> float:
     return statistics.median(times)
 
 
-def slowest_imports(code: str, top: int = 15) -> str:
-    """``python -X importtime``: the ``top`` imports with the largest cumulative time."""
+def import_report(code: str, top: int = 12) -> str:
+    """``python -X importtime`` of ``code``, in two views.
+
+    * what each of our modules pulls in: every module outside ``agentfootprint`` imported
+      directly by one of ours, with its cumulative time (the cost of that dependency edge);
+    * the ``top`` modules by self time (where the import time is actually spent).
+    """
     err = launch(textwrap.dedent(code), "-X", "importtime").stderr
-    rows = []
+    entries: list[tuple[int, int, int, str]] = []  # depth, self µs, cumulative µs, name
     for line in err.splitlines():
         if not line.startswith("import time:") or "cumulative" in line:
             continue
-        head, cumulative_us, name = line.split("|", 2)
-        rows.append((int(cumulative_us), int(head.split(":", 1)[1]), name.strip()))
-    rows.sort(reverse=True)
-    lines = [f"{'cumulative ms':>14} {'self ms':>8}  module"]
-    lines += [f"{c / 1000:>14.1f} {s / 1000:>8.1f}  {name}" for c, s, name in rows[:top]]
+        head, cumulative_us, field = line.split("|", 2)
+        name = field.strip()
+        depth = (len(field) - len(field.lstrip()) - 1) // 2
+        entries.append((depth, int(head.split(":", 1)[1]), int(cumulative_us), name))
+    # importtime prints children before their parent: read it backwards to find parents.
+    edges: list[tuple[int, str, str]] = []
+    stack: list[tuple[int, str]] = []
+    for depth, _, cumulative, name in reversed(entries):
+        while stack and stack[-1][0] >= depth:
+            stack.pop()
+        parent = stack[-1][1] if stack else "(snippet)"
+        if parent.startswith("agentfootprint") and not name.startswith("agentfootprint"):
+            edges.append((cumulative, parent, name))
+        stack.append((depth, name))
+    ours_total = sum(c for d, _, c, name in entries if d == 0 and name == "agentfootprint")
+    lines = [f"import agentfootprint: {ours_total / 1000:.1f} ms cumulative (under -X importtime)",
+             "dependencies our modules import (cumulative ms, importer -> module):"]
+    lines += [f"  {c / 1000:>7.1f}  {parent} -> {name}"
+              for c, parent, name in sorted(edges, reverse=True)[:top]]
+    lines.append(f"top {top} modules by self time (self ms, cumulative ms):")
+    lines += [f"  {s / 1000:>7.1f} {c / 1000:>7.1f}  {name}"
+              for _, s, c, name in sorted(entries, key=lambda e: -e[1])[:top]]
     return "\n".join(lines)
 
 
@@ -795,17 +837,18 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_cold:
         print()
         print(f"cold start (subprocess wall time, median of {budget.cold_launches} launches "
-              "after one warm-up launch; import + build + one N=1 run; raw):")
-        cold["python -c pass"] = cold_start_ms("pass", budget.cold_launches)
-        print(f"  {'python -c pass':<16} {cold['python -c pass']:>8.1f} ms  (interpreter alone)")
-        snippets = [("ours", OURS_COLD)] + [(p.framework, p.cold_code) for p in ran]
-        for name, code in snippets:
+              "after one warm-up launch; import + build + one N=1 run; bytecode cached; raw):")
+        snippets = [("python -c pass", "pass", "interpreter alone"),
+                    ("asyncio+pydantic", FLOOR_COLD, "our two heavy deps: import, one model"),
+                    ("ours", OURS_COLD, "")]
+        snippets += [(p.framework, p.cold_code, "") for p in ran]
+        for name, code, note in snippets:
             try:
                 cold[name] = cold_start_ms(code, budget.cold_launches)
             except Exception as exc:
-                print(f"  {name:<16} failed: {exc}")
+                print(f"  {name:<18} failed: {exc}")
                 continue
-            print(f"  {name:<16} {cold[name]:>8.1f} ms")
+            print(f"  {name:<18} {cold[name]:>8.1f} ms" + (f"  ({note})" if note else ""))
 
     print()
     print("targets:")
@@ -864,8 +907,8 @@ def main(argv: list[str] | None = None) -> int:
               "agentfootprint functions only:")
         print(profile_ours())
     if "cold_start_ms" in ours_missed:
-        print("slowest imports of our cold start (python -X importtime):")
-        print(slowest_imports(OURS_COLD))
+        print("where our cold start goes (python -X importtime of the cold-start snippet):")
+        print(import_report(OURS_COLD))
     return 0
 
 

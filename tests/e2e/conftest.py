@@ -10,10 +10,12 @@ never skip them.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import socket
 import subprocess
 import sys
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -68,3 +70,18 @@ def llm_base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     finally:
         subprocess.run([str(SCRIPT), "stop"], env=env, capture_output=True, text=True,
                        timeout=60, check=False)
+
+
+@pytest.fixture(scope="session")
+def llm_server_name(llm_base_url: str) -> str:
+    """The server's own name and version from its OpenAPI document ("" when it has none).
+
+    llama-cpp-python's server calls itself "🦙 llama.cpp Python API".
+    """
+    root = llm_base_url.removesuffix("/v1")
+    try:
+        with urllib.request.urlopen(f"{root}/openapi.json", timeout=10) as reply:
+            info = json.load(reply).get("info", {})
+    except (OSError, ValueError):
+        return ""
+    return f"{info.get('title', '')} {info.get('version', '')}".strip()

@@ -14,7 +14,7 @@ import pytest
 
 from agentfootprint import Agent, LLMCall, tool
 from agentfootprint.providers import with_retry
-from agentfootprint.providers.base import LLMRequest, StreamChunk, ToolSchema
+from agentfootprint.providers.base import LLMRequest, StreamChunk, ToolSchema, Usage
 from agentfootprint.providers.openai import OpenAIProvider
 
 pytestmark = pytest.mark.e2e
@@ -51,16 +51,26 @@ async def test_complete_returns_text_and_real_usage(provider: OpenAIProvider) ->
     assert response.tool_calls == []
 
 
+LLAMA_CPP_PYTHON = "🦙 llama.cpp Python API"
+
+
 async def test_stream_yields_tokens_and_a_terminal_response_with_real_usage(
-        provider: OpenAIProvider) -> None:
+        provider: OpenAIProvider, llm_server_name: str) -> None:
     chunks: list[StreamChunk] = [chunk async for chunk in provider.stream(
         ask("Count from one to ten in words.", max_tokens=48))]
     pieces = [c for c in chunks if not c.done]
     assert len(pieces) >= 2 and all(c.content for c in pieces)
+    assert [c.index for c in chunks] == list(range(len(chunks)))
     terminal = chunks[-1]
     assert terminal.done and terminal.response is not None
     assert terminal.response.content == "".join(c.content for c in pieces)
-    assert terminal.response.usage.input > 0 and terminal.response.usage.output > 0
+    usage = terminal.response.usage
+    if usage == Usage() and llm_server_name.startswith(LLAMA_CPP_PYTHON):
+        # Verified against 0.3.36: the server accepts stream_options={"include_usage": true}
+        # but no streamed chunk carries usage, and no server option adds it. The provider
+        # then reports 0/0 ("not reported"), never an estimate.
+        pytest.xfail(f"{llm_server_name} sends no usage on streamed chat completions")
+    assert usage.input > 0 and usage.output > 0
 
 
 async def test_forced_tool_call_is_parsed(provider: OpenAIProvider) -> None:

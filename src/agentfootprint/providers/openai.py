@@ -48,8 +48,6 @@ import os
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-import httpx
-
 from ..errors import (
     ConfigurationError,
     ContextWindowExceededError,
@@ -96,6 +94,8 @@ _CONTEXT_PHRASES = (
 
 def _transport_errors() -> tuple[type[BaseException], ...]:
     """Low-level HTTP errors that can escape the SDK while a stream is being read."""
+    import httpx
+
     errors: list[type[BaseException]] = [httpx.TransportError]
     try:  # openai >= 3 runs on httpx2 unless it is given an httpx client
         import httpx2
@@ -109,8 +109,14 @@ def _transport_errors() -> tuple[type[BaseException], ...]:
 class OpenAIProvider(Provider):
     """Chat Completions over the official SDK; ``base_url=`` for OpenAI-compatible servers.
 
-    ``client`` injects a ready ``openai.AsyncOpenAI`` (tests, proxies, Azure); ``base_url`` still
-    decides the request dialect and appears in error messages.
+    * ``model``: used when a request names no model (or names the provider, ``"openai"``).
+    * ``api_key``: defaults to ``$OPENAI_API_KEY``; with ``base_url`` and no key, ``"none"``.
+    * ``timeout``: seconds per request; ``None`` keeps the SDK's default (10 minutes).
+    * ``max_retries``: the SDK's own retries, off by default; use ``with_retry``.
+    * ``client``: a ready ``openai.AsyncOpenAI`` (tests, proxies, Azure). ``base_url`` still
+      decides the request dialect and appears in error messages.
+    * ``stream_usage``: ask for usage on streamed calls (``stream_options``); turn it off only
+      for a server that rejects the option.
     """
 
     streams = True
