@@ -17,7 +17,8 @@ PREFIX: Final = "agentfootprint."
 
 
 class _Payload(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # built on first use: most runs never validate a payload, and import time is cold start
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class TurnStart(_Payload):

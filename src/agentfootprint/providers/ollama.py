@@ -36,9 +36,10 @@ import json
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-import httpx
+if TYPE_CHECKING:
+    import httpx
 
 from ..errors import ContextWindowExceededError, ProviderError, ProviderUnavailableError
 from .base import (
@@ -107,6 +108,8 @@ class OllamaProvider(Provider):
     # -- public API ---------------------------------------------------------------------------
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
+        import httpx
+
         body = self.build_body(request, stream=False)
         async with self._client() as client:
             response = await self._send(client, body)
@@ -259,12 +262,16 @@ class OllamaProvider(Provider):
         if self.client is not None:
             yield self.client
             return
+        import httpx
+
         timeout = httpx.Timeout(self.timeout, read=None)
         async with httpx.AsyncClient(timeout=timeout) as client:
             yield client
 
     async def _send(self, client: httpx.AsyncClient, body: dict[str, Any]) -> httpx.Response:
         """POST ``/api/chat`` and return once the headers are in (body not read yet)."""
+        import httpx
+
         url = f"{self.base_url}/api/chat"
         http_request = client.build_request("POST", url, json=body)
         try:
@@ -281,6 +288,8 @@ class OllamaProvider(Provider):
             self._raise_transport(exc)
 
     async def _lines(self, response: httpx.Response) -> AsyncIterator[str]:
+        import httpx
+
         try:
             async for line in response.aiter_lines():
                 if line.strip():
@@ -289,6 +298,8 @@ class OllamaProvider(Provider):
             self._raise_transport(exc)
 
     def _raise_transport(self, exc: httpx.HTTPError) -> NoReturn:
+        import httpx
+
         if isinstance(exc, httpx.ConnectError):
             raise ProviderUnavailableError(
                 f"[{self.name}] Ollama is not running at {self.base_url}; start it with "
@@ -335,6 +346,8 @@ class OllamaProvider(Provider):
 
     async def _available_models(self, client: httpx.AsyncClient) -> list[str] | None:
         """Model names from ``GET /api/tags``; ``None`` when that does not work."""
+        import httpx
+
         try:
             response = await client.get(f"{self.base_url}/api/tags")
             if response.status_code != 200:
