@@ -6,6 +6,13 @@ records it all lives in ``agentfootprint.flow``.
 """
 
 from .agent import Agent, LLMCall, RunResult
+from .context import (
+    define_fact,
+    define_injection,
+    define_instruction,
+    define_skill,
+    define_steering,
+)
 from .errors import (
     AgentFootprintError,
     ChartBuildError,
@@ -43,6 +50,11 @@ __all__ = [
     "Tool",
     "ToolContext",
     "__version__",
+    "define_fact",
+    "define_injection",
+    "define_instruction",
+    "define_skill",
+    "define_steering",
     "define_tool",
     "tool",
 ]

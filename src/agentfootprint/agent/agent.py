@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..context.injection import Injection
+from ..context.skills import READ_SKILL, read_skill_tool
 from ..errors import AgentFootprintError, ConfigurationError, StageError
 from ..events.dispatcher import AgentEvent, EventBridge, EventDispatcher
 from ..flow import Chart, FlowRun, RedactionPolicy, deferred
@@ -128,6 +130,7 @@ class Agent(_Runner):
         model: str,
         system: str = "",
         tools: Iterable[Tool] = (),
+        context: Iterable[Injection] = (),
         max_iterations: int = 10,
         react_mode: Literal["dynamic", "classic"] = "dynamic",
         watch: Sequence[Any] = (),
@@ -145,11 +148,17 @@ class Agent(_Runner):
             raise ConfigurationError(f"max_iterations={max_iterations!r} must be an int >= 1")
         if react_mode not in ("dynamic", "classic"):
             raise ConfigurationError(f"react_mode={react_mode!r} must be 'dynamic' or 'classic'")
+        static = tuple(tools)
+        injections = _check_context(context, static)
+        skills = [i for i in injections if i.flavor == "skill"]
+        reader = read_skill_tool(skills) if skills else None
+        dispatchable = _dispatchable(static, reader, injections)
         spec = AgentSpec(
             provider=provider, model=model, system=system,
-            registry=ToolRegistry(tools, max_result_chars=max_tool_result_chars),
+            registry=ToolRegistry(dispatchable, max_result_chars=max_tool_result_chars),
             max_iterations=max_iterations, react_mode=react_mode, temperature=temperature,
-            max_tokens=max_tokens, wrap_up=wrap_up, stream=stream)
+            max_tokens=max_tokens, wrap_up=wrap_up, stream=stream, injections=injections,
+            static_tools=static, read_skill=reader)
         super().__init__(spec, name=name, watch=watch, observer_delivery=observer_delivery,
                          redaction=redaction)
 
@@ -209,6 +218,46 @@ def _check_provider(provider: Any, model: Any) -> None:
             "openai(...), anthropic(...) or ollama(...)")
     if not isinstance(model, str) or not model:
         raise ConfigurationError(f"model={model!r} must be the model's name, e.g. 'gpt-4o-mini'")
+
+
+def _check_context(context: Iterable[Injection], tools: tuple[Tool, ...]
+                   ) -> tuple[Injection, ...]:
+    injections = tuple(context)
+    seen: set[str] = set()
+    for item in injections:
+        if not isinstance(item, Injection):
+            raise ConfigurationError(
+                f"context entry {item!r} is not an injection; build it with define_fact, "
+                "define_steering, define_instruction, define_skill or define_injection")
+        if item.id in seen:
+            raise ConfigurationError(
+                f"two context entries have id {item.id!r}; injection ids must be unique")
+        seen.add(item.id)
+    if any(t.name == READ_SKILL for t in tools):
+        raise ConfigurationError(f"{READ_SKILL!r} is reserved for skills; rename your tool")
+    return injections
+
+
+def _dispatchable(static: tuple[Tool, ...], reader: Tool | None,
+                  injections: tuple[Injection, ...]) -> list[Tool]:
+    """Every tool the loop may run, each name once; a name used by two tools is refused."""
+    by_name: dict[str, Tool] = {}
+    owners: dict[str, str] = {}
+    candidates: list[tuple[Tool, str]] = [(t, "tools=") for t in static]
+    if reader is not None:
+        candidates.append((reader, "skills"))
+    for injection in injections:
+        candidates.extend((t, f"{injection.flavor} {injection.id!r}") for t in injection.tools)
+    for item, owner in candidates:
+        found = by_name.get(item.name)
+        if found is None:
+            by_name[item.name] = item
+            owners[item.name] = owner
+        elif found is not item:
+            raise ConfigurationError(
+                f"tool name {item.name!r} is used by {owners[item.name]} and by {owner} for "
+                "different tools; rename one (sharing the same Tool object is fine)")
+    return list(by_name.values())
 
 
 def _history_from(checkpoint: Mapping[str, Any]) -> list[Message]:

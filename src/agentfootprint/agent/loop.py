@@ -19,13 +19,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..context.delivery import deliver, keys_in_window
+from ..context.injection import Injection, InjectionContext, evaluate_injections
+from ..context.skills import READ_SKILL
+from ..context.slots import compose_system, compose_tools
 from ..events.catalogue import PREFIX
 from ..events.dispatcher import EventDispatcher
 from ..flow import Chart, Decision, FlowEvent, Scope, flow_chart
 from ..providers.base import LLMRequest, LLMResponse, Message, Provider, ToolCall, wire_messages
 from ..providers.resilience import resilience_reports
 from ..tools.registry import ToolRegistry
-from ..tools.tool import ToolContext
+from ..tools.tool import Tool, ToolContext
 
 __all__ = ["WRAP_UP_INSTRUCTION", "AgentSpec", "build_agent_chart"]
 
@@ -61,6 +65,18 @@ class AgentSpec:
     stream: bool = False
     dispatcher: EventDispatcher = field(default_factory=EventDispatcher)
     with_tools: bool = True
+    injections: tuple[Injection, ...] = ()
+    static_tools: tuple[Tool, ...] = ()
+    read_skill: Tool | None = None
+    system_cache: str = "always"
+
+    @property
+    def skills(self) -> tuple[Injection, ...]:
+        return tuple(i for i in self.injections if i.flavor == "skill")
+
+    @property
+    def delivers_messages(self) -> bool:
+        return any(i.messages for i in self.injections)
 
 
 def _emit(scope: Scope, name: str, payload: dict[str, Any]) -> None:
@@ -87,25 +103,93 @@ class _Stages:
         scope["max_iterations"] = self.spec.max_iterations
         scope["input_tokens"] = 0
         scope["output_tokens"] = 0
+        if self.spec.injections:
+            scope["activated_skills"] = []
+            scope["tool_results"] = []
         _emit(scope, "agent.turn_start", {"turn": turn, "user_message": message})
 
     def injections(self, scope: Scope) -> None:
-        """Evaluates the context injections for this iteration (none are declared yet)."""
-        scope["active_injections"] = []
+        """Judge every declared injection against this iteration and the previous tool batch."""
+        spec = self.spec
+        if not spec.injections:
+            scope["active_injections"] = []
+            return
+        iteration = scope["iteration"]
+        ctx = InjectionContext(
+            iteration=iteration, max_iterations=scope["max_iterations"],
+            user_message=scope["user_message"], history=scope["history"],
+            tool_results=scope["tool_results"], activated=scope["activated_skills"])
+        rows = evaluate_injections(spec.injections, ctx)
+        active = [row["id"] for row in rows if row["fired"]]
+        scope["context_evaluation"] = rows
+        scope["active_injections"] = active
+        _emit(scope, "context.evaluated", {
+            "iteration": iteration, "active": active,
+            "skipped": [{"id": r["id"], "reason": r["reason"]} for r in rows if not r["fired"]]})
+
+    def _active(self, scope: Scope) -> list[Injection]:
+        ids = set(scope["active_injections"])
+        return [i for i in self.spec.injections if i.id in ids]
 
     def system_slot(self, scope: Scope) -> None:
-        if self.spec.react_mode == "classic" and scope["iteration"] > 1:
+        spec = self.spec
+        if spec.react_mode == "classic" and scope["iteration"] > 1:
             return
-        scope["system_prompt"] = self.spec.system
+        text, rows = compose_system(spec.system, spec.system_cache, self._active(scope))
+        scope["system_prompt"] = text
+        if spec.injections:
+            scope["system_slot"] = rows
+            self._landed(scope, rows, "system")
 
     def messages_slot(self, scope: Scope) -> None:
-        """The messages slot is the history itself; delivery of injected messages lands here."""
-        scope.get("history")
+        """The messages slot is the history; injected messages are delivered into it here."""
+        spec = self.spec
+        history = scope["history"]
+        if not spec.delivers_messages:
+            return
+        pending = [(i.id, i.flavor, i.messages) for i in self._active(scope) if i.messages]
+        ledger = set(scope.get("delivered_keys") or ()) | keys_in_window(history)
+        before = len(ledger)
+        delivered, deferred = deliver(pending, history, ledger, scope["iteration"])
+        if delivered:
+            scope["history"] = history
+            for row in delivered:
+                _emit(scope, "context.injected", {
+                    "injection_id": row["injection_id"], "slot": "messages",
+                    "trigger": self._trigger(row["injection_id"]),
+                    "iteration": scope["iteration"]})
+        if len(ledger) != before:
+            scope["delivered_keys"] = sorted(ledger)
+        scope["messages_delivery"] = {"iteration": scope["iteration"], "delivered": delivered,
+                                      "deferred": deferred}
 
     def tools_slot(self, scope: Scope) -> None:
-        if self.spec.react_mode == "classic" and scope["iteration"] > 1:
+        spec = self.spec
+        if spec.react_mode == "classic" and scope["iteration"] > 1:
             return
-        scope["tool_schemas"] = self.spec.registry.schemas() if self.spec.with_tools else []
+        if not spec.with_tools:
+            scope["tool_schemas"] = []
+            return
+        if not spec.injections:
+            scope["tool_schemas"] = spec.registry.schemas()
+            return
+        schemas, rows = compose_tools(spec.static_tools, spec.read_skill, spec.skills,
+                                      self._active(scope))
+        scope["tool_schemas"] = schemas
+        scope["tools_slot"] = rows
+
+    def _trigger(self, injection_id: str) -> str:
+        for injection in self.spec.injections:
+            if injection.id == injection_id:
+                return injection.trigger.describe()
+        return "base"
+
+    def _landed(self, scope: Scope, rows: list[dict[str, Any]], slot: str) -> None:
+        for row in rows:
+            if row["source"] != "base":
+                _emit(scope, "context.injected", {
+                    "injection_id": row["source"], "slot": slot,
+                    "trigger": self._trigger(row["source"]), "iteration": scope["iteration"]})
 
     async def call_llm(self, scope: Scope) -> None:
         spec = self.spec
@@ -219,6 +303,13 @@ class _Stages:
                             "tool_call_id": call["id"], "tool_name": call["name"]})
             results.append({"tool_name": call["name"], "tool_call_id": call["id"],
                             "status": outcome.status})
+            if call["name"] == READ_SKILL and outcome.status == "success" and spec.skills:
+                skill_id = (call.get("args") or {}).get("id")
+                activated = scope["activated_skills"]
+                if skill_id in {s.id for s in spec.skills} and skill_id not in activated:
+                    scope["activated_skills"] = [*activated, skill_id]
+                    _emit(scope, "skill.activated", {"skill_id": skill_id,
+                                                     "iteration": iteration})
         scope["history"] = history
         scope["tool_results"] = results
         scope["iteration"] = iteration + 1

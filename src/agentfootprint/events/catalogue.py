@@ -143,6 +143,12 @@ class ContextInjected(_Payload):
     iteration: int
 
 
+class ContextEvaluated(_Payload):
+    iteration: int
+    active: list[str]
+    skipped: list[dict[str, str]]
+
+
 class SkillActivated(_Payload):
     skill_id: str
     iteration: int
@@ -189,6 +195,7 @@ EVENTS: Final[dict[str, type[BaseModel]]] = {
     PREFIX + "error.recovered": Recovered,
     PREFIX + "error.circuit_changed": CircuitChanged,
     PREFIX + "fallback.triggered": FellBack,
+    PREFIX + "context.evaluated": ContextEvaluated,
     PREFIX + "context.injected": ContextInjected,
     PREFIX + "skill.activated": SkillActivated,
     PREFIX + "memory.written": MemoryWritten,

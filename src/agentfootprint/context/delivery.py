@@ -1,0 +1,104 @@
+"""Messages-slot delivery: where an injected message may go, and whether it is already there.
+
+The rules (pure functions over the conversation) follow the seed contract exactly:
+
+* Sequencing is judged on the *effective wire role*: ``tool`` counts as ``user``, because the
+  strictest provider folds tool results into a user turn. One rule for every provider, so a
+  declaration never delivers on one wire and defers on another.
+* A message may not be appended while any assistant tool call in the window is unanswered
+  (``unanswered-tool-call``), nor right after a turn that already speaks in its effective role
+  (``role-collision``). A refused message is *deferred*, never reordered: the rest of that
+  injection's messages wait behind it, and it is tried again at the next boundary.
+* A delivery's key is the injection id plus a hash of role and content, never its position,
+  so the same sentence declared twice is said once, and a message already in a restored
+  history (recognised by its ``injected_by`` marker) is never delivered twice.
+
+Hash encoding: 32-bit FNV-1a over the UTF-16 code units of ``role + ":" + content`` (offset
+2166136261, prime 16777619), lower-case hex without padding — the reference's encoding, so
+keys match across implementations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal
+
+__all__ = [
+    "deliver",
+    "delivery_key",
+    "effective_wire_role",
+    "fnv1a",
+    "keys_in_window",
+    "refusal_for_placement",
+]
+
+Refusal = Literal["unanswered-tool-call", "role-collision"]
+
+
+def fnv1a(text: str) -> str:
+    """32-bit FNV-1a over UTF-16 code units, as unsigned lower-case hex."""
+    value = 2166136261
+    data = text.encode("utf-16-le")
+    for i in range(0, len(data), 2):
+        value ^= data[i] | (data[i + 1] << 8)
+        value = (value * 16777619) & 0xFFFFFFFF
+    return format(value, "x")
+
+
+def effective_wire_role(role: str) -> str:
+    """The role a message occupies on the wire for sequencing: ``tool`` counts as ``user``."""
+    return "user" if role == "tool" else role
+
+
+def delivery_key(injection_id: str, role: str, content: str) -> str:
+    """Who declared it and what it says; position is deliberately not part of it."""
+    return f"{injection_id}:{fnv1a(f'{role}:{content}')}"
+
+
+def keys_in_window(history: Iterable[Any]) -> set[str]:
+    """The delivery key of every message already carrying an ``injected_by`` marker."""
+    return {delivery_key(m["injected_by"], m["role"], m["content"])
+            for m in history if m.get("injected_by") is not None}
+
+
+def refusal_for_placement(history: Sequence[Any], role: str) -> Refusal | None:
+    """Why a message of ``role`` may not be appended now, or ``None`` when it may."""
+    if not history:
+        return None
+    answered = {m.get("tool_call_id") for m in history if m["role"] == "tool"}
+    for message in history:
+        for call in message.get("tool_calls") or ():
+            if call["id"] not in answered:
+                return "unanswered-tool-call"
+    if effective_wire_role(history[-1]["role"]) == effective_wire_role(role):
+        return "role-collision"
+    return None
+
+
+def deliver(pending: Sequence[tuple[str, str, Sequence[Any]]], history: list[Any],
+            ledger: set[str], iteration: int
+            ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Append what may be delivered now to ``history`` (in place); return (delivered, deferred).
+
+    ``pending`` is ``(injection_id, flavor, messages)`` for each active injection, in order.
+    ``ledger`` (keys delivered this run, united with ``keys_in_window(history)``) grows.
+    """
+    delivered: list[dict[str, Any]] = []
+    deferred: list[dict[str, Any]] = []
+    for injection_id, flavor, messages in pending:
+        for message in messages:
+            role, content = message["role"], message["content"]
+            key = delivery_key(injection_id, role, content)
+            if key in ledger:
+                continue
+            refusal = refusal_for_placement(history, role)
+            if refusal is not None:
+                deferred.append({"injection_id": injection_id, "flavor": flavor, "role": role,
+                                 "reason": refusal, "iteration": iteration})
+                break  # later messages of this injection must not jump ahead
+            history.append({"role": role, "content": content, "injected_by": injection_id})
+            ledger.add(key)
+            delivered.append({"injection_id": injection_id, "flavor": flavor, "role": role,
+                              "wire_index": len(history) - 1, "key": key,
+                              "iteration": iteration})
+    return delivered, deferred

@@ -1,0 +1,43 @@
+"""Skills: the ``read_skill`` tool the model uses to switch a skill on.
+
+Activation is recorded by the loop (``activated_skills`` in state) and applies from the next
+iteration for the rest of the turn. With ``surface="tool"`` or ``"both"`` the body is also
+the tool's result, so the model reads it at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import ConfigurationError
+from ..tools.tool import Tool, define_tool
+from .injection import Injection
+
+__all__ = ["READ_SKILL", "read_skill_tool"]
+
+READ_SKILL = "read_skill"
+
+
+def read_skill_tool(skills: Sequence[Injection]) -> Tool:
+    """The ``read_skill`` tool for these skills (catalogue in its description)."""
+    if not skills:
+        raise ConfigurationError("read_skill needs at least one skill")
+    by_id = {s.id: s for s in skills}
+    catalogue = "\n".join(f"  - {s.id}: {s.description}" for s in skills)
+    description = (
+        "Activate a skill for the next step. Available skills:\n" + catalogue +
+        "\nIts guidance joins your instructions and its tools become available on your "
+        "next call.")
+
+    def execute(args: dict[str, Any]) -> str:
+        skill = by_id.get(args.get("id", ""))
+        if skill is None:
+            return f"Unknown skill {args.get('id')!r}. Available: {', '.join(by_id)}."
+        if skill.surface in ("tool", "both"):
+            return str(skill.metadata.get("body", ""))
+        return f"Skill '{skill.id}' activated for the next step."
+
+    schema = {"type": "object", "properties": {"id": {"type": "string", "enum": list(by_id)}},
+              "required": ["id"], "additionalProperties": False}
+    return define_tool(READ_SKILL, description, schema, execute)
