@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..context.injection import Injection
-from ..context.skills import READ_SKILL, read_skill_tool
+from ..context.skills import READ_SKILL, SKIP_STEP, read_skill_tool, skip_step_tool
 from ..errors import AgentFootprintError, ConfigurationError, StageError
 from ..events.dispatcher import AgentEvent, EventBridge, EventDispatcher
 from ..flow import Chart, FlowRun, RedactionPolicy, deferred
@@ -152,13 +152,21 @@ class Agent(_Runner):
         injections = _check_context(context, static)
         skills = [i for i in injections if i.flavor == "skill"]
         reader = read_skill_tool(skills) if skills else None
+        stepped = [s for s in skills if s.metadata.get("steps")]
+        if stepped and react_mode == "classic":
+            raise ConfigurationError(
+                f"skill {stepped[0].id!r} declares steps, which need the tool list recomposed "
+                "each iteration; use react_mode='dynamic' or drop steps=")
+        skipper = skip_step_tool() if stepped else None
         dispatchable = _dispatchable(static, reader, injections)
+        if skipper is not None:
+            dispatchable.append(skipper)
         spec = AgentSpec(
             provider=provider, model=model, system=system,
             registry=ToolRegistry(dispatchable, max_result_chars=max_tool_result_chars),
             max_iterations=max_iterations, react_mode=react_mode, temperature=temperature,
             max_tokens=max_tokens, wrap_up=wrap_up, stream=stream, injections=injections,
-            static_tools=static, read_skill=reader)
+            static_tools=static, read_skill=reader, skip_step=skipper)
         super().__init__(spec, name=name, watch=watch, observer_delivery=observer_delivery,
                          redaction=redaction)
 
@@ -233,8 +241,9 @@ def _check_context(context: Iterable[Injection], tools: tuple[Tool, ...]
             raise ConfigurationError(
                 f"two context entries have id {item.id!r}; injection ids must be unique")
         seen.add(item.id)
-    if any(t.name == READ_SKILL for t in tools):
-        raise ConfigurationError(f"{READ_SKILL!r} is reserved for skills; rename your tool")
+    for reserved in (READ_SKILL, SKIP_STEP):
+        if any(t.name == reserved for t in tools):
+            raise ConfigurationError(f"{reserved!r} is reserved for skills; rename your tool")
     return injections
 
 

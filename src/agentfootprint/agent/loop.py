@@ -16,19 +16,19 @@ from __future__ import annotations
 
 import contextvars
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ..context.delivery import deliver, keys_in_window
 from ..context.injection import Injection, InjectionContext, evaluate_injections
-from ..context.skills import READ_SKILL
+from ..context.skills import READ_SKILL, SKIP_STEP, step_sentence
 from ..context.slots import compose_system, compose_tools
 from ..events.catalogue import PREFIX
 from ..events.dispatcher import EventDispatcher
 from ..flow import Chart, Decision, FlowEvent, Scope, flow_chart
 from ..providers.base import LLMRequest, LLMResponse, Message, Provider, ToolCall, wire_messages
 from ..providers.resilience import resilience_reports
-from ..tools.registry import ToolRegistry
+from ..tools.registry import ToolOutcome, ToolRegistry
 from ..tools.tool import Tool, ToolContext
 
 __all__ = ["WRAP_UP_INSTRUCTION", "AgentSpec", "build_agent_chart"]
@@ -68,6 +68,7 @@ class AgentSpec:
     injections: tuple[Injection, ...] = ()
     static_tools: tuple[Tool, ...] = ()
     read_skill: Tool | None = None
+    skip_step: Tool | None = None
     system_cache: str = "always"
 
     @property
@@ -77,6 +78,12 @@ class AgentSpec:
     @property
     def delivers_messages(self) -> bool:
         return any(i.messages for i in self.injections)
+
+    def steps_of(self, skill_id: str | None) -> list[dict[str, str]]:
+        for injection in self.injections:
+            if injection.id == skill_id and injection.flavor == "skill":
+                return list(injection.metadata.get("steps", ()))
+        return []
 
 
 def _emit(scope: Scope, name: str, payload: dict[str, Any]) -> None:
@@ -123,9 +130,23 @@ class _Stages:
         active = [row["id"] for row in rows if row["fired"]]
         scope["context_evaluation"] = rows
         scope["active_injections"] = active
+        if spec.skip_step is not None:
+            self._rekey_steps(scope)
         _emit(scope, "context.evaluated", {
             "iteration": iteration, "active": active,
             "skipped": [{"id": r["id"], "reason": r["reason"]} for r in rows if not r["fired"]]})
+
+    def _rekey_steps(self, scope: Scope) -> None:
+        """The procedure follows the most recently activated skill, restarting when it changes."""
+        activated = scope["activated_skills"]
+        tenant = activated[-1] if activated else None
+        steps = self.spec.steps_of(tenant)
+        pointer = scope.get("skill_steps")
+        if steps and (pointer is None or pointer["skill"] != tenant):
+            scope["skill_steps"] = {"skill": tenant, "step": 1, "total": len(steps),
+                                    "skipped": [], "nudged": False}
+        elif not steps and pointer is not None:
+            del scope["skill_steps"]
 
     def _active(self, scope: Scope) -> list[Injection]:
         ids = set(scope["active_injections"])
@@ -175,8 +196,35 @@ class _Stages:
             return
         schemas, rows = compose_tools(spec.static_tools, spec.read_skill, spec.skills,
                                       self._active(scope))
+        pointer = scope.get("skill_steps") if spec.skip_step is not None else None
+        if pointer is not None and pointer["step"] <= pointer["total"]:
+            schemas, rows = self._narrow_to_step(schemas, rows, pointer)
         scope["tool_schemas"] = schemas
         scope["tools_slot"] = rows
+
+    def _narrow_to_step(self, schemas: list[Any], rows: list[dict[str, Any]],
+                        pointer: dict[str, Any]) -> tuple[list[Any], list[dict[str, Any]]]:
+        """Offer only the current step's tool of the procedure (bannered) plus ``skip_step``."""
+        steps = self.spec.steps_of(pointer["skill"])
+        current = steps[pointer["step"] - 1]
+        held = {s["tool"] for s in steps} - {current["tool"]}
+        kept_schemas: list[Any] = []
+        kept_rows: list[dict[str, Any]] = []
+        for schema, row in zip(schemas, rows, strict=True):
+            if schema["name"] in held:
+                continue
+            if schema["name"] == current["tool"]:
+                banner = f"[Step {pointer['step']} of {pointer['total']} — {current['note']}] "
+                schema = {**schema, "description": banner + schema["description"]}
+                row = {**row, "step": pointer["step"]}
+            kept_schemas.append(schema)
+            kept_rows.append({**row, "position": len(kept_rows)})
+        skip = self.spec.skip_step
+        assert skip is not None
+        kept_rows.append({"name": SKIP_STEP, "source": pointer["skill"], "slot": "tools",
+                          "position": len(kept_rows)})
+        kept_schemas.append(skip.schema())
+        return kept_schemas, kept_rows
 
     def _trigger(self, injection_id: str) -> str:
         for injection in self.spec.injections:
@@ -267,6 +315,15 @@ class _Stages:
                 chosen, rationale = "wrap-up", "the iteration budget ran out with tools pending"
             else:
                 rationale = "the iteration budget ran out"
+        pointer = scope.get("skill_steps") if spec.skip_step is not None else None
+        if (chosen == "final" and not calls and pointer is not None
+                and pointer["step"] <= pointer["total"]):
+            if not pointer["nudged"]:
+                chosen, rationale = "step-nudge", "the model stopped with procedure steps left"
+            else:
+                _emit(scope, "skill.steps_unfinished", {
+                    "skill_id": pointer["skill"], "remaining": pointer["total"] - pointer["step"]
+                    + 1, "total": pointer["total"], "iteration": iteration})
         _emit(scope, "agent.route_decided",
               {"iteration": iteration, "chosen": chosen, "rationale": rationale})
         inputs = [{"key": "llm_tool_calls", "value": f"({len(calls)} requested)"},
@@ -292,6 +349,8 @@ class _Stages:
                                                "iteration": iteration})
             outcome = await spec.registry.dispatch(
                 call, ToolContext(call["id"], iteration, scope.run_id))
+            if spec.skip_step is not None:
+                outcome = self._follow_steps(scope, call, outcome, iteration)
             if outcome.issues:
                 _emit(scope, "validation.args_invalid", {
                     "tool_name": call["name"], "tool_call_id": call["id"],
@@ -315,6 +374,65 @@ class _Stages:
         scope["iteration"] = iteration + 1
         _emit(scope, "agent.iteration_end", {"iteration": iteration,
                                              "tool_call_count": len(calls)})
+
+    def _follow_steps(self, scope: Scope, call: ToolCall, outcome: ToolOutcome,
+                      iteration: int) -> ToolOutcome:
+        """Advance, skip or introduce the active skill's procedure; say so in the result."""
+        pointer = scope.get("skill_steps")
+        name = call["name"]
+        if name == READ_SKILL and outcome.status == "success":
+            steps = self.spec.steps_of((call.get("args") or {}).get("id"))
+            if steps:
+                intro = f"You are on step 1 of {len(steps)}: {steps[0]['tool']} — " \
+                        f"{steps[0]['note']}."
+                return replace(outcome, content=f"{outcome.content}\n{intro}")
+            return outcome
+        if name == SKIP_STEP:
+            if pointer is None or pointer["step"] > pointer["total"]:
+                return replace(outcome, content="No step procedure is in progress; there is "
+                               "nothing to skip.", status="invalid", error=True)
+            reason = str((call.get("args") or {}).get("reason", "")).strip()
+            if not reason:
+                return replace(outcome, content=f"Say why you skip step {pointer['step']}: "
+                               "call skip_step with a reason.", status="invalid", error=True)
+            steps = self.spec.steps_of(pointer["skill"])
+            skipped = pointer["step"]
+            pointer = {**pointer, "step": skipped + 1,
+                       "skipped": [*pointer["skipped"], {"step": skipped, "reason": reason}]}
+            scope["skill_steps"] = pointer
+            _emit(scope, "skill.step_skipped", {"skill_id": pointer["skill"], "step": skipped,
+                                                "reason": reason, "iteration": iteration})
+            return replace(outcome, content=f"Skipped step {skipped} of {pointer['total']} "
+                           f"({reason}). {step_sentence(steps, pointer['step'])}")
+        if pointer is None or pointer["step"] > pointer["total"] or outcome.error:
+            return outcome
+        steps = self.spec.steps_of(pointer["skill"])
+        if steps[pointer["step"] - 1]["tool"] != name:
+            return outcome
+        done = pointer["step"]
+        pointer = {**pointer, "step": done + 1}
+        scope["skill_steps"] = pointer
+        _emit(scope, "skill.step_advanced", {"skill_id": pointer["skill"], "step": done,
+                                             "completed": done == pointer["total"],
+                                             "iteration": iteration})
+        return replace(outcome, content=f"{outcome.content}\nStep {done} of {pointer['total']} "
+                       f"done. {step_sentence(steps, pointer['step'])}")
+
+    def step_nudge(self, scope: Scope) -> None:
+        """The model answered with steps left: keep its answer and remind it once."""
+        iteration = scope["iteration"]
+        pointer = scope["skill_steps"]
+        steps = self.spec.steps_of(pointer["skill"])
+        history: list[Message] = scope["history"]
+        history.append({"role": "assistant", "content": scope.get("llm_content") or ""})
+        history.append({"role": "user", "injected_by": "step-nudge", "content": (
+            f"The {pointer['skill']} procedure is not finished. "
+            f"{step_sentence(steps, pointer['step'])} Continue with it, or call skip_step "
+            "with a reason.")})
+        scope["history"] = history
+        scope["skill_steps"] = {**pointer, "nudged": True}
+        scope["iteration"] = iteration + 1
+        _emit(scope, "agent.iteration_end", {"iteration": iteration, "tool_call_count": 0})
 
     def wrap_up(self, scope: Scope) -> None:
         iteration = scope["iteration"]
@@ -362,6 +480,8 @@ def build_agent_chart(spec: AgentSpec, *, name: str = "Agent") -> Chart:
                 description="Run the requested tools", loop_to="injections")
         .branch("wrap-up", "WrapUp", stages.wrap_up, id="wrap_up",
                 description="Ask for an answer without tools", loop_to="injections")
+        .branch("step-nudge", "StepNudge", stages.step_nudge, id="step_nudge",
+                description="Remind the model of the unfinished procedure", loop_to="injections")
         .branch("final", "Finalize", stages.finalize, id="finalize",
                 description="Hand back the answer")
         .end()

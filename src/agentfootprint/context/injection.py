@@ -195,12 +195,16 @@ def define_instruction(*, id: str, prompt: str, description: str | None = None,
 
 def define_skill(*, id: str, description: str, body: str, tools: Sequence[Tool] = (),
                  surface: Literal["system", "tool", "both"] = "system",
-                 auto_activate: bool = False, cache: CachePolicy | None = None) -> Injection:
+                 auto_activate: bool = False, cache: CachePolicy | None = None,
+                 steps: Sequence[tuple[str, str]] = ()) -> Injection:
     """A capability the model switches on with ``read_skill``: a body of guidance plus tools.
 
     Activation applies from the next iteration and lasts the turn. ``surface`` puts the body
     in the system prompt (default), in ``read_skill``'s result (``"tool"``), or both. With
-    ``auto_activate`` the skill's tools are offered only while it is active.
+    ``auto_activate`` the skill's tools are offered only while it is active. ``steps`` is an
+    ordered procedure ``[(tool_name, note), ...]``: while the skill is active, only the current
+    step's tool (with a banner) and ``skip_step`` are offered among its step tools, and a model
+    that stops early is nudged once.
     """
     _check_id("define_skill", id)
     _check_text("define_skill", id, "description", description)
@@ -210,11 +214,25 @@ def define_skill(*, id: str, description: str, body: str, tools: Sequence[Tool] 
     for item in tools:
         if not isinstance(item, Tool):
             raise ConfigurationError(f"define_skill {id!r}: {item!r} is not a Tool; use @tool")
+    own = {t.name for t in tools}
+    plan = []
+    for step in steps:
+        if not isinstance(step, (tuple, list)) or len(step) != 2:
+            raise ConfigurationError(
+                f"define_skill {id!r}: each step is (tool_name, note), got {step!r}")
+        if step[0] not in own:
+            raise ConfigurationError(
+                f"define_skill {id!r}: step tool {step[0]!r} is not one of the skill's tools "
+                f"({', '.join(sorted(own)) or 'none'}); add it to tools=")
+        plan.append({"tool": str(step[0]), "note": str(step[1])})
+    metadata: dict[str, Any] = {"body": text}
+    if plan:
+        metadata["steps"] = plan
     return Injection(id=id, flavor="skill", trigger=Trigger("llm_activated"),
                      system=text if surface in ("system", "both") else None,
                      tools=tuple(tools), description=description,
                      cache=cache or DEFAULT_CACHE["skill"], surface=surface,
-                     auto_activate=auto_activate, metadata={"body": text})
+                     auto_activate=auto_activate, metadata=metadata)
 
 
 def define_injection(*, id: str, flavor: Flavor = "custom", trigger: Trigger | None = None,

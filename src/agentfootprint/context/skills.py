@@ -14,9 +14,10 @@ from ..errors import ConfigurationError
 from ..tools.tool import Tool, define_tool
 from .injection import Injection
 
-__all__ = ["READ_SKILL", "read_skill_tool"]
+__all__ = ["READ_SKILL", "SKIP_STEP", "read_skill_tool", "skip_step_tool", "step_sentence"]
 
 READ_SKILL = "read_skill"
+SKIP_STEP = "skip_step"
 
 
 def read_skill_tool(skills: Sequence[Injection]) -> Tool:
@@ -41,3 +42,21 @@ def read_skill_tool(skills: Sequence[Injection]) -> Tool:
     schema = {"type": "object", "properties": {"id": {"type": "string", "enum": list(by_id)}},
               "required": ["id"], "additionalProperties": False}
     return define_tool(READ_SKILL, description, schema, execute)
+
+
+def skip_step_tool() -> Tool:
+    """``skip_step``: the model says why it skips the current step (the loop records it)."""
+    schema = {"type": "object", "properties": {"reason": {"type": "string"}},
+              "required": ["reason"], "additionalProperties": False}
+    return define_tool(
+        SKIP_STEP, "Skip the current step of the active skill's procedure, saying why.",
+        schema, lambda args: "")
+
+
+def step_sentence(steps: Sequence[dict[str, str]], step: int) -> str:
+    """``"Now on step k of n: <tool> — <note>."`` or the all-done sentence."""
+    total = len(steps)
+    if step > total:
+        return f"All {total} steps complete."
+    current = steps[step - 1]
+    return f"Now on step {step} of {total}: {current['tool']} — {current['note']}."

@@ -154,6 +154,27 @@ class SkillActivated(_Payload):
     iteration: int
 
 
+class StepAdvanced(_Payload):
+    skill_id: str
+    step: int
+    completed: bool
+    iteration: int
+
+
+class StepSkipped(_Payload):
+    skill_id: str
+    step: int
+    reason: str
+    iteration: int
+
+
+class StepsUnfinished(_Payload):
+    skill_id: str
+    remaining: int
+    total: int
+    iteration: int
+
+
 class MemoryWritten(_Payload):
     store: str
     ids: list[str]
@@ -198,6 +219,9 @@ EVENTS: Final[dict[str, type[BaseModel]]] = {
     PREFIX + "context.evaluated": ContextEvaluated,
     PREFIX + "context.injected": ContextInjected,
     PREFIX + "skill.activated": SkillActivated,
+    PREFIX + "skill.step_advanced": StepAdvanced,
+    PREFIX + "skill.step_skipped": StepSkipped,
+    PREFIX + "skill.steps_unfinished": StepsUnfinished,
     PREFIX + "memory.written": MemoryWritten,
     PREFIX + "cost.tick": CostTick,
     PREFIX + "permission.check": PermissionCheck,
