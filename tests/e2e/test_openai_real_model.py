@@ -14,7 +14,7 @@ import pytest
 
 from agentfootprint import Agent, LLMCall, tool
 from agentfootprint.providers import with_retry
-from agentfootprint.providers.base import LLMRequest, StreamChunk, ToolSchema, Usage
+from agentfootprint.providers.base import LLMRequest, StreamChunk, ToolSchema
 from agentfootprint.providers.openai import OpenAIProvider
 
 pytestmark = pytest.mark.e2e
@@ -51,12 +51,20 @@ async def test_complete_returns_text_and_real_usage(provider: OpenAIProvider) ->
     assert response.tool_calls == []
 
 
-LLAMA_CPP_PYTHON = "🦙 llama.cpp Python API"
+@pytest.fixture
+async def stream_provider(llm_stream_base_url: str) -> AsyncIterator[OpenAIProvider]:
+    """llama.cpp's llama-server, which reports usage on streamed calls."""
+    p = OpenAIProvider(base_url=llm_stream_base_url, api_key="none", model=MODEL, timeout=120.0)
+    try:
+        yield p
+    finally:
+        await p.client.close()
 
 
 async def test_stream_yields_tokens_and_a_terminal_response_with_real_usage(
-        provider: OpenAIProvider, llm_server_name: str) -> None:
-    chunks: list[StreamChunk] = [chunk async for chunk in provider.stream(
+        stream_provider: OpenAIProvider) -> None:
+    """A streamed call yields token chunks, then a terminal response with real token counts."""
+    chunks: list[StreamChunk] = [chunk async for chunk in stream_provider.stream(
         ask("Count from one to ten in words.", max_tokens=48))]
     pieces = [c for c in chunks if not c.done]
     assert len(pieces) >= 2 and all(c.content for c in pieces)
@@ -65,12 +73,19 @@ async def test_stream_yields_tokens_and_a_terminal_response_with_real_usage(
     assert terminal.done and terminal.response is not None
     assert terminal.response.content == "".join(c.content for c in pieces)
     usage = terminal.response.usage
-    if usage == Usage() and llm_server_name.startswith(LLAMA_CPP_PYTHON):
-        # Verified against 0.3.36: the server accepts stream_options={"include_usage": true}
-        # but no streamed chunk carries usage, and no server option adds it. The provider
-        # then reports 0/0 ("not reported"), never an estimate.
-        pytest.xfail(f"{llm_server_name} sends no usage on streamed chat completions")
     assert usage.input > 0 and usage.output > 0
+    assert usage.output <= 48
+
+
+async def test_streamed_llm_call_records_real_usage(stream_provider: OpenAIProvider) -> None:
+    """LLMCall(stream=True) on a real model: tokens arrive as events and usage is recorded."""
+    call = LLMCall(provider=stream_provider, model=MODEL, system="Answer briefly.", stream=True,
+                   max_tokens=32)
+    tokens: list[str] = []
+    call.on("stream.token", lambda event: tokens.append(event.payload["content"]))
+    result = await call.run("Name a colour.")
+    assert tokens and "".join(tokens) == result.content
+    assert result.input_tokens > 0 and result.output_tokens > 0
 
 
 async def test_forced_tool_call_is_parsed(provider: OpenAIProvider) -> None:
