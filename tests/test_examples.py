@@ -11,6 +11,19 @@ import pytest
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 EXPECTED = {
+    "context_support_agent.py": [
+        "Done, Maya: order A-1001 was refunded 42.00 EUR.",
+        "The last LLM call (iteration 4, call_llm#",
+        "    who:  always -> fired: always on",
+        "    who:  on_tool_return(lookup_order) -> not fired: the previous batch ran refund_tool,"
+        " not on_tool_return(lookup_order)",
+        "    when: iteration 4, judged against [refund_tool], first fired at iteration 2",
+        "    how:  system prompt, position 1, chars 26-69, cache always",
+        "    who:  llm_activated(read_skill) -> fired: the model activated it with read_skill",
+        "    when: iteration 4, judged against [refund_tool], first fired at iteration 3",
+        "    how:  system prompt, position 3, chars 128-188, cache while_active",
+        "    how:  tool list, refund_tool at position(s) 2",
+    ],
     "flow_loan.py": [
         '[Condition]: It evaluated "Low credit": credit_score 580 lt 620 ✓, and chose Reject.',
         "Reject (reject#3)",

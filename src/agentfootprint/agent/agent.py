@@ -241,8 +241,9 @@ def _check_context(context: Iterable[Injection], tools: tuple[Tool, ...]
             raise ConfigurationError(
                 f"two context entries have id {item.id!r}; injection ids must be unique")
         seen.add(item.id)
+    every_tool = (*tools, *(t for i in injections for t in i.tools))
     for reserved in (READ_SKILL, SKIP_STEP):
-        if any(t.name == reserved for t in tools):
+        if any(t.name == reserved for t in every_tool):
             raise ConfigurationError(f"{reserved!r} is reserved for skills; rename your tool")
     return injections
 

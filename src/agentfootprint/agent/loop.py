@@ -186,6 +186,11 @@ class _Stages:
 
     def tools_slot(self, scope: Scope) -> None:
         spec = self.spec
+        if scope.get("wrap_up_asked"):  # the wrap-up call is made without tools
+            scope["tool_schemas"] = []
+            if spec.injections:
+                scope["tools_slot"] = []
+            return
         if spec.react_mode == "classic" and scope["iteration"] > 1:
             return
         if not spec.with_tools:
@@ -201,6 +206,12 @@ class _Stages:
             schemas, rows = self._narrow_to_step(schemas, rows, pointer)
         scope["tool_schemas"] = schemas
         scope["tools_slot"] = rows
+        landed = {row["source"] for row in rows} - {"static", "read_skill"}
+        for injection in self._active(scope):
+            if injection.id in landed:
+                _emit(scope, "context.injected", {
+                    "injection_id": injection.id, "slot": "tools",
+                    "trigger": injection.trigger.describe(), "iteration": scope["iteration"]})
 
     def _narrow_to_step(self, schemas: list[Any], rows: list[dict[str, Any]],
                         pointer: dict[str, Any]) -> tuple[list[Any], list[dict[str, Any]]]:

@@ -242,16 +242,29 @@ def define_injection(*, id: str, flavor: Flavor = "custom", trigger: Trigger | N
                      cache: CachePolicy | None = None) -> Injection:
     """The raw primitive, for new flavours: any slots, any trigger."""
     _check_id("define_injection", id)
+    if system is not None:
+        _check_text("define_injection", id, "system", system)
+    trigger = trigger or Trigger("always")
+    if trigger.kind not in ("always", "rule", "on_tool_return", "llm_activated"):
+        raise ConfigurationError(
+            f"define_injection {id!r}: trigger kind {trigger.kind!r} is not one of always, rule, "
+            "on_tool_return, llm_activated")
+    if trigger.kind == "rule" and not callable(trigger.predicate):
+        raise ConfigurationError(
+            f"define_injection {id!r}: a rule trigger needs predicate=<fn(ctx) -> bool>")
+    if trigger.kind == "on_tool_return" and not trigger.tool:
+        raise ConfigurationError(
+            f"define_injection {id!r}: an on_tool_return trigger needs tool=<name or regex>")
     if not system and not messages and not tools:
         raise ConfigurationError(
             f"define_injection {id!r} injects nothing; give system=, messages= or tools=")
     for message in messages:
         if message.get("role") not in ("system", "user", "assistant") or not isinstance(
-                message.get("content"), str) or not message["content"]:
+                message.get("content"), str) or not message["content"].strip():
             raise ConfigurationError(
                 f"define_injection {id!r}: each message needs role user/assistant/system and "
                 f"non-empty content, got {message!r}")
-    return Injection(id=id, flavor=flavor, trigger=trigger or Trigger("always"), system=system,
+    return Injection(id=id, flavor=flavor, trigger=trigger, system=system,
                      messages=tuple(dict(m) for m in messages), tools=tuple(tools),
                      description=description, cache=cache or DEFAULT_CACHE.get(flavor, "never"))
 
