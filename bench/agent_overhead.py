@@ -70,16 +70,11 @@ in one line and its rows are skipped. Results are appended as JSON lines to
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import cProfile
 import gc
 import importlib.metadata
-import io
 import json
 import os
-import platform
-import pstats
 import statistics
 import subprocess
 import sys
@@ -88,17 +83,31 @@ import textwrap
 import time
 import traceback
 import warnings
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
+
+# Run as a script, this file's folder (bench/) is on sys.path: see _harness's docstring.
+from _harness import (
+    FULL,
+    QUICK,
+    Budget,
+    Targets,
+    append_results,
+    installed_version,
+    parse_args,
+    print_preamble,
+    print_table,
+    profile_report,
+    run_meta,
+    spread,
+    time_async,
+    time_sync,
+)
 
 from agentfootprint import Agent, tool
 from agentfootprint.providers import mock
-
-P = TypeVar("P")
 
 SIZES: tuple[int, ...] = (1, 10, 50)
 TARGET_N = 50
@@ -112,24 +121,6 @@ TARGET_COLD_MS = 250.0
 QUESTION = "Keep adding one until you are told to stop, then say what you got."
 FINAL = "I added one at every step; the running total is in the tool results."
 TOOL_DOC = "Add two integers and return the sum."
-
-
-@dataclass(frozen=True, slots=True)
-class Budget:
-    """How long to time each configuration."""
-
-    seconds: float
-    min_reps: int
-    max_reps: int
-    warmup_seconds: float
-    min_warmup: int
-    cold_launches: int
-
-
-FULL = Budget(seconds=1.5, min_reps=5, max_reps=5000, warmup_seconds=0.3, min_warmup=2,
-              cold_launches=7)
-QUICK = Budget(seconds=0.05, min_reps=3, max_reps=50, warmup_seconds=0.0, min_warmup=1,
-               cold_launches=3)
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,71 +150,13 @@ class Peer:
     cold_code: str
 
 
-# --------------------------------------------------------------------------- timing helpers
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Collect first, then keep the collector off for the timed loop."""
-    gc.collect()
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
+# --------------------------------------------------------------------------- helpers
 
 
 def summarize(config: str, n: int, framework: str, samples_ns: list[int], *,
               plain: bool = True) -> Row:
-    per_iteration = sorted(ns / 1000 / n for ns in samples_ns)
-    p90 = per_iteration[min(len(per_iteration) - 1, int(0.9 * len(per_iteration)))]
-    return Row(config, n, len(per_iteration), statistics.median(per_iteration),
-               per_iteration[0], p90, framework, plain)
-
-
-def time_sync(fn: Callable[[P], object], budget: Budget, prepare: Callable[[], P]) -> list[int]:
-    """Per-repetition wall times (ns) of ``fn(prepare())``; ``prepare`` is not timed."""
-    clock = time.perf_counter_ns
-    warm_end = clock() + int(budget.warmup_seconds * 1e9)
-    warmed = 0
-    while warmed < budget.min_warmup or clock() < warm_end:
-        fn(prepare())
-        warmed += 1
-    samples: list[int] = []
-    with gc_paused():
-        end = clock() + int(budget.seconds * 1e9)
-        while len(samples) < budget.max_reps and (len(samples) < budget.min_reps or clock() < end):
-            arg = prepare()
-            t0 = clock()
-            fn(arg)
-            samples.append(clock() - t0)
-    return samples
-
-
-async def time_async(fn: Callable[[P], Awaitable[object]], budget: Budget,
-                     prepare: Callable[[], P]) -> list[int]:
-    """Per-repetition wall times (ns) of ``await fn(prepare())``, all in the current loop.
-
-    ``prepare`` runs before the timer starts, so per-run setup (rewinding the fake model's
-    script) is not timed.
-    """
-    clock = time.perf_counter_ns
-    warm_end = clock() + int(budget.warmup_seconds * 1e9)
-    warmed = 0
-    while warmed < budget.min_warmup or clock() < warm_end:
-        await fn(prepare())
-        warmed += 1
-    samples: list[int] = []
-    with gc_paused():
-        end = clock() + int(budget.seconds * 1e9)
-        while len(samples) < budget.max_reps and (len(samples) < budget.min_reps or clock() < end):
-            arg = prepare()
-            t0 = clock()
-            await fn(arg)
-            samples.append(clock() - t0)
-    return samples
+    stats = spread(samples_ns, n)
+    return Row(config, n, stats.reps, stats.median, stats.minimum, stats.p90, framework, plain)
 
 
 def expect(ok: bool, what: str) -> None:
@@ -453,7 +386,7 @@ def bench_pydantic_ai(n: int, budget: Budget) -> list[Row]:
         call = ToolCallPart("add", {"a": k, "b": 1}, tool_call_id=f"call_{k}")
         return ModelResponse(parts=[call])
 
-    agent: Any = PydanticAgent(FunctionModel(respond))
+    agent = PydanticAgent(FunctionModel(respond))
 
     @agent.tool_plain
     async def add(a: int, b: int) -> int:  # async: a sync tool_plain runs in a worker thread
@@ -715,53 +648,20 @@ def profile_ours(n: int = TARGET_N, reps: int = 20, top: int = 20) -> str:
             provider.reset()
             await agent.run(QUESTION)
 
-    asyncio.run(many())  # warm
-    profiler = cProfile.Profile()
-    profiler.enable()
-    asyncio.run(many())
-    profiler.disable()
-    out = io.StringIO()
-    stats = pstats.Stats(profiler, stream=out)
-    stats.sort_stats("tottime").print_stats("agentfootprint", top)
-    stats.sort_stats("cumulative").print_stats("agentfootprint", top)
-    return out.getvalue()
+    return profile_report(many, "agentfootprint", top)
 
 
 # --------------------------------------------------------------------------- report
 
 
-def verdict(ok: bool) -> str:
-    return "PASS" if ok else "MISS"
-
-
-def peer_version(peer: Peer) -> str | None:
-    """The installed version, or None when the peer cannot be imported."""
-    try:
-        __import__(peer.module)
-    except Exception:
-        return None
-    try:
-        return importlib.metadata.version(peer.distribution)
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smoke run: a few repetitions each")
-    parser.add_argument("--profile", action="store_true",
-                        help="always cProfile ours at N=50 and print the hot spots")
-    parser.add_argument("--no-cold", action="store_true", help="skip the cold-start launches")
-    parser.add_argument("--no-write", action="store_true", help="do not append to results")
-    args = parser.parse_args(argv)
+    args = parse_args(__doc__, argv,
+                      profile_help="always cProfile ours at N=50 and print the hot spots",
+                      extra_flags=[("--no-cold", "skip the cold-start launches")])
     budget = QUICK if args.quick else FULL
     warnings.simplefilter("ignore")  # deprecation chatter from the peers' imports
 
-    print(f"agent_overhead: Python {platform.python_version()} on {platform.machine()}, "
-          f"{'quick' if args.quick else 'full'} run")
-    print(f"timing: warm-up then ~{budget.seconds:g} s per config (min {budget.min_reps} reps), "
-          "time.perf_counter_ns per repetition, median reported; gc.collect() between configs, "
-          "gc disabled during timed loops")
+    print_preamble("agent_overhead", budget, args.quick)
     print(f"workload: N model calls, tool add(a, b) on calls 1..N-1, scripted answer on call N; "
           f"N = {', '.join(map(str, SIZES))}; no network")
 
@@ -777,7 +677,7 @@ def main(argv: list[str] | None = None) -> int:
         "agentfootprint")}
     ran: list[Peer] = []
     for peer in PEERS:
-        version = peer_version(peer)
+        version = installed_version(peer.module, peer.distribution)
         versions[peer.framework] = version
         if version is None:
             print(f"{peer.framework}: not importable, skipping its rows "
@@ -809,10 +709,7 @@ def main(argv: list[str] | None = None) -> int:
             fastest[key] = row
 
     print()
-    header = (f"{'framework':<14} {'config':<36} {'N':>3} {'reps':>5} "
-              f"{'median µs/iteration':>20} {'peer/ours':>10}")
-    print(header)
-    print("-" * len(header))
+    table: list[str] = []
     for row in sorted(rows, key=lambda r: (r.n, r.framework != "ours", r.framework, r.config)):
         if row.framework == "ours":
             ratio = "—"
@@ -822,8 +719,10 @@ def main(argv: list[str] | None = None) -> int:
                 ratio += " *"
             elif not row.plain:
                 ratio += " i"
-        print(f"{row.framework:<14} {row.config:<36} {row.n:>3} {row.reps:>5} "
-              f"{row.median_us_per_iteration:>20.1f} {ratio:>10}")
+        table.append(f"{row.framework:<14} {row.config:<36} {row.n:>3} {row.reps:>5} "
+                     f"{row.median_us_per_iteration:>20.1f} {ratio:>10}")
+    print_table(f"{'framework':<14} {'config':<36} {'N':>3} {'reps':>5} "
+                f"{'median µs/iteration':>20} {'peer/ours':>10}", table)
     print("* = the peer's fastest plain-mode entry point at that N (used for the targets); "
           "i = informational, with the peer's own recording")
 
@@ -852,55 +751,42 @@ def main(argv: list[str] | None = None) -> int:
 
     print()
     print("targets:")
-    checks: list[dict[str, Any]] = []
+    targets = Targets()
     us = ours[TARGET_N].median_us_per_iteration
-    ok = us <= TARGET_US_PER_ITERATION
-    checks.append({"target": "us_per_iteration", "n": TARGET_N, "value": us, "ok": ok})
-    print(f"  ours ≤ {TARGET_US_PER_ITERATION / 1000:g} ms/iteration at N={TARGET_N}, full "
-          f"recording: {us / 1000:.3f} ms  {verdict(ok)}")
+    targets.judge("us_per_iteration", f"ours ≤ {TARGET_US_PER_ITERATION / 1000:g} ms/iteration "
+                  f"at N={TARGET_N}, full recording: {us / 1000:.3f} ms", us,
+                  us <= TARGET_US_PER_ITERATION, n=TARGET_N)
     for peer in PEERS:
-        row = fastest.get((peer.framework, TARGET_N))
-        if row is None:
+        best = fastest.get((peer.framework, TARGET_N))
+        if best is None:
             print(f"  ahead of {peer.framework} at N={TARGET_N}: skipped (peer did not run)")
             continue
-        ratio = row.median_us_per_iteration / us
-        ok = ratio > 1
-        checks.append({"target": "ahead_of_peer", "peer": peer.framework, "n": TARGET_N,
-                       "value": ratio, "ok": ok})
-        print(f"  ahead of {peer.framework} ({row.config}) at N={TARGET_N}: "
-              f"peer/ours = {ratio:.2f}×  {verdict(ok)}")
-    ok = abs(drift - 1) <= TARGET_BYTES_DRIFT
-    checks.append({"target": "bytes_per_iteration_drift", "value": drift, "ok": ok})
-    print(f"  bytes/iteration at N={TARGET_N} within {TARGET_BYTES_DRIFT:.0%} of "
-          f"N={BYTES_BASE_N}: {drift - 1:+.1%}  {verdict(ok)}")
+        peer_ratio = best.median_us_per_iteration / us
+        targets.judge("ahead_of_peer", f"ahead of {peer.framework} ({best.config}) at "
+                      f"N={TARGET_N}: peer/ours = {peer_ratio:.2f}×", peer_ratio, peer_ratio > 1,
+                      peer=peer.framework, n=TARGET_N)
+    targets.judge("bytes_per_iteration_drift", f"bytes/iteration at N={TARGET_N} within "
+                  f"{TARGET_BYTES_DRIFT:.0%} of N={BYTES_BASE_N}: {drift - 1:+.1%}", drift,
+                  abs(drift - 1) <= TARGET_BYTES_DRIFT)
     if "ours" in cold:
-        ok = cold["ours"] <= TARGET_COLD_MS
-        checks.append({"target": "cold_start_ms", "value": cold["ours"], "ok": ok})
-        print(f"  our cold start ≤ {TARGET_COLD_MS:g} ms: {cold['ours']:.1f} ms  {verdict(ok)}")
+        targets.judge("cold_start_ms", f"our cold start ≤ {TARGET_COLD_MS:g} ms: "
+                      f"{cold['ours']:.1f} ms", cold["ours"], cold["ours"] <= TARGET_COLD_MS)
     elif not args.no_cold:
         print("  our cold start: the snippet failed  MISS")
     else:
         print("  our cold start: skipped (--no-cold)")
 
     if not args.no_write:
-        RESULTS.parent.mkdir(parents=True, exist_ok=True)
-        meta = {
-            "run_at": datetime.now(UTC).isoformat(timespec="seconds"),
-            "quick": args.quick,
-            "python": platform.python_version(),
-            "versions": versions,
-        }
-        lines = [{**meta, "kind": "timing", **asdict(row)} for row in rows]
+        meta = run_meta(args.quick, versions=versions)
+        lines: list[dict[str, Any]] = [{**meta, "kind": "timing", **asdict(row)} for row in rows]
         lines += [{**meta, "kind": "bytes", "n": n, "bytes_per_iteration": size}
                   for n, size in bytes_per_iteration.items()]
         lines += [{**meta, "kind": "cold_start", "what": what, "ms": ms}
                   for what, ms in cold.items()]
-        lines += [{**meta, "kind": "target", **check} for check in checks]
-        with RESULTS.open("a", encoding="utf-8") as fh:
-            fh.writelines(json.dumps(line) + "\n" for line in lines)
-        print(f"\nappended {len(lines)} lines to {RESULTS}")
+        lines += [{**meta, "kind": "target", **check} for check in targets.checks]
+        append_results(RESULTS, lines)
 
-    ours_missed = [c["target"] for c in checks if not c["ok"]]
+    ours_missed = [c["target"] for c in targets.checks if not c["ok"]]
     if ours_missed or args.profile:
         why = f"missed: {', '.join(ours_missed)}" if ours_missed else "--profile"
         print(f"\ncProfile of ours, 20 runs at N={TARGET_N} ({why}); "

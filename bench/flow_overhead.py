@@ -33,29 +33,34 @@ Results are appended as JSON lines to ``bench/results/flow_overhead.jsonl`` (git
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import cProfile
 import gc
-import importlib.metadata
-import io
 import json
-import platform
-import pstats
-import statistics
 import sys
-import time
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypedDict, TypeVar
+from typing import Any, TypedDict
+
+# Run as a script, this file's folder (bench/) is on sys.path: see _harness's docstring.
+from _harness import (
+    FULL,
+    QUICK,
+    Budget,
+    Targets,
+    append_results,
+    installed_version,
+    parse_args,
+    print_preamble,
+    print_table,
+    profile_report,
+    run_meta,
+    spread,
+    time_async,
+    time_sync,
+)
 
 from agentfootprint.flow import Chart, NarrativeRecorder, Scope, flow_chart
 from agentfootprint.flow.recorders import Recorder
-
-P = TypeVar("P")
 
 SIZES: tuple[int, ...] = (10, 1000)
 RESULTS = Path(__file__).resolve().parent / "results" / "flow_overhead.jsonl"
@@ -63,21 +68,6 @@ RESULTS = Path(__file__).resolve().parent / "results" / "flow_overhead.jsonl"
 TARGET_US_PER_STAGE = 15.0
 TARGET_SPEEDUP = 8.0
 TARGET_BYTES_DRIFT = 0.10
-
-
-@dataclass(frozen=True, slots=True)
-class Budget:
-    """How long to time each configuration."""
-
-    seconds: float
-    min_reps: int
-    max_reps: int
-    warmup_seconds: float
-    min_warmup: int
-
-
-FULL = Budget(seconds=1.5, min_reps=5, max_reps=5000, warmup_seconds=0.3, min_warmup=2)
-QUICK = Budget(seconds=0.05, min_reps=3, max_reps=50, warmup_seconds=0.0, min_warmup=1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,67 +83,9 @@ class Row:
     engine: str  # "ours" or "langgraph"
 
 
-# --------------------------------------------------------------------------- timing helpers
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Collect first, then keep the collector off for the timed loop."""
-    gc.collect()
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def summarize(config: str, n: int, engine: str, samples_ns: list[int]) -> Row:
-    per_stage = sorted(ns / 1000 / n for ns in samples_ns)
-    p90 = per_stage[min(len(per_stage) - 1, int(0.9 * len(per_stage)))]
-    return Row(config, n, len(per_stage), statistics.median(per_stage), per_stage[0], p90, engine)
-
-
-def time_sync(fn: Callable[[], object], budget: Budget) -> list[int]:
-    """Per-repetition wall times (ns) of a synchronous call."""
-    clock = time.perf_counter_ns
-    warm_end = clock() + int(budget.warmup_seconds * 1e9)
-    warmed = 0
-    while warmed < budget.min_warmup or clock() < warm_end:
-        fn()
-        warmed += 1
-    samples: list[int] = []
-    with gc_paused():
-        end = clock() + int(budget.seconds * 1e9)
-        while len(samples) < budget.max_reps and (len(samples) < budget.min_reps or clock() < end):
-            t0 = clock()
-            fn()
-            samples.append(clock() - t0)
-    return samples
-
-
-async def time_async(fn: Callable[[P], Awaitable[object]], budget: Budget,
-                     prepare: Callable[[], P]) -> list[int]:
-    """Per-repetition wall times (ns) of ``await fn(prepare())``, all in the current loop.
-
-    ``prepare`` runs before the timer starts, so per-run setup (a fresh recorder) is not timed.
-    """
-    clock = time.perf_counter_ns
-    warm_end = clock() + int(budget.warmup_seconds * 1e9)
-    warmed = 0
-    while warmed < budget.min_warmup or clock() < warm_end:
-        await fn(prepare())
-        warmed += 1
-    samples: list[int] = []
-    with gc_paused():
-        end = clock() + int(budget.seconds * 1e9)
-        while len(samples) < budget.max_reps and (len(samples) < budget.min_reps or clock() < end):
-            arg = prepare()
-            t0 = clock()
-            await fn(arg)
-            samples.append(clock() - t0)
-    return samples
+    stats = spread(samples_ns, n)
+    return Row(config, n, stats.reps, stats.median, stats.minimum, stats.p90, engine)
 
 
 # --------------------------------------------------------------------------- our engine
@@ -210,14 +142,7 @@ def lg_node(state: ChainState) -> dict[str, int]:
 
 
 def langgraph_version() -> str | None:
-    try:
-        import langgraph.graph  # noqa: F401
-    except ImportError:
-        return None
-    try:
-        return importlib.metadata.version("langgraph")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
+    return installed_version("langgraph.graph", "langgraph", missing=(ImportError,))
 
 
 def build_langgraph(n: int) -> Any:
@@ -240,7 +165,7 @@ def bench_langgraph(n: int, budget: Budget) -> list[Row]:
     if result.get("x") != n:
         raise RuntimeError(f"LangGraph {n}-node chain ended with x={result.get('x')!r}")
 
-    sync_samples = time_sync(lambda: graph.invoke({"x": 0}, config), budget)
+    sync_samples = time_sync(lambda _: graph.invoke({"x": 0}, config), budget, lambda: None)
     gc.collect()
 
     async def run_async() -> list[int]:
@@ -264,40 +189,19 @@ def profile_ours(n: int = 1000, reps: int = 20, top: int = 25) -> str:
         for _ in range(reps):
             await chart.run(state={"x": 0})
 
-    asyncio.run(many())  # warm
-    profiler = cProfile.Profile()
-    profiler.enable()
-    asyncio.run(many())
-    profiler.disable()
-    out = io.StringIO()
-    stats = pstats.Stats(profiler, stream=out)
-    stats.sort_stats("tottime").print_stats(top)
-    stats.sort_stats("cumulative").print_stats(top)
-    return out.getvalue()
+    return profile_report(many, top)
 
 
 # --------------------------------------------------------------------------- report
 
 
-def verdict(ok: bool) -> str:
-    return "PASS" if ok else "MISS"
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smoke run: a few repetitions each")
-    parser.add_argument("--profile", action="store_true",
-                        help="also cProfile the 1000-stage chain and print the hot spots")
-    parser.add_argument("--no-write", action="store_true", help="do not append to results")
-    args = parser.parse_args(argv)
+    args = parse_args(__doc__, argv, profile_help="also cProfile the 1000-stage chain and "
+                      "print the hot spots")
     budget = QUICK if args.quick else FULL
 
     lg_version = langgraph_version()
-    print(f"flow_overhead: Python {platform.python_version()} on {platform.machine()}, "
-          f"{'quick' if args.quick else 'full'} run")
-    print(f"timing: warm-up then ~{budget.seconds:g} s per config (min {budget.min_reps} reps), "
-          "time.perf_counter_ns per repetition, median reported; gc.collect() between configs, "
-          "gc disabled during timed loops")
+    print_preamble("flow_overhead", budget, args.quick)
 
     rows: list[Row] = []
     bytes_per_stage: dict[int, float] = {}
@@ -325,9 +229,7 @@ def main(argv: list[str] | None = None) -> int:
             peer[row.n] = row
 
     print()
-    header = f"{'config':<30} {'N':>5} {'reps':>5} {'median µs/stage':>16} {'LangGraph/ours':>15}"
-    print(header)
-    print("-" * len(header))
+    table: list[str] = []
     for row in sorted(rows, key=lambda r: (r.n, r.engine != "ours", r.config)):
         if row.engine == "ours" and row.n in peer:
             ratio = f"{peer[row.n].median_us_per_stage / row.median_us_per_stage:.1f}×"
@@ -335,8 +237,10 @@ def main(argv: list[str] | None = None) -> int:
             ratio = "(fastest peer)" if peer[row.n] is row else "—"
         else:
             ratio = "n/a"
-        print(f"{row.config:<30} {row.n:>5} {row.reps:>5} "
-              f"{row.median_us_per_stage:>16.2f} {ratio:>15}")
+        table.append(f"{row.config:<30} {row.n:>5} {row.reps:>5} "
+                     f"{row.median_us_per_stage:>16.2f} {ratio:>15}")
+    print_table(f"{'config':<30} {'N':>5} {'reps':>5} {'median µs/stage':>16} "
+                f"{'LangGraph/ours':>15}", table)
     if peer:
         modes = ", ".join(f"N={n}: {r.config}" for n, r in sorted(peer.items()))
         print(f"LangGraph/ours uses the faster LangGraph entry point per N ({modes}).")
@@ -351,44 +255,29 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print("targets:")
     log_rows = {r.n: r for r in rows if r.config == "ours: commit log"}
-    checks: list[dict[str, Any]] = []
+    targets = Targets()
     for n in SIZES:
         us = log_rows[n].median_us_per_stage
-        ok = us <= TARGET_US_PER_STAGE
-        checks.append({"target": "us_per_stage", "n": n, "value": us, "ok": ok})
-        print(f"  median ≤ {TARGET_US_PER_STAGE:g} µs/stage, commit log on, N={n}: "
-              f"{us:.2f} µs  {verdict(ok)}")
+        targets.judge("us_per_stage", f"median ≤ {TARGET_US_PER_STAGE:g} µs/stage, commit log "
+                      f"on, N={n}: {us:.2f} µs", us, us <= TARGET_US_PER_STAGE, n=n)
     for n in SIZES:
         if n not in peer:
             print(f"  ≥ {TARGET_SPEEDUP:g}× faster than LangGraph, N={n}: skipped (no LangGraph)")
             continue
         speedup = peer[n].median_us_per_stage / log_rows[n].median_us_per_stage
-        ok = speedup >= TARGET_SPEEDUP
-        checks.append({"target": "speedup_vs_langgraph", "n": n, "value": speedup, "ok": ok})
-        print(f"  ≥ {TARGET_SPEEDUP:g}× faster than LangGraph, N={n}: "
-              f"{speedup:.1f}×  {verdict(ok)}")
-    ok = abs(drift - 1) <= TARGET_BYTES_DRIFT
-    checks.append({"target": "bytes_per_stage_drift", "value": drift, "ok": ok})
-    print(f"  bytes/stage at N={large} within {TARGET_BYTES_DRIFT:.0%} of N={small}: "
-          f"{drift - 1:+.1%}  {verdict(ok)}")
+        targets.judge("speedup_vs_langgraph", f"≥ {TARGET_SPEEDUP:g}× faster than LangGraph, "
+                      f"N={n}: {speedup:.1f}×", speedup, speedup >= TARGET_SPEEDUP, n=n)
+    targets.judge("bytes_per_stage_drift", f"bytes/stage at N={large} within "
+                  f"{TARGET_BYTES_DRIFT:.0%} of N={small}: {drift - 1:+.1%}", drift,
+                  abs(drift - 1) <= TARGET_BYTES_DRIFT)
 
     if not args.no_write:
-        RESULTS.parent.mkdir(parents=True, exist_ok=True)
-        meta = {
-            "run_at": datetime.now(UTC).isoformat(timespec="seconds"),
-            "quick": args.quick,
-            "python": platform.python_version(),
-            "langgraph": lg_version,
-        }
-        with RESULTS.open("a", encoding="utf-8") as fh:
-            for row in rows:
-                fh.write(json.dumps({**meta, "kind": "timing", **asdict(row)}) + "\n")
-            for n, size in bytes_per_stage.items():
-                fh.write(json.dumps({**meta, "kind": "bytes", "n": n,
-                                     "bytes_per_stage": size}) + "\n")
-            for check in checks:
-                fh.write(json.dumps({**meta, "kind": "target", **check}) + "\n")
-        print(f"\nappended {len(rows) + len(bytes_per_stage) + len(checks)} lines to {RESULTS}")
+        meta = run_meta(args.quick, langgraph=lg_version)
+        lines: list[dict[str, Any]] = [{**meta, "kind": "timing", **asdict(row)} for row in rows]
+        lines += [{**meta, "kind": "bytes", "n": n, "bytes_per_stage": size}
+                  for n, size in bytes_per_stage.items()]
+        lines += [{**meta, "kind": "target", **check} for check in targets.checks]
+        append_results(RESULTS, lines)
 
     if args.profile:
         print("\ncProfile, 20 runs of the 1000-stage chain, commit log only:")
