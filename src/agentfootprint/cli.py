@@ -1,10 +1,12 @@
-"""The ``agentfootprint`` command."""
+"""The ``agentfootprint`` command: ``demo``, ``runs list``, ``explain RUN_ID``."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Sequence
+from pathlib import Path
 
 __all__ = ["main"]
 
@@ -12,16 +14,49 @@ __all__ = ["main"]
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="agentfootprint",
                                      description="The explainable AI-agent framework.")
+    parser.add_argument("--store", default=None,
+                        help="run store file (default .agentfootprint/runs.db)")
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("demo", help="run the offline demo and explain its decision")
+    commands.add_parser("demo", help="run the offline refunds demo and explain its answer")
+    runs = commands.add_parser("runs", help="recorded runs")
+    runs_commands = runs.add_subparsers(dest="runs_command", required=True)
+    listing = runs_commands.add_parser("list", help="the most recent runs")
+    listing.add_argument("--limit", type=int, default=20)
+    explain = commands.add_parser("explain", help="backtrack a recorded run's answer")
+    explain.add_argument("run_id")
     options = parser.parse_args(argv)
+
+    from .explain.runstore import DEFAULT_RUN_STORE, RunStore
+
+    store_path = Path(options.store) if options.store else DEFAULT_RUN_STORE
     if options.command == "demo":
         from .demo import run_demo
 
-        print(run_demo())
+        def progress(done: int, total: int, label: str) -> None:
+            print(f"  re-run {done}/{total}: {label}", file=sys.stderr)
+
+        print(run_demo(store_path=store_path, progress=progress))
         return 0
-    parser.error(f"unknown command {options.command!r}")
-    return 2
+    if options.command == "runs":
+        with RunStore(store_path) as store:
+            found = store.list(limit=options.limit)
+        if not found:
+            print(f"no runs recorded in {store_path}")
+        for run in found:
+            when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.created_at))
+            print(f"{run.run_id}  {when}  {run.kind:<5} {run.status:<6} {run.name}: "
+                  f"{run.preview[:60]}")
+        return 0
+    from .explain.backtrack import backtrack
+
+    with RunStore(store_path) as store:
+        try:
+            recording = store.load(options.run_id)
+        except KeyError as exc:
+            print(exc.args[0], file=sys.stderr)
+            return 1
+    print(backtrack(recording.commit_log()))
+    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,46 @@
+"""Explain: recordings, the run store, backtrack, influence ranking and the ablation proof.
+
+Evidence, then proof: ``backtrack`` walks the recorded chain from an answer to the context
+that reached it and ranks the candidates with a proxy score; ``localize_context_bug`` re-runs
+the agent without each candidate and is the only thing allowed to say CAUSAL.
+"""
+
+from .backtrack import Backtrack, Hop, backtrack
+from .influence import (
+    lexical_overlap,
+    list_influence_strategies,
+    mock_embedder,
+    rank_suspects,
+    ranking_confidence,
+    semantic_alignment,
+)
+from .localize import (
+    ContextBugReport,
+    bisect_culprits,
+    localize_context_bug,
+    rerun_without_sources,
+)
+from .recording import Recording
+from .runstore import RunStore, RunSummary
+from .suspects import Suspect, suspects_of
+
+__all__ = [
+    "Backtrack",
+    "ContextBugReport",
+    "Hop",
+    "Recording",
+    "RunStore",
+    "RunSummary",
+    "Suspect",
+    "backtrack",
+    "bisect_culprits",
+    "lexical_overlap",
+    "list_influence_strategies",
+    "localize_context_bug",
+    "mock_embedder",
+    "rank_suspects",
+    "ranking_confidence",
+    "rerun_without_sources",
+    "semantic_alignment",
+    "suspects_of",
+]

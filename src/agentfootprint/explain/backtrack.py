@@ -1,0 +1,169 @@
+"""Backtrack: from the answer to the exact context that reached it, hop by hop.
+
+    ANSWER   the final answer (the step that handed it back)
+    READ     the LLM call that produced it, with the exact system prompt, messages and tools
+    LANDED   the step whose commit put the suspect into what the call read
+    ALLOWED  the trigger that let it in, and why it fired that iteration
+    BORN     where it was authored: the define_* declaration, the tool call, the user
+
+Every hop names a runtime stage id and every value is rebuilt from the commit log, so the
+chain is the same on a live result and on a recording loaded in another process. Which
+suspect is followed is chosen by an influence score — a correlational proxy, labelled as
+such; only re-runs (``localize_context_bug``) may say a source is the cause.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..flow.commitlog import CommitLog, CommitRecord
+from .influence import rank_suspects
+from .suspects import Suspect, final_call, log_of, suspects_of
+
+__all__ = ["Backtrack", "Hop", "backtrack"]
+
+
+@dataclass(frozen=True, slots=True)
+class Hop:
+    """One link of the chain."""
+
+    kind: str
+    """ANSWER, READ, LANDED, ALLOWED or BORN."""
+    text: str
+    runtime_stage_id: str | None = None
+
+
+@dataclass(slots=True)
+class Backtrack:
+    """The chain for the followed suspect, plus the ranked candidate set it was chosen from."""
+
+    answer: str
+    hops: list[Hop]
+    suspect: Suspect | None
+    sentence: str | None
+    """The sentence of the suspect that aligns best with the answer (highlighted)."""
+    system_prompt: str
+    """Exactly what the model saw as its system prompt."""
+    ranked: list[Any] = field(default_factory=list)
+    """Every candidate with its proxy score, best first."""
+
+    def __str__(self) -> str:
+        lines = [f"{hop.kind:<8} {hop.text}" for hop in self.hops]
+        if self.ranked:
+            lines.append("")
+            lines.append("Candidates that reached the call (proxy scores, not causes):")
+            for item in self.ranked:
+                lines.append(f"  {item.score:0.3f}  {item.suspect.label}")
+        return "\n".join(lines)
+
+
+def backtrack(source: Any, *, suspect: str | None = None,
+              strategy: str = "lexical_overlap") -> Backtrack:
+    """The chain from the final answer of ``source`` (a RunResult, FlowRun or Recording).
+
+    ``suspect`` follows a given source id instead of the best-ranked removable one.
+    """
+    log = log_of(source)
+    call = final_call(log)
+    answer = str(log.value_at("llm_content", call.idx, default=""))
+    final = _answer_step(log, call)
+    system = str(log.value_at("system_prompt", call.idx - 1, default=""))
+    candidates = suspects_of(log, call)
+    ranked = rank_suspects(answer, candidates, strategy=strategy)
+    chosen = _choose(ranked, suspect)
+    hops = [Hop("ANSWER", f"{_quote(answer)}", final.runtime_stage_id if final else None)]
+    messages = log.value_at("history", call.idx - 1, default=[])
+    tools = log.value_at("tool_schemas", call.idx - 1, default=[])
+    sentence = None
+    if chosen is None:
+        hops.append(Hop("READ", f"{call.runtime_stage_id} — system prompt "
+                                f"({len(system)} chars), {len(messages)} messages, "
+                                f"{len(tools)} tools", call.runtime_stage_id))
+        return Backtrack(answer, hops, None, None, system, ranked)
+    found, sentence = chosen.suspect, chosen.sentence
+    where = "the system prompt" if found.slot == "system" else "the conversation"
+    hops.append(Hop("READ", f"{call.runtime_stage_id} — {where} the model saw "
+                            f"(sentence: {_quote(sentence or found.text)})",
+                    call.runtime_stage_id))
+    hops.append(_landed(log, call, found))
+    hops.append(_allowed(log, call, found))
+    hops.append(_born(found))
+    return Backtrack(answer, hops, found, sentence, system, ranked)
+
+
+def _choose(ranked: list[Any], suspect: str | None) -> Any:
+    if suspect is not None:
+        for item in ranked:
+            if item.suspect.id == suspect:
+                return item
+        known = ", ".join(sorted({i.suspect.id for i in ranked}))
+        raise KeyError(f"no source {suspect!r} reached the call; sources: {known}")
+    removable = [item for item in ranked if item.suspect.removable]
+    return removable[0] if removable else (ranked[0] if ranked else None)
+
+
+def _answer_step(log: CommitLog, call: CommitRecord) -> CommitRecord | None:
+    for record in log.records[call.idx:]:
+        if record.stage_id == "finalize":
+            return record
+    return None
+
+
+def _landed(log: CommitLog, call: CommitRecord, found: Suspect) -> Hop:
+    if found.slot == "system":
+        rows = log.value_at("system_slot", call.idx - 1, default=[])
+        position = next((r["position"] for r in rows if r["source"] == found.id), None)
+        where = f" (piece {position + 1} of {len(rows)})" if position is not None else ""
+        return Hop("LANDED", f"{found.runtime_stage_id} wrote it into the system prompt{where}",
+                   found.runtime_stage_id)
+    return Hop("LANDED", f"{found.runtime_stage_id} appended it to the conversation",
+               found.runtime_stage_id)
+
+
+def _allowed(log: CommitLog, call: CommitRecord, found: Suspect) -> Hop:
+    if found.kind in ("injection", "message"):
+        evaluation = log.value_at("context_evaluation", call.idx - 1, default=[])
+        row = next((r for r in evaluation if r["id"] == found.id), None)
+        writer = log.last_writer("context_evaluation", call.idx)
+        rid = log[writer].runtime_stage_id if writer is not None else None
+        if row is not None:
+            return Hop("ALLOWED", f"trigger {row['trigger']} — {row['reason']}", rid)
+        return Hop("ALLOWED", "no evaluation was recorded for it", rid)
+    if found.kind == "tool":
+        route = _route_before(log, found.runtime_stage_id)
+        return Hop("ALLOWED", f"the model asked for tool {found.id!r} and the route chose "
+                              "to run it", route)
+    if found.kind == "user":
+        return Hop("ALLOWED", "the user's message is always sent", None)
+    return Hop("ALLOWED", "the base system prompt is always sent", None)
+
+
+def _born(found: Suspect) -> Hop:
+    if found.kind in ("injection", "message"):
+        factory = {"fact": "define_fact", "steering": "define_steering",
+                   "instruction": "define_instruction", "skill": "define_skill"}.get(
+            found.flavor or "", "define_injection")
+        return Hop("BORN", f"{factory}({found.id!r})")
+    if found.kind == "tool":
+        return Hop("BORN", f"the result of tool {found.id!r}", found.runtime_stage_id)
+    if found.kind == "user":
+        return Hop("BORN", "the user's message")
+    return Hop("BORN", "Agent(system=...)")
+
+
+def _route_before(log: CommitLog, rid: str | None) -> str | None:
+    if rid is None:
+        return None
+    records = log.records_for(rid)
+    if not records:
+        return None
+    for record in reversed(log.records[: records[0].idx]):
+        if record.stage_id == "route":
+            return record.runtime_stage_id
+    return None
+
+
+def _quote(text: str, limit: int = 100) -> str:
+    flat = " ".join(text.split())
+    return '"' + (flat if len(flat) <= limit else flat[: limit - 1] + "…") + '"'

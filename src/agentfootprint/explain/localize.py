@@ -1,0 +1,682 @@
+"""Localize a context bug: slice → rank (a proxy) → counterfactual re-runs (the only CAUSAL).
+
+``localize_context_bug(result, rebuild=..., is_wrong=...)`` explains a wrong answer in three
+honest steps:
+
+1. **Slice** — ``suspects_of(result)``: every context source that provably reached the final
+   LLM call, with the exact text the model saw (a structural fact, read from the log).
+2. **Rank** — an influence strategy scores how much each text aligns with the answer
+   (``influence.py``). A correlational proxy: it orders the re-runs, it convicts nobody.
+3. **Re-run** — first a *baseline*: ``reruns`` runs of the same agent with nothing removed
+   (``rebuild(frozenset())``). Then, for each removable suspect (the top ``max_suspects``),
+   ``reruns`` runs of the agent rebuilt without it (``rebuild(frozenset({id}))``). A run
+   "flips" when ``is_wrong(answer)`` is false.
+
+The verdict rules are the same in every function of this module:
+
+* at least 2 re-runs (``reruns < 2`` is refused);
+* **CAUSAL** only with a STRICT majority of flips *and* ZERO baseline flips;
+* a baseline that flipped even once makes every verdict **INCONCLUSIVE** (the scenario is not
+  stable, so a flip says nothing about the removed source);
+* some flips but no strict majority → **INCONCLUSIVE**; no flips → **NOT CONFIRMED** (the
+  suspect's score stays a proxy; it is not declared innocent).
+
+``rebuild(without)`` builds the agent as it was, minus the injections / tools whose ids are in
+``without``. It may be sync or async and may return an ``Agent`` (we ``await
+agent.run(message)``), a ``RunResult`` or the answer text. It is called once per re-run, so
+every re-run gets a fresh agent; when it accepts a ``seed`` keyword it receives the re-run's
+index ``0 .. reruns-1`` (seed your provider with it). A fresh agent starts a fresh
+conversation: for a follow-up turn, have ``rebuild`` return the ``RunResult`` of the right
+``run(..., continue_from=...)``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..errors import ConfigurationError
+from .influence import (
+    InfluenceStrategy,
+    RankedSuspect,
+    RankingConfidence,
+    get_strategy,
+    rank_suspects,
+    ranking_confidence,
+)
+from .suspects import Suspect, suspects_of
+
+__all__ = [
+    "BisectionResult",
+    "ContextBugReport",
+    "LocalizedSuspect",
+    "Probe",
+    "RerunResult",
+    "Verdict",
+    "bisect_culprits",
+    "localize_context_bug",
+    "rerun_without_sources",
+    "verdict_for",
+]
+
+Verdict = Literal["CAUSAL", "INCONCLUSIVE", "NOT CONFIRMED"]
+BisectVerdict = Literal["CAUSAL", "INCONCLUSIVE", "NOT REPRODUCIBLE"]
+Rebuild = Callable[..., Any]
+"""``rebuild(without: frozenset[str][, seed=i])`` → Agent | RunResult | str (or awaitable)."""
+IsWrong = Callable[[str], Any]
+"""``is_wrong(answer) -> bool`` (may be async); a re-run flips when it returns false."""
+Progress = Callable[[int, int, str], Any]
+"""``progress(done, total, label)`` after every re-run (may be async)."""
+
+PROXY_HEADER = "scores are a correlational proxy; only re-runs say CAUSAL"
+
+
+# -- probes and verdicts -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """``runs`` seeded re-runs of the agent rebuilt without ``removed`` (empty = baseline)."""
+
+    removed: frozenset[str]
+    flips: int
+    """Re-runs whose answer was no longer wrong."""
+    runs: int
+    answers: tuple[str, ...]
+
+    @property
+    def flipped(self) -> bool:
+        """A strict majority of the re-runs flipped."""
+        return self.flips * 2 > self.runs
+
+    @property
+    def fraction(self) -> str:
+        return f"{self.flips}/{self.runs}"
+
+
+def verdict_for(probe: Probe, baseline: Probe, label: str) -> tuple[Verdict, str]:
+    """The verdict of one removal probe against its baseline, and the sentence that says why."""
+    if probe.runs < 2 or baseline.runs < 2:
+        raise ConfigurationError("a verdict needs at least 2 re-runs per probe")
+    if baseline.flips > 0:
+        return "INCONCLUSIVE", (
+            f"INCONCLUSIVE: the unchanged agent itself stopped giving the wrong answer in "
+            f"{baseline.fraction} seeded re-runs (baseline unstable), so no removal verdict for "
+            f"{label} is trustworthy; removing it flipped {probe.fraction}.")
+    if probe.flipped:
+        return "CAUSAL", (
+            f"CAUSAL: removing {label} flipped the outcome in {probe.fraction} seeded re-runs "
+            f"(baseline {baseline.fraction}).")
+    if probe.flips > 0:
+        return "INCONCLUSIVE", (
+            f"INCONCLUSIVE: removing {label} flipped only {probe.fraction} seeded re-runs — "
+            "below a strict majority.")
+    return "NOT CONFIRMED", (
+        f"NOT CONFIRMED: removing {label} did not change the outcome in {probe.runs} seeded "
+        "re-runs — its score remains a correlational proxy only.")
+
+
+def _check_reruns(reruns: Any) -> int:
+    if isinstance(reruns, bool) or not isinstance(reruns, int) or reruns < 2:
+        raise ConfigurationError(
+            f"reruns={reruns!r}: a verdict needs at least 2 seeded re-runs per probe (3 is the "
+            "default); one run cannot tell a cause from noise")
+    return reruns
+
+
+def _accepts_seed(fn: Callable[..., Any]) -> bool:
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.kind is inspect.Parameter.VAR_KEYWORD or (
+        p.name == "seed" and p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                        inspect.Parameter.KEYWORD_ONLY))
+        for p in parameters)
+
+
+async def _settle(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
+
+
+class _BudgetExceeded(Exception):
+    pass
+
+
+class _Runner:
+    """Runs probes: ``reruns`` fresh, seeded re-runs each, cached by the removed set."""
+
+    def __init__(self, *, rebuild: Rebuild, is_wrong: IsWrong, message: str, reruns: int,
+                 progress: Progress | None, total: int, max_probes: int | None = None) -> None:
+        if not callable(rebuild):
+            raise ConfigurationError(
+                f"rebuild={rebuild!r} must be a function (without: frozenset[str]) -> Agent")
+        if not callable(is_wrong):
+            raise ConfigurationError(
+                f"is_wrong={is_wrong!r} must be a function (answer: str) -> bool")
+        if progress is not None and not callable(progress):
+            raise ConfigurationError(
+                f"progress={progress!r} must be a function (done, total, label)")
+        self.rebuild = rebuild
+        self.is_wrong = is_wrong
+        self.message = message
+        self.reruns = reruns
+        self.progress = progress
+        self.total = total
+        self.max_probes = max_probes
+        self.seeded = _accepts_seed(rebuild)
+        self.done = 0
+        self.cache: dict[frozenset[str], Probe] = {}
+        self.order: list[Probe] = []
+
+    async def wrong(self, answer: str) -> bool:
+        return bool(await _settle(self.is_wrong(answer)))
+
+    async def probe(self, removed: frozenset[str], label: str) -> Probe:
+        cached = self.cache.get(removed)
+        if cached is not None:
+            return cached
+        if self.max_probes is not None and len(self.cache) >= self.max_probes:
+            raise _BudgetExceeded
+        answers: list[str] = []
+        flips = 0
+        for seed in range(self.reruns):
+            answer = await self._once(removed, seed)
+            answers.append(answer)
+            flips += not await self.wrong(answer)
+            self.done += 1
+            if self.progress is not None:
+                await _settle(self.progress(self.done, max(self.total, self.done), label))
+        probe = Probe(removed, flips, self.reruns, tuple(answers))
+        self.cache[removed] = probe
+        self.order.append(probe)
+        return probe
+
+    async def _once(self, removed: frozenset[str], seed: int) -> str:
+        made = self.rebuild(removed, seed=seed) if self.seeded else self.rebuild(removed)
+        made = await _settle(made)
+        if isinstance(made, str):
+            return made
+        run = getattr(made, "run", None)
+        if callable(run):
+            made = await _settle(run(self.message))
+            if isinstance(made, str):
+                return made
+        content = getattr(made, "content", None)
+        if isinstance(content, str):
+            return content
+        raise ConfigurationError(
+            f"rebuild() returned {made!r}; it must return an Agent (we await "
+            ".run(message)), a RunResult, or the answer text")
+
+
+def _message_of(result: Any, message: str | None) -> str:
+    if message is not None:
+        if not isinstance(message, str):
+            raise ConfigurationError(f"message={message!r} must be a str")
+        return message
+    state = getattr(getattr(result, "recording", None), "state", None)
+    found = state.get("user_message") if isinstance(state, dict) else None
+    if not isinstance(found, str):
+        raise ConfigurationError(
+            "cannot read the original user message from result.recording.state; pass message=")
+    return found
+
+
+def _answer_of(result: Any) -> str:
+    content = getattr(result, "content", None)
+    if not isinstance(content, str):
+        raise ConfigurationError(
+            f"{result!r} has no .content answer; pass the RunResult of the run to explain")
+    return content
+
+
+async def _require_wrong(runner: _Runner, answer: str) -> None:
+    if not await runner.wrong(answer):
+        raise ConfigurationError(
+            f"is_wrong(result.content) is false for {answer!r}: there is no wrong answer to "
+            "explain (check is_wrong, or pass the run whose answer was wrong)")
+
+
+def _removable_by_id(suspects: Iterable[Suspect]) -> dict[str, Suspect]:
+    out: dict[str, Suspect] = {}
+    for suspect in suspects:
+        if suspect.removable:
+            out.setdefault(suspect.id, suspect)
+    return out
+
+
+def _label_of(ids: Iterable[str], labels: Mapping[str, str]) -> str:
+    """Labels in ``labels`` order (the candidates' rank order), unknown ids last."""
+    rank = {sid: i for i, sid in enumerate(labels)}
+    ordered = sorted(ids, key=lambda sid: (rank.get(sid, len(rank)), sid))
+    names = [labels.get(i, repr(i)) for i in ordered]
+    return " + ".join(names) if names else "nothing"
+
+
+# -- localize ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LocalizedSuspect:
+    """One suspect: its proxy score (tier "proxy") and, when re-run, its verdict."""
+
+    suspect: Suspect
+    rank: int
+    """1-based position in the proxy ranking."""
+    score: float
+    sentence: str
+    """The suspect's sentence that aligns best with the answer."""
+    verdict: Verdict | None = None
+    """``None``: not re-run (cannot be removed, or beyond ``max_suspects``)."""
+    flips: int | None = None
+    runs: int | None = None
+    why: str = ""
+    answers: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        return self.suspect.label
+
+    @property
+    def score_tier(self) -> Literal["proxy"]:
+        return "proxy"
+
+    @property
+    def tier(self) -> Literal["causal", "proxy"]:
+        """``causal`` only for a CAUSAL verdict; everything else stays a proxy."""
+        return "causal" if self.verdict == "CAUSAL" else "proxy"
+
+    @property
+    def fraction(self) -> str | None:
+        return f"{self.flips}/{self.runs}" if self.runs is not None else None
+
+
+@dataclass(slots=True)
+class ContextBugReport:
+    """What ``localize_context_bug`` found: a proxy ranking and the re-run verdicts."""
+
+    answer: str
+    message: str
+    strategy: str
+    suspects: list[LocalizedSuspect]
+    """Every suspect, in proxy-rank order."""
+    baseline: Probe | None
+    """``None`` when there was nothing removable to test (no model calls were spent)."""
+    reruns: int
+    confidence: RankingConfidence
+    runs_used: int = 0
+    notes: list[str] = field(default_factory=list)
+    """Honest-absence notes: untested suspects, an unstable baseline."""
+
+    @property
+    def baseline_stable(self) -> bool:
+        return self.baseline is not None and self.baseline.flips == 0
+
+    @property
+    def causal(self) -> list[LocalizedSuspect]:
+        return [s for s in self.suspects if s.verdict == "CAUSAL"]
+
+    def find(self, id: str) -> LocalizedSuspect:
+        """The suspect with this id (the best-ranked one, if several share it)."""
+        for item in self.suspects:
+            if item.suspect.id == id:
+                return item
+        known = ", ".join(dict.fromkeys(s.suspect.id for s in self.suspects))
+        raise KeyError(f"no suspect {id!r}; known: {known}")
+
+    def verdict_of(self, id: str) -> Verdict | None:
+        """The verdict of the suspect with this id (``None``: not re-run)."""
+        return self.find(id).verdict
+
+    def __str__(self) -> str:
+        return format_report(self)
+
+
+def format_report(report: ContextBugReport) -> str:
+    """The human report: header with the tiers, proxy ranking, re-run verdicts, notes."""
+    lines = [f"CONTEXT BUG LOCALIZATION — answer: {_clip(report.answer, 80)!r}",
+             f"{PROXY_HEADER} (proxy: {report.strategy}; {report.reruns} seeded re-runs "
+             "per probe)"]
+    lines.append("")
+    lines.append("RANKING (correlational proxy — aligned with the answer, not a cause):")
+    for item in report.suspects:
+        sentence = f"  “{_clip(item.sentence, 70)}”" if item.sentence else ""
+        lines.append(f"  {item.rank:2d}. {item.score:.3f}  {item.label}{sentence}")
+    lines.append(f"  {report.confidence.reason}")
+    lines.append("")
+    if report.baseline is None:
+        lines.append("RE-RUNS: none — no removable suspect reached the final call.")
+    else:
+        stable = "stable" if report.baseline_stable else "UNSTABLE: every verdict is INCONCLUSIVE"
+        lines.append(f"RE-RUNS (baseline, nothing removed: {report.baseline.fraction} flipped — "
+                     f"{stable}):")
+        width = max(len(item.label) for item in report.suspects) + 3
+        for item in report.suspects:
+            lines.append(_verdict_line(item, report.baseline, width))
+    for note in report.notes:
+        lines.append(f"⚠ {note}")
+    lines.append("")
+    lines.append("claims: the ranking is a similarity proxy; only a CAUSAL line is a cause, "
+                 "shown by a strict majority of seeded re-runs flipping on a stable baseline.")
+    return "\n".join(lines)
+
+
+def _verdict_line(item: LocalizedSuspect, baseline: Probe, width: int) -> str:
+    label = item.label.ljust(width)
+    if item.verdict is None:
+        reason = ("cannot be removed by a rebuild" if not item.suspect.removable
+                  else "not re-run (beyond max_suspects)")
+        return f"{'no verdict':<14}{label}{reason}".rstrip()
+    if item.verdict == "CAUSAL":
+        detail = f"flipped {item.fraction} seeded re-runs (baseline {baseline.fraction})"
+    elif item.verdict == "NOT CONFIRMED":
+        detail = f"{item.fraction}"
+    elif baseline.flips > 0:
+        detail = f"flipped {item.fraction} — baseline unstable ({baseline.fraction})"
+    else:
+        detail = f"flipped {item.fraction} — below a strict majority"
+    head = {"CAUSAL": "CAUSAL", "NOT CONFIRMED": "not confirmed",
+            "INCONCLUSIVE": "INCONCLUSIVE"}[item.verdict]
+    return f"{head:<14}{label}{detail}"
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+async def localize_context_bug(
+    result: Any,
+    *,
+    rebuild: Rebuild,
+    is_wrong: IsWrong,
+    message: str | None = None,
+    reruns: int = 3,
+    strategy: str | InfluenceStrategy = "lexical_overlap",
+    max_suspects: int = 5,
+    progress: Progress | None = None,
+) -> ContextBugReport:
+    """Explain ``result``'s wrong answer: slice, rank (proxy), then re-run to convict."""
+    reruns = _check_reruns(reruns)
+    if isinstance(max_suspects, bool) or not isinstance(max_suspects, int) or max_suspects < 0:
+        raise ConfigurationError(f"max_suspects={max_suspects!r} must be an int >= 0")
+    chosen = get_strategy(strategy)
+    answer = _answer_of(result)
+    text = _message_of(result, message)
+    suspects = suspects_of(result)
+    ranked = rank_suspects(answer, suspects, chosen)
+    confidence = ranking_confidence(ranked)
+
+    plan: list[str] = []
+    for item in ranked:
+        sid = item.suspect.id
+        if item.suspect.removable and sid not in plan and len(plan) < max_suspects:
+            plan.append(sid)
+    runner = _Runner(rebuild=rebuild, is_wrong=is_wrong, message=text, reruns=reruns,
+                     progress=progress, total=reruns * (1 + len(plan)) if plan else 0)
+    await _require_wrong(runner, answer)
+
+    notes: list[str] = []
+    baseline: Probe | None = None
+    verdicts: dict[str, tuple[Probe, Verdict, str]] = {}
+    if plan:
+        baseline = await runner.probe(frozenset(), "baseline (nothing removed)")
+        if baseline.flips > 0:
+            notes.append(
+                f"[baseline-unstable] the unchanged agent stopped giving the wrong answer in "
+                f"{baseline.fraction} seeded re-runs — all removal verdicts are INCONCLUSIVE.")
+        known = _removable_by_id(suspects)
+        for sid in plan:
+            label = known[sid].label
+            probe = await runner.probe(frozenset({sid}), f"without {label}")
+            verdicts[sid] = (probe, *verdict_for(probe, baseline, label))
+    else:
+        notes.append("[nothing-removable] no suspect that reached the final call can be "
+                     "removed by a rebuild; only the proxy ranking is shown.")
+    skipped = sorted({r.suspect.id for r in ranked
+                      if r.suspect.removable and r.suspect.id not in verdicts})
+    if skipped:
+        notes.append(f"[not-rerun] {len(skipped)} removable suspect(s) beyond "
+                     f"max_suspects={max_suspects} were not re-run: {', '.join(skipped)} — "
+                     "no verdict, not innocent.")
+
+    items = []
+    for rank, item in enumerate(ranked, start=1):
+        found = verdicts.get(item.suspect.id) if item.suspect.removable else None
+        if found is None:
+            items.append(LocalizedSuspect(item.suspect, rank, item.score, item.sentence))
+        else:
+            probe, verdict, why = found
+            items.append(LocalizedSuspect(item.suspect, rank, item.score, item.sentence,
+                                          verdict, probe.flips, probe.runs, why, probe.answers))
+    return ContextBugReport(answer=answer, message=text, strategy=chosen.name, suspects=items,
+                            baseline=baseline, reruns=reruns, confidence=confidence,
+                            runs_used=runner.done, notes=notes)
+
+
+# -- one what-if probe -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RerunResult:
+    """Re-runs with several sources removed at once, judged by the same verdict rules."""
+
+    removed: frozenset[str]
+    labels: tuple[str, ...]
+    probe: Probe
+    baseline: Probe
+    verdict: Verdict
+    why: str
+
+    @property
+    def answers(self) -> tuple[str, ...]:
+        return self.probe.answers
+
+    @property
+    def flips(self) -> int:
+        return self.probe.flips
+
+    @property
+    def runs(self) -> int:
+        return self.probe.runs
+
+    @property
+    def tier(self) -> Literal["causal", "proxy"]:
+        return "causal" if self.verdict == "CAUSAL" else "proxy"
+
+    def __str__(self) -> str:
+        head = f"{self.verdict:<14}without {', '.join(self.labels)}: flipped {self.probe.fraction}"
+        return f"{head} seeded re-runs (baseline {self.baseline.fraction})\n{self.why}"
+
+
+def _resolve(sources: Iterable[str | Suspect | RankedSuspect], suspects: list[Suspect],
+             what: str) -> list[Suspect]:
+    removable = _removable_by_id(suspects)
+    every = {s.id: s for s in suspects}
+    out: list[Suspect] = []
+    for source in sources:
+        if isinstance(source, RankedSuspect):
+            source = source.suspect
+        sid = source.id if isinstance(source, Suspect) else source
+        if not isinstance(sid, str):
+            raise ConfigurationError(
+                f"{what}: {source!r} is not a suspect id, Suspect or RankedSuspect")
+        if sid not in removable:
+            ids = ", ".join(removable) or "none"
+            if sid in every:
+                raise ConfigurationError(
+                    f"{what}: {every[sid].label} cannot be removed by a rebuild (the base prompt "
+                    f"and the user's message have no ablation); removable: {ids}")
+            raise ConfigurationError(
+                f"{what}: no removable suspect {sid!r} reached the final call; removable: {ids}")
+        if all(s.id != sid for s in out):
+            out.append(removable[sid])
+    return out
+
+
+async def rerun_without_sources(
+    result: Any,
+    *,
+    rebuild: Rebuild,
+    is_wrong: IsWrong,
+    sources: Iterable[str | Suspect | RankedSuspect],
+    message: str | None = None,
+    reruns: int = 3,
+    progress: Progress | None = None,
+) -> RerunResult:
+    """Re-run without all ``sources`` at once (after a baseline) and judge it like any probe."""
+    reruns = _check_reruns(reruns)
+    if isinstance(sources, str):
+        sources = [sources]
+    chosen = _resolve(sources, suspects_of(result), "rerun_without_sources")
+    if not chosen:
+        raise ConfigurationError("rerun_without_sources: sources= is empty; name what to remove")
+    answer = _answer_of(result)
+    runner = _Runner(rebuild=rebuild, is_wrong=is_wrong, message=_message_of(result, message),
+                     reruns=reruns, progress=progress, total=2 * reruns)
+    await _require_wrong(runner, answer)
+    removed = frozenset(s.id for s in chosen)
+    labels = tuple(s.label for s in chosen)
+    baseline = await runner.probe(frozenset(), "baseline (nothing removed)")
+    probe = await runner.probe(removed, f"without {', '.join(labels)}")
+    verdict, why = verdict_for(probe, baseline, " + ".join(labels))
+    return RerunResult(removed, labels, probe, baseline, verdict, why)
+
+
+# -- delta debugging -------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class BisectionResult:
+    """Minimal sets of sources whose removal flips the answer (ddmin over re-run probes)."""
+
+    verdict: BisectVerdict
+    culprits: list[frozenset[str]]
+    """Each set, removed alone, flips the answer; a joint cause comes back as one set."""
+    probes: list[Probe]
+    """Every distinct probe run, in order (the baseline first)."""
+    runs_used: int
+    reason: str
+    labels: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def tier(self) -> Literal["causal", "proxy"]:
+        return "causal" if self.verdict == "CAUSAL" else "proxy"
+
+    def __str__(self) -> str:
+        lines = [f"BISECTION: {self.verdict} — {self.reason}"]
+        for culprits in self.culprits:
+            lines.append(f"  culprit set: {_label_of(culprits, self.labels)}")
+        for probe in self.probes:
+            mark = "flipped" if probe.flipped else "held"
+            lines.append(f"  probe without [{_label_of(probe.removed, self.labels)}]: "
+                         f"{probe.fraction} ({mark})")
+        lines.append(f"  {len(self.probes)} probes, {self.runs_used} re-runs")
+        return "\n".join(lines)
+
+
+async def bisect_culprits(
+    result: Any,
+    *,
+    rebuild: Rebuild,
+    is_wrong: IsWrong,
+    suspects: Sequence[str | Suspect | RankedSuspect] | None = None,
+    message: str | None = None,
+    reruns: int = 3,
+    max_probes: int = 24,
+    max_culprits: int = 4,
+    strategy: str | InfluenceStrategy = "lexical_overlap",
+    progress: Progress | None = None,
+) -> BisectionResult:
+    """Delta-debug the removable suspects down to minimal culprit sets.
+
+    Order: a baseline probe (any flip → INCONCLUSIVE); a reproduction gate removing every
+    candidate (no majority flip → NOT REPRODUCIBLE); then split the candidates (likelier half
+    first, by the proxy ranking unless ``suspects`` gives the order) and recurse into the half
+    whose removal flips, or into both halves when only removing parts of each flips (a joint
+    cause). Repeats on the rest while removing the rest still flips, up to ``max_culprits``
+    sets. Each probe is ``reruns`` seeded re-runs judged by strict majority; probes are cached
+    and capped by ``max_probes`` (running out → INCONCLUSIVE, no partial claim).
+    """
+    reruns = _check_reruns(reruns)
+    if isinstance(max_probes, bool) or not isinstance(max_probes, int) or max_probes < 2:
+        raise ConfigurationError(
+            f"max_probes={max_probes!r} must be an int >= 2 (a baseline and a reproduction probe)")
+    if isinstance(max_culprits, bool) or not isinstance(max_culprits, int) or max_culprits < 1:
+        raise ConfigurationError(f"max_culprits={max_culprits!r} must be an int >= 1")
+    answer = _answer_of(result)
+    every = suspects_of(result)
+    if suspects is None:
+        ranked = rank_suspects(answer, every, strategy)
+        order = [r.suspect for r in ranked if r.suspect.removable]
+        candidates = _resolve(order, every, "bisect_culprits")
+    else:
+        candidates = _resolve(list(suspects), every, "bisect_culprits")
+    if not candidates:
+        raise ConfigurationError(
+            "bisect_culprits: no removable suspect reached the final call; nothing to bisect")
+    ids = [s.id for s in candidates]
+    labels = {s.id: s.label for s in candidates}
+    runner = _Runner(rebuild=rebuild, is_wrong=is_wrong, message=_message_of(result, message),
+                     reruns=reruns, progress=progress, total=max_probes * reruns,
+                     max_probes=max_probes)
+    await _require_wrong(runner, answer)
+
+    async def flips(removed: Iterable[str]) -> bool:
+        key = frozenset(removed)
+        return (await runner.probe(key, f"without {_label_of(key, labels)}")).flipped
+
+    async def minimize(cands: list[str], context: frozenset[str]) -> list[str]:
+        if len(cands) <= 1:
+            return cands
+        half = math.ceil(len(cands) / 2)
+        top, rest = cands[:half], cands[half:]
+        if await flips(context | set(top)):
+            return await minimize(top, context)
+        if await flips(context | set(rest)):
+            return await minimize(rest, context)
+        from_top = await minimize(top, context | set(rest))
+        from_rest = await minimize(rest, context | set(from_top))
+        return from_top + from_rest
+
+    def done(verdict: BisectVerdict, culprits: list[frozenset[str]], reason: str
+             ) -> BisectionResult:
+        return BisectionResult(verdict, culprits, list(runner.order), runner.done, reason,
+                               labels)
+
+    try:
+        baseline = await runner.probe(frozenset(), "baseline (nothing removed)")
+        if baseline.flips > 0:
+            return done("INCONCLUSIVE", [], (
+                f"the unchanged agent itself stopped giving the wrong answer in "
+                f"{baseline.fraction} seeded re-runs (baseline unstable); no culprit can be "
+                "convicted"))
+        if not await flips(ids):
+            return done("NOT REPRODUCIBLE", [], (
+                f"removing all {len(ids)} candidate(s) at once did not flip a strict majority "
+                f"of re-runs ({runner.cache[frozenset(ids)].fraction}); the wrong answer does "
+                "not come from these sources as far as these re-runs can see"))
+        culprits: list[frozenset[str]] = []
+        remaining = list(ids)
+        while remaining and len(culprits) < max_culprits:
+            if culprits and not await flips(remaining):
+                break
+            found = frozenset(await minimize(remaining, frozenset()))
+            if not await flips(found):
+                return done("INCONCLUSIVE", [], (
+                    f"the minimised set {_label_of(found, labels)} did not flip on its own "
+                    "(the sources interact non-monotonically); no culprit set is claimed"))
+            culprits.append(found)
+            remaining = [i for i in remaining if i not in found]
+    except _BudgetExceeded:
+        return done("INCONCLUSIVE", [], (
+            f"the probe budget max_probes={max_probes} ran out before the search finished; "
+            "no partial claim is made"))
+    names = "; ".join(_label_of(c, labels) for c in culprits)
+    return done("CAUSAL", culprits, (
+        f"{len(culprits)} culprit set(s), each flipping a strict majority of seeded re-runs "
+        f"when removed, on a baseline of {baseline.fraction}: {names}"))

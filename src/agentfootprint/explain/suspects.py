@@ -1,0 +1,130 @@
+"""Suspects: the context sources that provably reached an LLM call.
+
+The candidate set of an explanation is read from the log, never guessed: every piece of the
+system prompt the call sent (the base prompt and each injection, with its exact text), every
+tool result and delivered message in the conversation it sent, and the user's message. Each
+suspect can be removed by a rebuild (an injection by id, a tool by name), except the base
+prompt and the user's message, which have no ablation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..flow.commitlog import CommitLog, CommitRecord
+
+if TYPE_CHECKING:
+    from ..agent.agent import RunResult
+    from ..flow.engine import FlowRun
+
+__all__ = ["Suspect", "final_call", "log_of", "suspects_of"]
+
+SuspectKind = Literal["injection", "tool", "base", "user", "message"]
+
+
+@dataclass(frozen=True, slots=True)
+class Suspect:
+    """One source that reached the call, with the exact text the model saw."""
+
+    kind: SuspectKind
+    id: str
+    """Injection id, tool name, ``"base"`` or ``"user"``."""
+    text: str
+    flavor: str | None = None
+    slot: str = "system"
+    """``system``, ``messages`` or ``tools`` (tool results arrive in ``messages``)."""
+    runtime_stage_id: str | None = None
+    """The step that wrote it into state (for a tool result: the ToolCalls step)."""
+    removable: bool = True
+    """Whether a rebuild can leave it out (the base prompt and user message cannot)."""
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind} {self.id!r}"
+
+
+def log_of(source: RunResult | FlowRun | CommitLog | Any) -> CommitLog:
+    """The commit log behind a result, a run, a recording or a log."""
+    if isinstance(source, CommitLog):
+        return source
+    recording = getattr(source, "recording", None)
+    if recording is not None and hasattr(recording, "log"):
+        return recording.log  # type: ignore[no-any-return]
+    log = getattr(source, "log", None)
+    if isinstance(log, CommitLog):
+        return log
+    commit_log = getattr(source, "commit_log", None)
+    if callable(commit_log):
+        found = commit_log()
+        if isinstance(found, CommitLog):
+            return found
+    raise TypeError(f"{source!r} carries no commit log; pass a RunResult, FlowRun or Recording")
+
+
+def final_call(log: CommitLog) -> CommitRecord:
+    """The last LLM call of the run (the one whose answer is being explained)."""
+    for record in reversed(log.records):
+        if record.stage_id == "call_llm":
+            return record
+    raise ValueError("this run made no LLM call; there is no answer to explain")
+
+
+def suspects_of(source: Any, call: CommitRecord | None = None) -> list[Suspect]:
+    """Every source that reached ``call`` (default: the final LLM call), in prompt order."""
+    log = log_of(source)
+    call = call or final_call(log)
+    before = call.idx - 1
+    out: list[Suspect] = []
+    system = log.value_at("system_prompt", before, default="")
+    rows = log.value_at("system_slot", before, default=None)
+    slot_writer = log.last_writer("system_slot" if rows is not None else "system_prompt",
+                                  call.idx)
+    writer_rid = log[slot_writer].runtime_stage_id if slot_writer is not None else None
+    if rows is None and system:
+        out.append(Suspect("base", "base", system, "base", "system", writer_rid, False))
+    for row in rows or ():
+        text = system[row["start"]:row["end"]]
+        if row["source"] == "base":
+            out.append(Suspect("base", "base", text, "base", "system", writer_rid, False))
+        else:
+            out.append(Suspect("injection", row["source"], text, row["flavor"], "system",
+                               writer_rid))
+    history = log.value_at("history", before, default=[])
+    history_writer = log.last_writer("history", call.idx)
+    for index, message in enumerate(history):
+        marker = message.get("injected_by")
+        if message["role"] == "user" and marker is None:
+            out.append(Suspect("user", "user", message["content"], None, "messages",
+                               _writer_of_index(log, index, call.idx), False))
+        elif message["role"] == "tool":
+            out.append(Suspect("tool", message.get("tool_name") or "?", message["content"],
+                               None, "messages", _writer_of_index(log, index, call.idx)))
+        elif marker is not None and marker not in ("wrap-up", "step-nudge"):
+            out.append(Suspect("message", marker, message["content"], None, "messages",
+                               _writer_of_index(log, index, call.idx)))
+    del history_writer
+    return _dedupe(out)
+
+
+def _writer_of_index(log: CommitLog, index: int, before: int) -> str | None:
+    """The step whose commit first made ``history`` at least ``index + 1`` long."""
+    for record in log.records[:before]:
+        for change in record.changes:
+            if change.key != "history" or change.op == "delete":
+                continue
+            value = log.value_at("history", record.idx, default=[])
+            if len(value) > index:
+                return record.runtime_stage_id
+    return None
+
+
+def _dedupe(suspects: list[Suspect]) -> list[Suspect]:
+    seen: set[tuple[str, str, str]] = set()
+    out = []
+    for suspect in suspects:
+        key = (suspect.kind, suspect.id, suspect.text)
+        if key not in seen:
+            seen.add(key)
+            out.append(suspect)
+    return out
