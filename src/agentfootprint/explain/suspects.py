@@ -91,32 +91,52 @@ def suspects_of(source: Any, call: CommitRecord | None = None) -> list[Suspect]:
             out.append(Suspect("injection", row["source"], text, row["flavor"], "system",
                                writer_rid))
     history = log.value_at("history", before, default=[])
-    history_writer = log.last_writer("history", call.idx)
+    writers = _history_writers(log, call.idx)
+    writers += [None] * (len(history) - len(writers))
     for index, message in enumerate(history):
         marker = message.get("injected_by")
         if message["role"] == "user" and marker is None:
             out.append(Suspect("user", "user", message["content"], None, "messages",
-                               _writer_of_index(log, index, call.idx), False))
+                               writers[index], False))
         elif message["role"] == "tool":
             out.append(Suspect("tool", message.get("tool_name") or "?", message["content"],
-                               None, "messages", _writer_of_index(log, index, call.idx)))
+                               None, "messages", writers[index]))
         elif marker is not None and marker not in ("wrap-up", "step-nudge"):
             out.append(Suspect("message", marker, message["content"], None, "messages",
-                               _writer_of_index(log, index, call.idx)))
-    del history_writer
+                               writers[index]))
     return _dedupe(out)
 
 
-def _writer_of_index(log: CommitLog, index: int, before: int) -> str | None:
-    """The step whose commit first made ``history`` at least ``index + 1`` long."""
+def _history_writers(log: CommitLog, before: int) -> list[str | None]:
+    """For each message of ``history`` as of ``before``: the step whose commit added it.
+
+    One pass over the log: appends own their tail; a whole rewrite keeps the owners of the
+    unchanged prefix and gives the rest to the rewriting step.
+    """
+    current: list[Any] = list(log.initial.get("", {}).get("history", []))
+    owners: list[str | None] = [None] * len(current)
     for record in log.records[:before]:
+        if record.ns != "":
+            continue
         for change in record.changes:
-            if change.key != "history" or change.op == "delete":
+            if change.key != "history":
                 continue
-            value = log.value_at("history", record.idx, default=[])
-            if len(value) > index:
-                return record.runtime_stage_id
-    return None
+            rid = record.runtime_stage_id
+            if change.op == "append":
+                current.extend(change.value)
+                owners.extend([rid] * len(change.value))
+            elif change.op == "delete":
+                current, owners = [], []
+            else:
+                new = list(change.value)
+                keep = 0
+                for old, fresh in zip(current, new, strict=False):
+                    if old is not fresh and old != fresh:
+                        break
+                    keep += 1
+                owners = owners[:keep] + [rid] * (len(new) - keep)
+                current = new
+    return owners
 
 
 def _dedupe(suspects: list[Suspect]) -> list[Suspect]:
