@@ -18,7 +18,7 @@ from .context import define_fact, define_steering
 from .explain.backtrack import backtrack
 from .explain.localize import localize_context_bug
 from .explain.runstore import DEFAULT_RUN_STORE, RunStore
-from .flow.engine import run_sync
+from .flow.run import run_sync
 from .providers.base import LLMRequest
 from .providers.mock import mock
 from .tools import tool

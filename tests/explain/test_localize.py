@@ -9,11 +9,10 @@ from typing import Any
 import pytest
 
 from agentfootprint import Agent, ConfigurationError, RunResult, define_fact, tool
-from agentfootprint.explain.localize import (
-    ContextBugReport,
+from agentfootprint.explain.localize import ContextBugReport, localize_context_bug
+from agentfootprint.explain.rerun import (
     Probe,
     bisect_culprits,
-    localize_context_bug,
     rerun_without_sources,
     verdict_for,
 )

@@ -18,7 +18,7 @@ from ..context.skills import READ_SKILL, SKIP_STEP, read_skill_tool, skip_step_t
 from ..errors import AgentFootprintError, ConfigurationError, StageError
 from ..events.dispatcher import AgentEvent, EventBridge, EventDispatcher
 from ..flow import Chart, FlowRun, RedactionPolicy, deferred
-from ..flow.engine import run_sync
+from ..flow.run import run_sync
 from ..providers.base import Message, Provider
 from ..tools.registry import ToolRegistry
 from ..tools.tool import Tool

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..flow.commitlog import CommitLog
 
 if TYPE_CHECKING:
-    from ..flow.engine import FlowRun
+    from ..flow.run import FlowRun
 
 __all__ = ["context_report"]
 

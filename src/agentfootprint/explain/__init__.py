@@ -14,13 +14,9 @@ from .influence import (
     ranking_confidence,
     semantic_alignment,
 )
-from .localize import (
-    ContextBugReport,
-    bisect_culprits,
-    localize_context_bug,
-    rerun_without_sources,
-)
+from .localize import ContextBugReport, localize_context_bug
 from .recording import Recording
+from .rerun import bisect_culprits, rerun_without_sources
 from .runstore import RunStore, RunSummary
 from .suspects import Suspect, suspects_of
 

@@ -15,7 +15,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from ..flow.commitlog import CommitLog
-from ..flow.engine import FlowRun
+from ..flow.run import FlowRun
 from ..flow.values import copy_value
 from ..providers.base import wire_messages
 

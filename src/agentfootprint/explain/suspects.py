@@ -16,7 +16,7 @@ from ..flow.commitlog import CommitLog, CommitRecord
 
 if TYPE_CHECKING:
     from ..agent.agent import RunResult
-    from ..flow.engine import FlowRun
+    from ..flow.run import FlowRun
 
 __all__ = ["Suspect", "final_call", "log_of", "suspects_of"]
 

@@ -11,11 +11,11 @@ from .chart import Chart, Node
 from .checkpoint import Checkpoint, load_checkpoint
 from .commitlog import Change, CommitLog, CommitRecord
 from .decide import Decision, Selection, decide, select
-from .engine import FlowRun
 from .narrative import NarrativeEntry, NarrativeRecorder, narrative
 from .pause import Pause, pause
 from .recorders import Deferred, FlowEvent, ObserverFailure, deferred
 from .redact import REDACTED, RedactionPolicy
+from .run import FlowRun
 from .scope import Scope
 
 __all__ = [

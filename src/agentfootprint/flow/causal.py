@@ -17,7 +17,7 @@ from ..errors import ConfigurationError
 from .commitlog import CommitLog, CommitRecord
 
 if TYPE_CHECKING:
-    from .engine import FlowRun
+    from .run import FlowRun
 
 __all__ = ["CausalChain", "CausalEdge", "CausalNode", "causal_chain", "format_causal_chain"]
 

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from .checkpoint import Checkpoint
-    from .engine import FlowRun
     from .recorders import Recorder
     from .redact import RedactionPolicy
+    from .run import FlowRun
 
 __all__ = ["Chart", "Mount", "Node", "NodeKind"]
 
@@ -96,7 +96,7 @@ class Chart:
         run_id: str | None = None,
     ) -> FlowRun:
         """Walk the chart once. Returns the run (paused runs return too, with a checkpoint)."""
-        from .engine import RunOptions, run_chart
+        from .run import RunOptions, run_chart
 
         options = RunOptions.make(
             recorders=recorders,
@@ -110,7 +110,7 @@ class Chart:
 
     def run_sync(self, args: Mapping[str, Any] | None = None, **kwargs: Any) -> FlowRun:
         """``run`` for scripts: refuses inside a running event loop."""
-        from .engine import run_sync
+        from .run import run_sync
 
         return run_sync(self.run(args, **kwargs))
 
@@ -127,7 +127,7 @@ class Chart:
         max_depth: int = 500,
     ) -> FlowRun:
         """Continue a paused run from its checkpoint, in this process or another one."""
-        from .engine import RunOptions, resume_chart
+        from .run import RunOptions, resume_chart
 
         options = RunOptions.make(
             recorders=recorders,
@@ -140,7 +140,7 @@ class Chart:
 
     def resume_sync(self, checkpoint: Checkpoint | Mapping[str, Any] | str, input: Any = None,
                     **kwargs: Any) -> FlowRun:
-        from .engine import run_sync
+        from .run import run_sync
 
         return run_sync(self.resume(checkpoint, input, **kwargs))
 

@@ -1,5 +1,11 @@
 """The traverser: walks a chart, runs stages, commits their net changes, fires events.
 
+This module owns one traversal: ``Frame`` (a namespace's state and control flags), ``Step`` (an
+executing stage's identity) and ``_Engine``, which walks nodes, calls stages, deciders,
+selectors, parallel children and subflows, commits each step to the log, and resumes a paused
+level. Starting and finishing a run (options, ``FlowRun``, checkpoints, timeouts) is ``run.py``,
+which imports this module, never the other way round.
+
 Linear hops and loop back edges are followed iteratively, so a 10,000-stage run uses no more
 stack than a 10-stage one; only real nesting (a decider with its own ``next``, parallel
 children, subflows) recurses, bounded by ``max_depth``. Each executed step gets
@@ -12,67 +18,39 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
-from collections.abc import Coroutine, Mapping
-from dataclasses import dataclass, field
-from types import CoroutineType, MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from collections.abc import Mapping
+from types import CoroutineType
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ..errors import (
-    CheckpointError,
-    ConfigurationError,
-    FlowTimeoutError,
-    LoopLimitError,
-    RunError,
-    StageError,
-)
-from .checkpoint import Checkpoint, ResumeFrame, load_checkpoint
+from ..errors import FlowTimeoutError, LoopLimitError, RunError, StageError
+from .checkpoint import Checkpoint
 from .commitlog import Change, CommitLog, CommitRecord
 from .decide import Decision, Selection
 from .pause import Pause
-from .recorders import Dispatcher, FlowEvent, ObserverFailure
+from .recorders import Dispatcher, FlowEvent
 from .redact import REDACTED, RedactionPolicy
 from .scope import ReadView, Scope, frozen_mapping
-from .values import (
-    MISSING,
-    FrozenList,
-    check_json_value,
-    copy_value,
-    freeze,
-    same_prefix,
-    same_value,
-)
+from .values import MISSING, FrozenList, copy_value, freeze, same_prefix, same_value
 
 if TYPE_CHECKING:
     from .chart import Chart, Node
-    from .narrative import NarrativeEntry
 
-__all__ = ["FlowRun", "RunOptions", "resume_chart", "run_chart", "run_sync"]
+__all__ = ["EngineOptions", "Frame", "Step"]
 
-T = TypeVar("T")
 _SCALARS = (str, int, float, bool, type(None))
 
 
-@dataclass(frozen=True, slots=True)
-class RunOptions:
-    """Per-run settings shared by ``run`` and ``resume``."""
+class EngineOptions(Protocol):
+    """The run settings the traverser reads (``run.RunOptions`` provides them)."""
 
-    recorders: tuple[Any, ...] = ()
-    redaction: RedactionPolicy | None = None
-    timeout: float | None = None
-    max_loop_iterations: int = 1000
-    max_depth: int = 500
-
-    @classmethod
-    def make(cls, *, recorders: Any, redaction: RedactionPolicy | None, timeout: float | None,
-             max_loop_iterations: int, max_depth: int) -> RunOptions:
-        if max_loop_iterations < 1:
-            raise ConfigurationError(f"max_loop_iterations={max_loop_iterations} must be >= 1")
-        if max_depth < 1:
-            raise ConfigurationError(f"max_depth={max_depth} must be >= 1")
-        if timeout is not None and timeout <= 0:
-            raise ConfigurationError(f"timeout={timeout} must be a positive number of seconds")
-        return cls(tuple(recorders), redaction, timeout, max_loop_iterations, max_depth)
+    @property
+    def recorders(self) -> tuple[Any, ...]: ...
+    @property
+    def timeout(self) -> float | None: ...
+    @property
+    def max_loop_iterations(self) -> int: ...
+    @property
+    def max_depth(self) -> int: ...
 
 
 class Frame:
@@ -142,56 +120,9 @@ class _Paused(Exception):
         self.frames: list[tuple[str, str, str, Frame | None]] = []  # innermost first
 
 
-@dataclass(slots=True, eq=False)
-class FlowRun:
-    """The outcome of one run: its output, final state, and the complete commit log."""
-
-    run_id: str
-    chart: Chart
-    status: Literal["done", "paused", "failed"]
-    output: Any
-    state: dict[str, Any]
-    log: CommitLog
-    checkpoint: Checkpoint | None = None
-    error: str | None = None
-    observer_errors: list[ObserverFailure] = field(default_factory=list)
-    observer_stats: dict[str, dict[str, int]] = field(default_factory=dict)
-
-    @property
-    def paused(self) -> bool:
-        return self.status == "paused"
-
-    @property
-    def pause_data(self) -> Any:
-        return self.checkpoint.pause_data if self.checkpoint else None
-
-    @property
-    def records(self) -> list[CommitRecord]:
-        return self.log.records
-
-    def value_at(self, key: str, step: int, *, ns: str = "", default: Any = MISSING) -> Any:
-        return self.log.value_at(key, step, ns=ns, default=default)
-
-    def state_at(self, step: int, *, ns: str = "") -> dict[str, Any]:
-        return self.log.state_at(step, ns=ns)
-
-    def last_writer(self, key: str, before: int | None = None, *, ns: str = "") -> int | None:
-        return self.log.last_writer(key, before, ns=ns)
-
-    def narrative(self) -> str:
-        """The run in plain English, stage by stage (rebuilt from the log)."""
-        from .narrative import narrative
-
-        return narrative(self)
-
-    def narrative_entries(self) -> list[NarrativeEntry]:
-        from .narrative import render_entries
-
-        return render_entries(self.log, self.chart)
-
 
 class _Engine:
-    def __init__(self, chart: Chart, options: RunOptions, run_id: str) -> None:
+    def __init__(self, chart: Chart, options: EngineOptions, run_id: str) -> None:
         self.chart = chart
         self.nodes = chart.nodes
         self.options = options
@@ -647,153 +578,6 @@ class _Engine:
         nxt = self.follow(node, frame, spec.rid)
         return await self.walk(nxt, frame, spec.rid) if nxt is not None else out
 
-    # -- results ----------------------------------------------------------------------------
-
-    def checkpoint(self, paused: _Paused, root: Frame) -> Checkpoint:
-        frames = []
-        for kind, node, rid, inner in reversed(paused.frames):
-            if inner is not None:
-                frames.append(ResumeFrame(kind=kind, node=node, rid=rid,  # type: ignore[arg-type]
-                                          ns=inner.ns, state=copy_value(inner.state),
-                                          args=copy_value(dict(inner.args))))
-            else:
-                frames.append(ResumeFrame(kind=kind, node=node, rid=rid))  # type: ignore[arg-type]
-        try:
-            check_json_value(paused.data, "pause data")
-            check_json_value(root.state, "state")
-            for spec in frames:
-                check_json_value(spec.state, f"subflow {spec.node!r} state")
-        except TypeError as exc:
-            raise CheckpointError(f"cannot checkpoint the pause at {paused.node!r}: {exc}") from exc
-        return Checkpoint(
-            chart=self.chart.name, fingerprint=self.chart.fingerprint(), run_id=self.run_id,
-            paused_stage=paused.node, paused_runtime_stage_id=paused.rid,
-            pause_data=copy_value(paused.data), state=copy_value(root.state),
-            args=copy_value(dict(root.args)), frames=frames, counter=self.counter,
-            visits=dict(self.visits), log=self.log.to_json(), created_at=time.time(),
-        )
-
-    def result(self, status: Literal["done", "paused", "failed"], output: Any, root: Frame,
-               checkpoint: Checkpoint | None = None, error: str | None = None) -> FlowRun:
-        self.dispatch.flush()
-        return FlowRun(
-            run_id=self.run_id, chart=self.chart, status=status, output=output,
-            state=copy_value(root.state), log=self.log, checkpoint=checkpoint, error=error,
-            observer_errors=self.dispatch.all_failures(),
-            observer_stats={d.id: d.stats() for d in self.dispatch.deferred},
-        )
-
-    def root_event(self, name: str, *, value: Any = None, data: Mapping[str, Any] | None = None
-                   ) -> None:
-        hooks = getattr(self.dispatch, f"h_{name}")
-        if hooks:
-            event = FlowEvent(name, self.run_id, "__root__#0", "__root__", self.chart.name,
-                              None, value, data)
-            for hook in hooks:
-                hook(event)
-
-    async def drive(self, body: Coroutine[Any, Any, Any], root: Frame) -> FlowRun:
-        timeout = self.options.timeout
-        if timeout is not None:
-            self.deadline = time.monotonic() + timeout
-        try:
-            if timeout is None:
-                output = await body
-            else:
-                async with asyncio.timeout(timeout):
-                    output = await body
-        except _Paused as paused:
-            cp = self.checkpoint(paused, root)
-            return self.result("paused", None, root, checkpoint=cp)
-        except TimeoutError as exc:
-            error = exc if isinstance(exc, FlowTimeoutError) else FlowTimeoutError(
-                f"run of chart {self.chart.name!r} timed out after {timeout}s; "
-                "raise timeout= or make the stages faster")
-            error.run = self.result("failed", None, root, error=str(error))
-            self.root_event("run_failed", data={"error": str(error)})
-            self.dispatch.flush()
-            if error is exc:
-                raise
-            raise error from exc
-        except RunError as exc:
-            exc.run = self.result("failed", None, root, error=str(exc))
-            self.root_event("run_failed", data={"error": str(exc)})
-            self.dispatch.flush()
-            raise
-        self.root_event("run_end", value=output)
-        return self.result("done", output, root)
-
-
-def _root_frame(engine: _Engine, state: Mapping[str, Any] | None, args: Mapping[str, Any] | None,
-                env: Mapping[str, Any] | None, redaction: RedactionPolicy | None) -> Frame:
-    return Frame(ns="", state=_frozen_state(state), args=frozen_mapping(args),
-                 env=MappingProxyType(dict(env or {})), readonly=frozenset(),
-                 dispatch=engine.dispatch, redaction=redaction, run_id=engine.run_id, depth=0)
-
-
-async def run_chart(chart: Chart, *, args: Mapping[str, Any] | None,
-                    state: Mapping[str, Any] | None, env: Mapping[str, Any] | None,
-                    options: RunOptions, run_id: str | None) -> FlowRun:
-    engine = _Engine(chart, options, run_id or uuid.uuid4().hex)
-    root = _root_frame(engine, state, args, env, options.redaction)
-    policy = options.redaction
-    engine.log.initial[""] = {
-        k: (REDACTED if policy is not None and policy.is_redacted(k) else copy_value(v))
-        for k, v in root.state.items()
-    }
-    for recorder in options.recorders:
-        clear = getattr(recorder, "clear", None)
-        if callable(clear):
-            clear()
-    engine.root_event("run_start", value=_shown_args(args, policy),
-                      data={"initial": copy_value(engine.log.initial)})
-    return await engine.drive(engine.walk(chart.root, root, None), root)
-
-
-async def resume_chart(chart: Chart, checkpoint: Checkpoint | Mapping[str, Any] | str,
-                       answer: Any, *, env: Mapping[str, Any] | None,
-                       options: RunOptions) -> FlowRun:
-    cp = load_checkpoint(checkpoint)
-    if cp.fingerprint != chart.fingerprint():
-        raise CheckpointError(
-            f"checkpoint was written by a different chart (fingerprint {cp.fingerprint}, "
-            f"this chart {chart.fingerprint()}); resume it with the chart that paused")
-    if cp.paused_stage not in chart.nodes or any(f.node not in chart.nodes for f in cp.frames):
-        raise CheckpointError(f"checkpoint names stage {cp.paused_stage!r}, which chart "
-                              f"{chart.name!r} does not have")
-    engine = _Engine(chart, options, cp.run_id)
-    engine.counter = cp.counter
-    engine.visits = dict(cp.visits)
-    try:
-        engine.log = CommitLog.from_json(cp.log)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise CheckpointError(f"checkpoint log is unreadable ({exc!r}); it was altered") from exc
-    root = _root_frame(engine, cp.state, cp.args, env, options.redaction)
-    replayed = {ns: engine.log.state_at(len(engine.log) - 1, ns=ns)
-                for ns in {"", *(r.ns for r in engine.log.records)}}
-    engine.root_event("run_start", value=_shown_args(cp.args, options.redaction),
-                      data={"resumed": True, "initial": replayed})
-    return await engine.drive(engine.resume_level(cp, 0, root, answer), root)
-
 
 def _frozen_state(state: Mapping[str, Any] | None) -> dict[str, Any]:
     return {k: freeze(v) for k, v in (state or {}).items()}
-
-
-def _shown_args(args: Mapping[str, Any] | None, policy: RedactionPolicy | None) -> dict[str, Any]:
-    return {k: (REDACTED if policy is not None and policy.is_redacted(k) else copy_value(v))
-            for k, v in (args or {}).items()}
-
-
-def run_sync(awaitable: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine to completion from synchronous code."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        pass
-    else:
-        awaitable.close()
-        raise ConfigurationError(
-            "a *_sync method was called inside a running event loop; use `await` on the async "
-            "method there instead")
-    return asyncio.run(awaitable)

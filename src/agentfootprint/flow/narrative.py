@@ -22,7 +22,7 @@ from .values import MISSING, summarize
 
 if TYPE_CHECKING:
     from .chart import Chart
-    from .engine import FlowRun
+    from .run import FlowRun
 
 __all__ = ["NarrativeEntry", "NarrativeRecorder", "NarrativeRenderer", "narrative",
            "render_entries"]
