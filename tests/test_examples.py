@@ -29,6 +29,11 @@ EXPECTED = {
         "Reject (reject#3)",
         "← [control: Low credit]",
     ],
+    "systems_of_agents.py": [
+        "Escalated to the priority queue: VIP customer.",
+        "READ     respond/urgent/call_llm#",
+        "BORN     define_fact('tier')",
+    ],
     "quickstart_agent.py": [
         "It is 22°C and sunny in Paris.",
         'It examined "the model asked for tools"',

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..flow.commitlog import CommitLog, CommitRecord
 from .influence import rank_suspects
-from .suspects import Suspect, final_call, log_of, suspects_of
+from .suspects import Suspect, final_call, is_stage, log_of, suspects_of
 
 __all__ = ["Backtrack", "Hop", "backtrack"]
 
@@ -66,15 +66,15 @@ def backtrack(source: Any, *, suspect: str | None = None,
     """
     log = log_of(source)
     call = final_call(log)
-    answer = str(log.value_at("llm_content", call.idx, default=""))
+    answer = str(log.value_at("llm_content", call.idx, ns=call.ns, default=""))
     final = _answer_step(log, call)
-    system = str(log.value_at("system_prompt", call.idx - 1, default=""))
+    system = str(log.value_at("system_prompt", call.idx - 1, ns=call.ns, default=""))
     candidates = suspects_of(log, call)
     ranked = rank_suspects(answer, candidates, strategy=strategy)
     chosen = _choose(ranked, suspect)
     hops = [Hop("ANSWER", f"{_quote(answer)}", final.runtime_stage_id if final else None)]
-    messages = log.value_at("history", call.idx - 1, default=[])
-    tools = log.value_at("tool_schemas", call.idx - 1, default=[])
+    messages = log.value_at("history", call.idx - 1, ns=call.ns, default=[])
+    tools = log.value_at("tool_schemas", call.idx - 1, ns=call.ns, default=[])
     sentence = None
     if chosen is None:
         hops.append(Hop("READ", f"{call.runtime_stage_id} — system prompt "
@@ -105,14 +105,14 @@ def _choose(ranked: list[Any], suspect: str | None) -> Any:
 
 def _answer_step(log: CommitLog, call: CommitRecord) -> CommitRecord | None:
     for record in log.records[call.idx:]:
-        if record.stage_id == "finalize":
+        if is_stage(record, "finalize") and record.ns == call.ns:
             return record
     return None
 
 
 def _landed(log: CommitLog, call: CommitRecord, found: Suspect) -> Hop:
     if found.slot == "system":
-        rows = log.value_at("system_slot", call.idx - 1, default=[])
+        rows = log.value_at("system_slot", call.idx - 1, ns=call.ns, default=[])
         position = next((r["position"] for r in rows if r["source"] == found.id), None)
         where = f" (piece {position + 1} of {len(rows)})" if position is not None else ""
         return Hop("LANDED", f"{found.runtime_stage_id} wrote it into the system prompt{where}",
@@ -123,9 +123,9 @@ def _landed(log: CommitLog, call: CommitRecord, found: Suspect) -> Hop:
 
 def _allowed(log: CommitLog, call: CommitRecord, found: Suspect) -> Hop:
     if found.kind in ("injection", "message"):
-        evaluation = log.value_at("context_evaluation", call.idx - 1, default=[])
+        evaluation = log.value_at("context_evaluation", call.idx - 1, ns=call.ns, default=[])
         row = next((r for r in evaluation if r["id"] == found.id), None)
-        writer = log.last_writer("context_evaluation", call.idx)
+        writer = log.last_writer("context_evaluation", call.idx, ns=call.ns)
         rid = log[writer].runtime_stage_id if writer is not None else None
         if row is not None:
             return Hop("ALLOWED", f"trigger {row['trigger']} — {row['reason']}", rid)
@@ -159,7 +159,7 @@ def _route_before(log: CommitLog, rid: str | None) -> str | None:
     if not records:
         return None
     for record in reversed(log.records[: records[0].idx]):
-        if record.stage_id == "route":
+        if is_stage(record, "route"):
             return record.runtime_stage_id
     return None
 

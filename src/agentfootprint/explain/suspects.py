@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from ..agent.agent import RunResult
     from ..flow.run import FlowRun
 
-__all__ = ["Suspect", "final_call", "log_of", "suspects_of"]
+__all__ = ["Suspect", "final_call", "is_stage", "log_of", "suspects_of"]
 
 SuspectKind = Literal["injection", "tool", "base", "user", "message"]
 
@@ -65,9 +65,14 @@ def log_of(source: RunResult | FlowRun | CommitLog | Any) -> CommitLog:
 def final_call(log: CommitLog) -> CommitRecord:
     """The last LLM call of the run (the one whose answer is being explained)."""
     for record in reversed(log.records):
-        if record.stage_id == "call_llm":
+        if is_stage(record, "call_llm"):
             return record
     raise ValueError("this run made no LLM call; there is no answer to explain")
+
+
+def is_stage(record: CommitRecord, stage_id: str) -> bool:
+    """True for ``stage_id`` at the top level or inside a subflow (``sf/stage_id``)."""
+    return record.stage_id == stage_id or record.stage_id.endswith("/" + stage_id)
 
 
 def suspects_of(source: Any, call: CommitRecord | None = None) -> list[Suspect]:
@@ -75,11 +80,12 @@ def suspects_of(source: Any, call: CommitRecord | None = None) -> list[Suspect]:
     log = log_of(source)
     call = call or final_call(log)
     before = call.idx - 1
+    ns = call.ns
     out: list[Suspect] = []
-    system = log.value_at("system_prompt", before, default="")
-    rows = log.value_at("system_slot", before, default=None)
+    system = log.value_at("system_prompt", before, ns=ns, default="")
+    rows = log.value_at("system_slot", before, ns=ns, default=None)
     slot_writer = log.last_writer("system_slot" if rows is not None else "system_prompt",
-                                  call.idx)
+                                  call.idx, ns=ns)
     writer_rid = log[slot_writer].runtime_stage_id if slot_writer is not None else None
     if rows is None and system:
         out.append(Suspect("base", "base", system, "base", "system", writer_rid, False))
@@ -90,8 +96,8 @@ def suspects_of(source: Any, call: CommitRecord | None = None) -> list[Suspect]:
         else:
             out.append(Suspect("injection", row["source"], text, row["flavor"], "system",
                                writer_rid))
-    history = log.value_at("history", before, default=[])
-    writers = _history_writers(log, call.idx)
+    history = log.value_at("history", before, ns=ns, default=[])
+    writers = _history_writers(log, call.idx, ns)
     writers += [None] * (len(history) - len(writers))
     for index, message in enumerate(history):
         marker = message.get("injected_by")
@@ -107,16 +113,16 @@ def suspects_of(source: Any, call: CommitRecord | None = None) -> list[Suspect]:
     return _dedupe(out)
 
 
-def _history_writers(log: CommitLog, before: int) -> list[str | None]:
+def _history_writers(log: CommitLog, before: int, ns: str = "") -> list[str | None]:
     """For each message of ``history`` as of ``before``: the step whose commit added it.
 
     One pass over the log: appends own their tail; a whole rewrite keeps the owners of the
     unchanged prefix and gives the rest to the rewriting step.
     """
-    current: list[Any] = list(log.initial.get("", {}).get("history", []))
+    current: list[Any] = list(log.initial.get(ns, {}).get("history", []))
     owners: list[str | None] = [None] * len(current)
     for record in log.records[:before]:
-        if record.ns != "":
+        if record.ns != ns:
             continue
         for change in record.changes:
             if change.key != "history":

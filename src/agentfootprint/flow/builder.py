@@ -100,10 +100,11 @@ class FlowBuilder:
     def parallel(self, *children: Any, fail_fast: bool = False) -> FlowBuilder:
         """Run children concurrently after the current stage, before its ``next``.
 
-        Each child is ``(name, fn)``, ``(name, fn, {"id": ..., "description": ...})`` or
-        ``(id, chart)`` for a subflow. Children share the parent's state: what they write,
-        the next stage reads. When two children write one key, the last to commit wins and
-        the log keeps both writes in commit order.
+        Each child is ``(name, fn)``, ``(name, fn, {"id": ..., "description": ...})``,
+        ``(id, chart)`` for a subflow, or ``(id, chart, {"input": ..., "output": ...})``.
+        Children share the parent's state: what they write, the next stage reads. When two
+        children write one key, the last to commit wins and the log keeps both writes in
+        commit order.
         """
         cursor = self._require_cursor("parallel()")
         if cursor.kind in ("decider", "selector"):
@@ -333,15 +334,20 @@ class FlowBuilder:
         return draft
 
     def _child_draft(self, spec: Any, *, where: str) -> _Draft:
-        if isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[1], Chart):
-            return self._mount_draft(spec[0], spec[1], name=None, description=None, input=None,
-                                     output=None, propagate_break=False, array_merge="concat")
+        if isinstance(spec, tuple) and len(spec) in (2, 3) and isinstance(spec[1], Chart):
+            mount: Mapping[str, Any] = spec[2] if len(spec) == 3 else {}
+            return self._mount_draft(spec[0], spec[1], name=mount.get("name"),
+                                     description=mount.get("description"),
+                                     input=mount.get("input"), output=mount.get("output"),
+                                     propagate_break=bool(mount.get("propagate_break", False)),
+                                     array_merge=mount.get("array_merge", "concat"))
         if isinstance(spec, tuple) and len(spec) in (2, 3) and isinstance(spec[0], str):
             options: Mapping[str, Any] = spec[2] if len(spec) == 3 else {}
             return self._new_draft(options.get("id", spec[0]), spec[0], "stage", spec[1],
                                    options.get("description"), resume=options.get("resume"))
         raise ChartBuildError(
-            f"{where}: child {spec!r} must be (name, fn), (name, fn, options) or (id, chart)"
+            f"{where}: child {spec!r} must be (name, fn), (name, fn, options), (id, chart) or "
+            "(id, chart, mount options)"
         )
 
 

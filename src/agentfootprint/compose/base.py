@@ -1,0 +1,115 @@
+"""What every composition shares: runners as mounted subflows, one recording for the whole.
+
+A runner is anything with a ``chart`` that takes ``{"message": ...}`` as its input and leaves
+its answer in ``final_content`` — an ``Agent``, an ``LLMCall`` or another composition. A
+composition mounts each runner's chart as a subflow, so the whole pipeline runs as one chart
+and leaves one commit log: backtracking an answer crosses from the pipeline into the agent
+that produced it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ..agent.agent import RunResult
+from ..errors import AgentFootprintError, ConfigurationError, StageError
+from ..events.dispatcher import EventBridge, EventDispatcher
+from ..flow import Chart
+from ..flow.run import run_sync
+
+__all__ = ["Composition", "Input", "Runner", "mount_options"]
+
+
+class Runner(Protocol):
+    """An agent, an LLM call or a composition: a chart that turns a message into an answer."""
+
+    chart: Chart
+
+
+@dataclass(frozen=True, slots=True)
+class Input:
+    """What a routing predicate sees: the message arriving at that point of the pipeline."""
+
+    message: str
+
+
+def mount_options(*, collect: str | None = None, key: str | None = None) -> dict[str, Any]:
+    """Input/output mapping for a mounted runner: the message in, its answer out.
+
+    The answer becomes the pipeline's ``current`` message and its ``final_content``; with
+    ``collect``, it is also stored under ``outputs[key]`` (parallel branches).
+    """
+
+    def take_message(parent: Any) -> Mapping[str, Any]:
+        return {"message": parent["current"]}
+
+    def give_answer(inner: Any) -> Mapping[str, Any]:
+        answer = inner.get("final_content", "")
+        out: dict[str, Any] = {"current": answer, "final_content": answer}
+        if collect is not None and key is not None:
+            out = {collect: {key: answer}}
+        return out
+
+    return {"input": take_message, "output": give_answer}
+
+
+def check_runner(runner: Any, where: str) -> Chart:
+    chart = getattr(runner, "chart", None)
+    if not isinstance(chart, Chart):
+        raise ConfigurationError(
+            f"{where}: {runner!r} is not a runner; pass an Agent, an LLMCall or a composition")
+    return chart
+
+
+def start(scope: Any) -> None:
+    """The pipeline's input becomes the current message (and the answer, if nothing runs).
+
+    It is kept under ``current``: ``message`` is the read-only input of a nested pipeline.
+    """
+    scope["current"] = scope.args["message"]
+    scope["final_content"] = scope.args["message"]
+
+
+class Composition:
+    """Base of Sequence, Parallel, Conditional and Loop."""
+
+    chart: Chart
+    runners: list[Any]
+
+    def dispatchers(self) -> list[EventDispatcher]:
+        """Every agent's event dispatcher in the tree, once each."""
+        found: dict[int, EventDispatcher] = {}
+        for runner in self.runners:
+            nested: Iterable[EventDispatcher]
+            if isinstance(runner, Composition):
+                nested = runner.dispatchers()
+            else:
+                events = getattr(runner, "events", None)
+                nested = [events] if isinstance(events, EventDispatcher) else []
+            for dispatcher in nested:
+                found.setdefault(id(dispatcher), dispatcher)
+        return list(found.values())
+
+    async def run(self, message: str, *, run_id: str | None = None,
+                  timeout: float | None = None) -> RunResult:
+        """Run the whole pipeline once; the result's recording spans every runner in it."""
+        if not isinstance(message, str):
+            raise ConfigurationError(f"run() takes the message as a str, got {message!r}")
+        bridges: list[Any] = [EventBridge(d, id=f"agent-events-{i}")
+                              for i, d in enumerate(self.dispatchers())]
+        try:
+            flow = await self.chart.run({"message": message}, recorders=bridges,
+                                        timeout=timeout, run_id=run_id)
+        except StageError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, AgentFootprintError):
+                cause.run = exc.run  # type: ignore[attr-defined]
+                raise cause from exc
+            raise
+        return RunResult(content=str(flow.state.get("final_content", "")), run_id=flow.run_id,
+                         turn=1, recording=flow)
+
+    def run_sync(self, message: str, **options: Any) -> RunResult:
+        return run_sync(self.run(message, **options))
