@@ -1,0 +1,325 @@
+"""``SQLiteStore``: the embedded durable default — one SQLite file, WAL, stdlib ``sqlite3``.
+
+Each entry is one row keyed by ``(namespace, id)`` (separate columns, so no id can compose
+another namespace's key), holding the entry as JSON plus the columns reads filter and sort on.
+``seq`` is an AUTOINCREMENT write sequence: every put gets a new, larger one, which pins the
+order of entries that share ``updated_at``. Turn claims are rows under a primary key, inserted
+inside a ``BEGIN IMMEDIATE`` transaction, so two processes can never claim the same turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from pydantic import ValidationError
+
+from agentfootprint.errors import ConfigurationError
+from agentfootprint.memory.entry import MemoryEntry, Tier, now_ms
+from agentfootprint.memory.errors import MemoryStoreError, UnreadableEntryError
+from agentfootprint.memory.identity import MemoryIdentity
+from agentfootprint.memory.store import MemoryPage, StoreCapabilities, check_limit
+from agentfootprint.memory.stores._keyset import decode_cursor, encode_cursor
+
+__all__ = ["SCHEMA_VERSION", "SQLiteStore"]
+
+SCHEMA_VERSION = 1
+"""The table layout this code writes; a file with a newer one is refused, never rewritten."""
+
+_T = TypeVar("_T")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS af_memory_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT;
+CREATE TABLE IF NOT EXISTS af_memory_entries (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    namespace TEXT NOT NULL,
+    id TEXT NOT NULL,
+    updated_at INTEGER NOT NULL,
+    expires_at INTEGER,
+    tier TEXT,
+    body TEXT NOT NULL,
+    UNIQUE (namespace, id)
+) STRICT;
+CREATE INDEX IF NOT EXISTS af_memory_entries_order
+    ON af_memory_entries (namespace, updated_at DESC, seq DESC);
+CREATE TABLE IF NOT EXISTS af_memory_signatures (
+    namespace TEXT NOT NULL, signature TEXT NOT NULL, PRIMARY KEY (namespace, signature)
+) STRICT, WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS af_memory_turn_claims (
+    namespace TEXT NOT NULL, turn INTEGER NOT NULL, claimed_at INTEGER NOT NULL,
+    PRIMARY KEY (namespace, turn)
+) STRICT, WITHOUT ROWID;
+"""
+
+
+class SQLiteStore:
+    """A durable ``MemoryStore`` in one SQLite file, shareable by threads and processes.
+
+    Calls run in a worker thread, one at a time per instance. Call :meth:`close` (or use
+    ``async with``) when done.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        busy_timeout_ms: int = 5000,
+        clock: Callable[[], int] = now_ms,
+    ) -> None:
+        self._path = os.fspath(path)
+        if self._path in ("", ":memory:") or self._path.startswith("file::memory:"):
+            raise ConfigurationError(
+                f"SQLiteStore({self._path!r}) needs a file path; an in-memory database is not "
+                "durable — use InMemoryStore() for that."
+            )
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = self._open(busy_timeout_ms)
+
+    @property
+    def name(self) -> str:
+        return f"SQLiteStore({self._path!r})"
+
+    @property
+    def path(self) -> str:
+        """The database file."""
+        return self._path
+
+    @property
+    def capabilities(self) -> StoreCapabilities:
+        return StoreCapabilities(vector_search=False, atomic_turn_claim=True)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def _open(self, busy_timeout_ms: int) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(
+                self._path,
+                timeout=busy_timeout_ms / 1000,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+        except sqlite3.Error as exc:
+            raise MemoryStoreError(
+                f"{self.name} cannot open the file: {exc}.", store=self.name
+            ) from exc
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("BEGIN IMMEDIATE")
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute(
+                "INSERT OR IGNORE INTO af_memory_meta (key, value) VALUES ('schema_version', ?)",
+                (str(SCHEMA_VERSION),),
+            )
+            row = conn.execute(
+                "SELECT value FROM af_memory_meta WHERE key = 'schema_version'"
+            ).fetchone()
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            conn.close()
+            raise MemoryStoreError(
+                f"{self.name} is not a readable agentfootprint memory file ({exc}); "
+                "point it at a new path or at a file this store wrote.",
+                store=self.name,
+            ) from exc
+        version = row[0] if row else None
+        if version != str(SCHEMA_VERSION):
+            conn.close()
+            raise MemoryStoreError(
+                f"{self.name} holds schema version {version!r}, this code reads "
+                f"{SCHEMA_VERSION}; upgrade agentfootprint to open it.",
+                store=self.name,
+            )
+        return conn
+
+    def close(self) -> None:
+        """Close the connection; later calls raise ``MemoryStoreError``."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    async def __aenter__(self) -> SQLiteStore:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self.close()
+
+    async def _run(self, operation: str, work: Callable[[sqlite3.Connection], _T]) -> _T:
+        def call() -> _T:
+            with self._lock:
+                if self._conn is None:
+                    raise MemoryStoreError(
+                        f"{self.name}.{operation}() after close(); open a new SQLiteStore.",
+                        store=self.name,
+                    )
+                try:
+                    return work(self._conn)
+                except sqlite3.Error as exc:
+                    if self._conn.in_transaction:
+                        self._conn.execute("ROLLBACK")
+                    raise MemoryStoreError(
+                        f"{self.name}.{operation}() failed: {exc}.", store=self.name
+                    ) from exc
+
+        return await asyncio.to_thread(call)
+
+    # -- entries -----------------------------------------------------------------------------
+
+    def _decode(self, entry_id: str, body: str) -> MemoryEntry:
+        try:
+            entry = MemoryEntry.model_validate_json(body)
+        except ValidationError as exc:
+            raise UnreadableEntryError(
+                f"{self.name} holds entry {entry_id!r} but cannot read it ({exc.error_count()} "
+                "problem(s)); the row is left as it is — repair or delete it, nothing was "
+                "replaced.",
+                store=self.name,
+                entry_id=entry_id,
+            ) from exc
+        if entry.id != entry_id:
+            raise UnreadableEntryError(
+                f"{self.name} row {entry_id!r} holds an entry with id {entry.id!r}; "
+                "the row is left as it is — repair or delete it.",
+                store=self.name,
+                entry_id=entry_id,
+            )
+        return entry
+
+    async def get(self, identity: MemoryIdentity, entry_id: str) -> MemoryEntry | None:
+        namespace, now = identity.namespace, self._clock()
+
+        def work(conn: sqlite3.Connection) -> tuple[str, int | None] | None:
+            row = conn.execute(
+                "SELECT body, expires_at FROM af_memory_entries WHERE namespace = ? AND id = ?",
+                (namespace, entry_id),
+            ).fetchone()
+            return None if row is None else (row[0], row[1])
+
+        found = await self._run("get", work)
+        if found is None or (found[1] is not None and found[1] <= now):
+            return None
+        return self._decode(entry_id, found[0])
+
+    async def put(self, identity: MemoryIdentity, entry: MemoryEntry) -> None:
+        await self.put_many(identity, [entry])
+
+    async def put_many(self, identity: MemoryIdentity, entries: Sequence[MemoryEntry]) -> None:
+        for entry in entries:
+            if not isinstance(entry, MemoryEntry):
+                raise TypeError(
+                    f"{self.name} stores MemoryEntry objects, not {type(entry).__name__}."
+                )
+        if not entries:
+            return
+        namespace = identity.namespace
+        rows = [
+            (namespace, e.id, e.updated_at, e.expires_at, e.tier, e.model_dump_json())
+            for e in entries
+        ]
+
+        def work(conn: sqlite3.Connection) -> None:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.executemany(
+                "INSERT OR REPLACE INTO af_memory_entries "
+                "(namespace, id, updated_at, expires_at, tier, body) VALUES (?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            conn.execute("COMMIT")
+
+        await self._run("put_many", work)
+
+    async def list(
+        self,
+        identity: MemoryIdentity,
+        *,
+        cursor: str | None = None,
+        limit: int | None = None,
+        tiers: Sequence[Tier] | None = None,
+    ) -> MemoryPage:
+        size = check_limit(limit)
+        after = decode_cursor(cursor, store=self.name) if cursor is not None else None
+        sql = [
+            "SELECT id, body, updated_at, seq FROM af_memory_entries",
+            "WHERE namespace = ? AND (expires_at IS NULL OR expires_at > ?)",
+        ]
+        params: list[object] = [identity.namespace, self._clock()]
+        if tiers is not None:
+            sql.append(f"AND tier IN ({', '.join('?' * len(tiers))})" if tiers else "AND 0")
+            params.extend(tiers)
+        if after is not None:
+            sql.append("AND (updated_at < ? OR (updated_at = ? AND seq < ?))")
+            params.extend((after[0], after[0], after[1]))
+        sql.append("ORDER BY updated_at DESC, seq DESC LIMIT ?")
+        params.append(size + 1)
+        query = " ".join(sql)
+
+        def work(conn: sqlite3.Connection) -> list[tuple[str, str, int, int]]:
+            return [(r[0], r[1], r[2], r[3]) for r in conn.execute(query, params)]
+
+        rows = await self._run("list", work)
+        page = rows[:size]
+        entries = [self._decode(entry_id, body) for entry_id, body, _, _ in page]
+        more = len(rows) > size
+        return MemoryPage(
+            entries=entries, cursor=encode_cursor(page[-1][2], page[-1][3]) if more else None
+        )
+
+    async def delete(self, identity: MemoryIdentity, entry_id: str) -> None:
+        namespace = identity.namespace
+
+        def work(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "DELETE FROM af_memory_entries WHERE namespace = ? AND id = ?",
+                (namespace, entry_id),
+            )
+
+        await self._run("delete", work)
+
+    # -- signatures and turn claims ----------------------------------------------------------
+
+    async def seen(self, identity: MemoryIdentity, signature: str) -> bool:
+        namespace = identity.namespace
+
+        def work(conn: sqlite3.Connection) -> bool:
+            row = conn.execute(
+                "SELECT 1 FROM af_memory_signatures WHERE namespace = ? AND signature = ?",
+                (namespace, signature),
+            ).fetchone()
+            return row is not None
+
+        return await self._run("seen", work)
+
+    async def record_signature(self, identity: MemoryIdentity, signature: str) -> None:
+        namespace = identity.namespace
+
+        def work(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "INSERT OR IGNORE INTO af_memory_signatures (namespace, signature) VALUES (?, ?)",
+                (namespace, signature),
+            )
+
+        await self._run("record_signature", work)
+
+    async def claim_turn(self, identity: MemoryIdentity, turn: int) -> bool:
+        namespace, now = identity.namespace, self._clock()
+
+        def work(conn: sqlite3.Connection) -> bool:
+            conn.execute("BEGIN IMMEDIATE")
+            cursor = conn.execute(
+                "INSERT OR IGNORE INTO af_memory_turn_claims (namespace, turn, claimed_at) "
+                "VALUES (?, ?, ?)",
+                (namespace, turn, now),
+            )
+            conn.execute("COMMIT")
+            return cursor.rowcount == 1
+
+        return await self._run("claim_turn", work)

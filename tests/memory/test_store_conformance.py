@@ -1,0 +1,286 @@
+"""One conformance suite that InMemoryStore and SQLiteStore both pass."""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from memory_helpers import STORE_KINDS, Clock, close, entry, make_store
+
+from agentfootprint.memory import (
+    InvalidCursorError,
+    MemoryEntry,
+    MemoryIdentity,
+    MemorySource,
+    MemoryStore,
+)
+
+ALICE = MemoryIdentity("c1", principal="alice", tenant="acme")
+
+
+@pytest.fixture(params=STORE_KINDS)
+def kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+async def store(kind: str, tmp_path: Path, clock: Clock) -> AsyncIterator[MemoryStore]:
+    made = make_store(kind, tmp_path, clock)
+    yield made
+    close(made)
+
+
+async def list_all(store: MemoryStore, identity: MemoryIdentity, limit: int) -> list[str]:
+    ids: list[str] = []
+    cursor = None
+    while True:
+        page = await store.list(identity, cursor=cursor, limit=limit)
+        ids.extend(e.id for e in page.entries)
+        if page.cursor is None:
+            return ids
+        cursor = page.cursor
+
+
+async def test_get_missing_is_none(store: MemoryStore) -> None:
+    """A never-written id reads as None."""
+    assert await store.get(ALICE, "nope") is None
+
+
+async def test_put_get_round_trip_with_source_identity(store: MemoryStore) -> None:
+    """Every field, including source.identity, round-trips verbatim."""
+    written = MemoryEntry(
+        id="msg-1-0",
+        value={"role": "user", "content": "hi", "n": [1, 2.5, None, True]},
+        source=MemorySource(turn=1, identity=ALICE, runtime_stage_id="seed#0"),
+        tier="hot",
+        metadata={"k": "v"},
+        created_at=5,
+        updated_at=6,
+        expires_at=10**12,
+        signature="sig-1",
+    )
+    await store.put(ALICE, written)
+    assert await store.get(ALICE, "msg-1-0") == written
+
+
+async def test_put_overwrites_and_delete_removes(store: MemoryStore) -> None:
+    """Put of an existing id overwrites it; delete removes it; deleting a missing id is a no-op."""
+    await store.put(ALICE, entry("a", value=1))
+    await store.put(ALICE, entry("a", value=2))
+    got = await store.get(ALICE, "a")
+    assert got is not None and got.value == 2
+    assert [e.id for e in (await store.list(ALICE)).entries] == ["a"]
+    await store.delete(ALICE, "a")
+    await store.delete(ALICE, "a")
+    assert await store.get(ALICE, "a") is None
+
+
+async def test_put_many_writes_all_and_empty_is_noop(store: MemoryStore) -> None:
+    """put_many writes every entry and an empty batch changes nothing."""
+    await store.put_many(ALICE, [])
+    await store.put_many(ALICE, [entry("a"), entry("b")])
+    assert sorted(e.id for e in (await store.list(ALICE)).entries) == ["a", "b"]
+
+
+async def test_put_rejects_non_entries(store: MemoryStore) -> None:
+    """A store refuses anything that is not a MemoryEntry."""
+    with pytest.raises(TypeError, match="MemoryEntry"):
+        await store.put(ALICE, {"id": "a"})  # type: ignore[arg-type]
+
+
+async def test_list_newest_first_ties_by_write_order(store: MemoryStore) -> None:
+    """Newest updated_at first; equal updated_at lists the most recently written first."""
+    await store.put_many(ALICE, [entry("msg-2-0", updated_at=20), entry("msg-2-1", updated_at=20)])
+    await store.put(ALICE, entry("msg-1-0", updated_at=10))
+    await store.put(ALICE, entry("msg-10-0", updated_at=30))
+    assert await list_all(store, ALICE, 100) == ["msg-10-0", "msg-2-1", "msg-2-0", "msg-1-0"]
+
+
+async def test_overwrite_moves_entry_to_front_of_its_tie(store: MemoryStore) -> None:
+    """Re-writing an entry gives it a new write position among equal timestamps."""
+    await store.put_many(ALICE, [entry("a", updated_at=5), entry("b", updated_at=5)])
+    await store.put(ALICE, entry("a", updated_at=5))
+    assert await list_all(store, ALICE, 100) == ["a", "b"]
+
+
+async def test_ttl_expired_invisible_to_every_read(store: MemoryStore, clock: Clock) -> None:
+    """expires_at <= now hides an entry from get and list; expires_at == now is expired."""
+    await store.put(ALICE, entry("gone", expires_at=clock.now))
+    await store.put(ALICE, entry("later", expires_at=clock.now + 10))
+    await store.put(ALICE, entry("zero", expires_at=0))
+    assert await store.get(ALICE, "gone") is None
+    assert await store.get(ALICE, "zero") is None
+    assert await list_all(store, ALICE, 1) == ["later"]
+    clock.now += 10
+    assert await store.get(ALICE, "later") is None
+    assert await list_all(store, ALICE, 100) == []
+
+
+async def test_tier_filter_skips_untiered(store: MemoryStore) -> None:
+    """A tier-filtered list returns only entries of those tiers, never untiered ones."""
+    await store.put_many(ALICE, [entry("h", tier="hot"), entry("c", tier="cold"), entry("u")])
+    assert [e.id for e in (await store.list(ALICE, tiers=["hot"])).entries] == ["h"]
+    assert (await store.list(ALICE, tiers=[])).entries == []
+
+
+async def test_limit_is_checked_and_capped(store: MemoryStore) -> None:
+    """A non-positive limit is refused; a huge limit is capped at 1000 per page."""
+    with pytest.raises(ValueError, match="limit"):
+        await store.list(ALICE, limit=0)
+    await store.put_many(ALICE, [entry(f"e{i}") for i in range(1001)])
+    page = await store.list(ALICE, limit=5000)
+    assert len(page.entries) == 1000 and page.cursor is not None
+
+
+async def test_bad_cursor_is_refused_by_name(store: MemoryStore) -> None:
+    """A cursor the store never handed out raises InvalidCursorError naming the store."""
+    with pytest.raises(InvalidCursorError, match="cursor"):
+        await store.list(ALICE, cursor="not-a-cursor")
+
+
+async def test_signatures_recognised_isolated_and_survive_delete(store: MemoryStore) -> None:
+    """seen is False until record_signature, per identity, and deleting entries keeps it."""
+    assert not await store.seen(ALICE, "s")
+    await store.put(ALICE, entry("a", signature="s"))
+    await store.record_signature(ALICE, "s")
+    await store.record_signature(ALICE, "s")
+    await store.delete(ALICE, "a")
+    assert await store.seen(ALICE, "s")
+    assert not await store.seen(MemoryIdentity("c1"), "s")
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        MemoryIdentity("c1", principal="alice", tenant="other"),
+        MemoryIdentity("c1", principal="alice"),
+        MemoryIdentity("c1", principal="alice", tenant="_"),
+        MemoryIdentity("alice/c1", tenant="acme"),
+        MemoryIdentity("c1", principal="acme/alice"),
+        MemoryIdentity("..", principal="alice", tenant="acme"),
+        MemoryIdentity("c1'; DROP TABLE af_memory_entries; --"),
+    ],
+)
+async def test_namespaces_are_isolated(store: MemoryStore, other: MemoryIdentity) -> None:
+    """Entries, signatures and turn claims of one identity are invisible to any other."""
+    await store.put(ALICE, entry("x'); --"))
+    await store.record_signature(ALICE, "s")
+    assert await store.claim_turn(ALICE, 1)
+    assert await store.get(other, "x'); --") is None
+    assert (await store.list(other)).entries == []
+    assert not await store.seen(other, "s")
+    assert await store.claim_turn(other, 1)
+    assert await store.get(ALICE, "x'); --") is not None
+
+
+async def test_claim_turn_once(store: MemoryStore) -> None:
+    """claim_turn returns True the first time a turn is claimed and False afterwards."""
+    assert await store.claim_turn(ALICE, 3)
+    assert not await store.claim_turn(ALICE, 3)
+    assert await store.claim_turn(ALICE, 4)
+
+
+async def test_concurrent_claims_one_winner(store: MemoryStore) -> None:
+    """Of twenty concurrent claims of one turn exactly one wins."""
+    results = await asyncio.gather(*(store.claim_turn(ALICE, 7) for _ in range(20)))
+    assert results.count(True) == 1
+
+
+async def test_capabilities_declare_no_vector_search(store: MemoryStore) -> None:
+    """Vector search is not faked: these stores declare it absent and have no search method."""
+    assert store.capabilities.vector_search is False
+    assert not hasattr(store, "search")
+    assert store.capabilities.atomic_turn_claim is True
+    assert isinstance(store, MemoryStore)
+
+
+# -- properties ------------------------------------------------------------------------------
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**53), 2**53)
+    | st.text(max_size=20)
+    | st.floats(allow_nan=False, allow_infinity=False),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=10,
+)
+
+
+def run_on_store(kind: str, body: object) -> None:
+    """Run ``body(store, clock)`` against a fresh store of ``kind``."""
+
+    async def main(directory: Path) -> None:
+        clock = Clock()
+        store = make_store(kind, directory, clock)
+        try:
+            await body(store, clock)  # type: ignore[operator]
+        finally:
+            close(store)
+
+    with tempfile.TemporaryDirectory() as directory:
+        asyncio.run(main(Path(directory)))
+
+
+@pytest.mark.parametrize("kind", STORE_KINDS)
+@settings(max_examples=40, deadline=None)
+@given(value=json_values)
+def test_property_json_values_round_trip(kind: str, value: object) -> None:
+    """Any JSON value put is the value got back."""
+
+    async def body(store: MemoryStore, clock: Clock) -> None:
+        await store.put(ALICE, entry("v", value=value))
+        got = await store.get(ALICE, "v")
+        assert got is not None and got.value == value
+
+    run_on_store(kind, body)
+
+
+@pytest.mark.parametrize("kind", STORE_KINDS)
+@settings(max_examples=30, deadline=None)
+@given(
+    stamps=st.lists(st.integers(0, 4), min_size=0, max_size=25),
+    limit=st.integers(1, 6),
+)
+def test_property_order_and_paging(kind: str, stamps: list[int], limit: int) -> None:
+    """Pages list every entry exactly once, newest first, ties most-recently-written first."""
+
+    async def body(store: MemoryStore, clock: Clock) -> None:
+        for i, stamp in enumerate(stamps):
+            await store.put(ALICE, entry(f"e{i}", updated_at=stamp))
+        expected = [
+            f"e{i}" for i, _ in sorted(enumerate(stamps), key=lambda p: (p[1], p[0]), reverse=True)
+        ]
+        assert await list_all(store, ALICE, limit) == expected
+
+    run_on_store(kind, body)
+
+
+@pytest.mark.parametrize("kind", STORE_KINDS)
+@settings(max_examples=30, deadline=None)
+@given(expiries=st.lists(st.one_of(st.none(), st.integers(0, 20)), max_size=15))
+def test_property_expired_invisible(kind: str, expiries: list[int | None]) -> None:
+    """Exactly the entries with no expiry or expires_at > now are visible to get and list."""
+
+    async def body(store: MemoryStore, clock: Clock) -> None:
+        clock.now = 10
+        for i, expires in enumerate(expiries):
+            await store.put(ALICE, entry(f"e{i}", expires_at=expires))
+        live = {f"e{i}" for i, x in enumerate(expiries) if x is None or x > 10}
+        assert set(await list_all(store, ALICE, 4)) == live
+        for i in range(len(expiries)):
+            assert (await store.get(ALICE, f"e{i}") is not None) == (f"e{i}" in live)
+
+    run_on_store(kind, body)
