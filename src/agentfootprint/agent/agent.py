@@ -99,10 +99,7 @@ class _Runner:
             run = await self.chart.run(args, recorders=recorders,
                                        redaction=self.redaction, timeout=timeout, run_id=run_id)
         except StageError as exc:
-            cause = exc.__cause__
-            if isinstance(cause, AgentFootprintError):  # a provider error, not a stage bug
-                cause.run = exc.run  # type: ignore[attr-defined]
-                raise cause from exc
+            raise_framework_cause(exc)
             raise
         finally:
             live_emit.reset(token)
@@ -217,6 +214,18 @@ class LLMCall(_Runner):
 
     def run_sync(self, message: str, **options: Any) -> RunResult:
         return run_sync(self.run(message, **options))
+
+
+def raise_framework_cause(exc: StageError) -> None:
+    """Re-raise our own error (a provider's, say) that a stage raised, with the partial run.
+
+    A stage that fails because the model or a store failed is not a stage bug: callers catch
+    ``ProviderError`` and its status, not the engine's ``StageError`` wrapper.
+    """
+    cause = exc.__cause__
+    if isinstance(cause, AgentFootprintError):
+        cause.run = exc.run  # type: ignore[attr-defined]
+        raise cause from exc
 
 
 def _check_provider(provider: Any, model: Any) -> None:

@@ -13,8 +13,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..agent.agent import RunResult
-from ..errors import AgentFootprintError, ConfigurationError, StageError
+from ..agent.agent import RunResult, raise_framework_cause
+from ..errors import ConfigurationError, StageError
 from ..events.dispatcher import EventBridge, EventDispatcher
 from ..flow import Chart
 from ..flow.run import run_sync
@@ -103,10 +103,7 @@ class Composition:
             flow = await self.chart.run({"message": message}, recorders=bridges,
                                         timeout=timeout, run_id=run_id)
         except StageError as exc:
-            cause = exc.__cause__
-            if isinstance(cause, AgentFootprintError):
-                cause.run = exc.run  # type: ignore[attr-defined]
-                raise cause from exc
+            raise_framework_cause(exc)
             raise
         return RunResult(content=str(flow.state.get("final_content", "")), run_id=flow.run_id,
                          turn=1, recording=flow)
