@@ -18,9 +18,11 @@ from agentfootprint.memory import (
     MemoryIdentity,
     MemorySource,
     MemoryStore,
+    VectorSearchStore,
 )
 
 ALICE = MemoryIdentity("c1", principal="alice", tenant="acme")
+BOB = MemoryIdentity("c1", principal="bob", tenant="acme")
 
 
 @pytest.fixture(params=STORE_KINDS)
@@ -196,12 +198,110 @@ async def test_concurrent_claims_one_winner(store: MemoryStore) -> None:
     assert results.count(True) == 1
 
 
-async def test_capabilities_declare_no_vector_search(store: MemoryStore) -> None:
-    """Vector search is not faked: these stores declare it absent and have no search method."""
-    assert store.capabilities.vector_search is False
-    assert not hasattr(store, "search")
+async def test_capabilities_are_declared_not_faked(store: MemoryStore) -> None:
+    """A store has a search method exactly when it declares vector search."""
+    assert store.capabilities.vector_search is hasattr(store, "search")
+    assert store.capabilities.vector_search is isinstance(store, VectorSearchStore)
     assert store.capabilities.atomic_turn_claim is True
     assert isinstance(store, MemoryStore)
+
+
+# -- vector search (only stores that declare it) ----------------------------------------------
+
+
+@pytest.fixture
+def vstore(store: MemoryStore) -> VectorSearchStore:
+    if not isinstance(store, VectorSearchStore):
+        pytest.skip(f"{store.name} declares no vector search")
+    return store
+
+
+def vec(entry_id: str, vector: list[float], **fields: object) -> MemoryEntry:
+    return entry(entry_id, embedding=vector, **fields)
+
+
+async def test_search_ranks_by_cosine_ties_by_id(vstore: VectorSearchStore) -> None:
+    """Scores descend; equal scores list ids ascending; k caps; k > n returns all."""
+    await vstore.put_many(
+        ALICE,
+        [
+            vec("far", [0.0, 1.0]),
+            vec("b-tie", [1.0, 0.0]),
+            vec("a-tie", [2.0, 0.0]),
+            vec("near", [1.0, 0.5]),
+        ],
+    )
+    hits = await vstore.search(ALICE, [1.0, 0.0], k=10)
+    assert [h.entry.id for h in hits] == ["a-tie", "b-tie", "near", "far"]
+    assert hits[0].score == pytest.approx(1.0) and hits[-1].score == pytest.approx(0.0)
+    assert all(-1.0 <= h.score <= 1.0 for h in hits)
+    assert [h.entry.id for h in await vstore.search(ALICE, [1.0, 0.0], k=1)] == ["a-tie"]
+    assert hits[0].entry.embedding == [2.0, 0.0]
+
+
+async def test_search_default_k_is_ten_and_k_checked(vstore: VectorSearchStore) -> None:
+    """Without k at most ten hits come back; a non-positive k is refused."""
+    await vstore.put_many(ALICE, [vec(f"e{i:02d}", [1.0, i / 100]) for i in range(15)])
+    assert len(await vstore.search(ALICE, [1.0, 0.0])) == 10
+    with pytest.raises(ValueError, match="k=0"):
+        await vstore.search(ALICE, [1.0, 0.0], k=0)
+
+
+async def test_search_skips_what_cannot_be_compared(vstore: VectorSearchStore) -> None:
+    """No embedding, another length, a zero vector, another named embedder: all skipped."""
+    await vstore.put_many(
+        ALICE,
+        [
+            entry("plain"),
+            vec("short", [1.0]),
+            vec("zero", [0.0, 0.0]),
+            vec("other-model", [1.0, 0.0], embedding_model="m2"),
+            vec("anonymous", [1.0, 0.1]),
+            vec("mine", [1.0, 0.2], embedding_model="m1"),
+        ],
+    )
+    hits = await vstore.search(ALICE, [1.0, 0.0], embedder_id="m1")
+    assert [h.entry.id for h in hits] == ["anonymous", "mine"]
+    assert await vstore.search(ALICE, [0.0, 0.0]) == []
+
+
+async def test_search_filters_min_score_tier_expiry_and_identity(
+    vstore: VectorSearchStore, clock: Clock
+) -> None:
+    """min_score drops weak hits; tiers filter (untiered skipped); expired and foreign unseen."""
+    await vstore.put_many(
+        ALICE,
+        [
+            vec("hot", [1.0, 0.0], tier="hot"),
+            vec("untiered", [1.0, 0.0]),
+            vec("weak", [0.0, 1.0], tier="hot"),
+            vec("expiring", [1.0, 0.0], expires_at=clock.now + 10),
+        ],
+    )
+    await vstore.put(BOB, vec("bobs", [1.0, 0.0]))
+    assert [h.entry.id for h in await vstore.search(ALICE, [1.0, 0.0], tiers=["hot"])] == [
+        "hot",
+        "weak",
+    ]
+    strong = await vstore.search(ALICE, [1.0, 0.0], min_score=0.5)
+    assert {h.entry.id for h in strong} == {"hot", "untiered", "expiring"}
+    clock.now += 10
+    assert {h.entry.id for h in await vstore.search(ALICE, [1.0, 0.0])} == {
+        "hot",
+        "untiered",
+        "weak",
+    }
+    assert [h.entry.id for h in await vstore.search(BOB, [1.0, 0.0])] == ["bobs"]
+
+
+async def test_search_sees_overwrites_and_deletes(vstore: VectorSearchStore) -> None:
+    """A rewritten vector is ranked by its new value; a deleted entry is gone."""
+    await vstore.put_many(ALICE, [vec("a", [1.0, 0.0]), vec("b", [0.0, 1.0])])
+    assert (await vstore.search(ALICE, [1.0, 0.0], k=1))[0].entry.id == "a"
+    await vstore.put(ALICE, vec("b", [1.0, 0.0], value="new"))
+    await vstore.delete(ALICE, "a")
+    hits = await vstore.search(ALICE, [1.0, 0.0])
+    assert [(h.entry.id, h.entry.value) for h in hits] == [("b", "new")]
 
 
 # -- properties ------------------------------------------------------------------------------
@@ -284,3 +384,12 @@ def test_property_expired_invisible(kind: str, expiries: list[int | None]) -> No
             assert (await store.get(ALICE, f"e{i}") is not None) == (f"e{i}" in live)
 
     run_on_store(kind, body)
+
+
+async def test_embedding_round_trips_exactly_as_float32(store: MemoryStore) -> None:
+    """Embeddings are float32 on construction, so get and list return them bit for bit."""
+    written = vec("v", [0.1, -0.2, 1e-3, 3.0], embedding_model="m1")
+    assert written.embedding != [0.1, -0.2, 1e-3, 3.0]  # rounded to float32 once
+    await store.put(ALICE, written)
+    assert await store.get(ALICE, "v") == written
+    assert (await store.list(ALICE)).entries == [written]

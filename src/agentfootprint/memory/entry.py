@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import math
 import time
+from array import array
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
 from agentfootprint.memory.identity import MemoryIdentity
 
@@ -65,6 +66,20 @@ class MemoryEntry(BaseModel):
     """Absolute expiry in unix ms; expired when ``expires_at <= now``. ``None`` never expires."""
     signature: str | None = None
     """A content signature the writer also records with ``record_signature`` to dedupe."""
+    embedding: list[float] | None = None
+    """A vector for similarity search, held as float32 (values are rounded to float32 on
+    construction, so every store round-trips it exactly)."""
+    embedding_model: str | None = None
+    """The id of the embedder that produced ``embedding``; searches skip other embedders'."""
+
+    @field_validator("embedding")
+    @classmethod
+    def _float32(cls, value: list[float] | None) -> list[float] | None:
+        if value is None:
+            return None
+        if not value or not all(math.isfinite(x) for x in value):
+            raise ValueError("an embedding must be a non-empty list of finite numbers")
+        return array("f", value).tolist()
 
     @model_validator(mode="after")
     def _default_updated_at(self) -> MemoryEntry:

@@ -14,6 +14,12 @@ every live entry exactly once.
 
 **Capabilities are declared, never faked**: a store without vector search says
 ``capabilities.vector_search is False`` and has no ``search`` method.
+
+**Vector search** (:class:`VectorSearchStore`) ranks live entries by cosine similarity of their
+``embedding`` with the query. It skips entries without an embedding, with a different length,
+with a zero vector, or (when ``embedder_id`` is given and the entry names its model) made by
+another embedder; it drops scores below ``min_score`` and sorts by score descending, ties by id
+ascending. A zero query vector finds nothing.
 """
 
 from __future__ import annotations
@@ -30,7 +36,10 @@ __all__ = [
     "MAX_LIST_LIMIT",
     "MemoryPage",
     "MemoryStore",
+    "ScoredEntry",
     "StoreCapabilities",
+    "VectorSearchStore",
+    "check_k",
     "check_limit",
 ]
 
@@ -110,6 +119,39 @@ class MemoryStore(Protocol):
     async def claim_turn(self, identity: MemoryIdentity, turn: int) -> bool:
         """Atomically claim ``turn`` for one run; False when it was already claimed."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredEntry:
+    """One vector-search hit: the entry and its cosine score in ``[-1, 1]``."""
+
+    entry: MemoryEntry
+    score: float
+
+
+@runtime_checkable
+class VectorSearchStore(MemoryStore, Protocol):
+    """A store that really ranks stored vectors (``capabilities.vector_search is True``)."""
+
+    async def search(
+        self,
+        identity: MemoryIdentity,
+        vector: Sequence[float],
+        *,
+        k: int = 10,
+        tiers: Sequence[Tier] | None = None,
+        min_score: float | None = None,
+        embedder_id: str | None = None,
+    ) -> list[ScoredEntry]:
+        """The ``k`` best live entries by cosine similarity (see module docstring)."""
+        ...
+
+
+def check_k(k: int) -> int:
+    """Validate a search's ``k``."""
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"search(k={k!r}) must be a positive int.")
+    return k
 
 
 def check_limit(limit: int | None) -> int:

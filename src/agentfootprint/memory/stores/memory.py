@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import builtins
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from agentfootprint.memory.entry import MemoryEntry, Tier, now_ms
 from agentfootprint.memory.identity import MemoryIdentity
-from agentfootprint.memory.store import MemoryPage, StoreCapabilities, check_limit
+from agentfootprint.memory.store import (
+    MemoryPage,
+    ScoredEntry,
+    StoreCapabilities,
+    check_k,
+    check_limit,
+)
 from agentfootprint.memory.stores._keyset import decode_cursor, encode_cursor
+from agentfootprint.memory.stores._vectors import rank_cosine, same_embedder
 
 __all__ = ["InMemoryStore"]
 
@@ -36,7 +44,7 @@ class InMemoryStore:
 
     @property
     def capabilities(self) -> StoreCapabilities:
-        return StoreCapabilities(vector_search=False, atomic_turn_claim=True)
+        return StoreCapabilities(vector_search=True, atomic_turn_claim=True)
 
     def _ns(self, identity: MemoryIdentity) -> _Namespace:
         return self._namespaces.setdefault(identity.namespace, _Namespace())
@@ -85,6 +93,30 @@ class InMemoryStore:
             entries=[entry for _, entry in page],
             cursor=encode_cursor(*page[-1][0]) if more else None,
         )
+
+    async def search(
+        self,
+        identity: MemoryIdentity,
+        vector: Sequence[float],
+        *,
+        k: int = 10,
+        tiers: Sequence[Tier] | None = None,
+        min_score: float | None = None,
+        embedder_id: str | None = None,
+    ) -> builtins.list[ScoredEntry]:
+        check_k(k)
+        now = self._clock()
+        live = {
+            entry.id: entry
+            for _, entry in self._ns(identity).entries.values()
+            if entry.embedding is not None
+            and not entry.is_expired(now)
+            and (tiers is None or entry.tier in tiers)
+            and same_embedder(entry.embedding_model, embedder_id)
+        }
+        rows = [(entry_id, entry.embedding or []) for entry_id, entry in live.items()]
+        hits = rank_cosine(vector, rows, k=k, min_score=min_score)
+        return [ScoredEntry(entry=live[entry_id], score=score) for entry_id, score in hits]
 
     async def delete(self, identity: MemoryIdentity, entry_id: str) -> None:
         self._ns(identity).entries.pop(entry_id, None)

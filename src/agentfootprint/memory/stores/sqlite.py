@@ -2,17 +2,23 @@
 
 Each entry is one row keyed by ``(namespace, id)`` (separate columns, so no id can compose
 another namespace's key), holding the entry as JSON plus the columns reads filter and sort on.
-``seq`` is an AUTOINCREMENT write sequence: every put gets a new, larger one, which pins the
-order of entries that share ``updated_at``. Turn claims are rows under a primary key, inserted
-inside a ``BEGIN IMMEDIATE`` transaction, so two processes can never claim the same turn.
+Embeddings live in their own column as little-endian float32 blobs (the JSON body omits them);
+a search hydrates the namespace's vectors once and keeps them until any connection writes to
+the file (``PRAGMA data_version``) or this store writes. ``seq`` is an AUTOINCREMENT write
+sequence: every put gets a new, larger one, which pins the order of entries that share
+``updated_at``. Turn claims are rows under a primary key, inserted inside a ``BEGIN IMMEDIATE``
+transaction, so two processes can never claim the same turn.
 """
 
 from __future__ import annotations
 
 import asyncio
+import builtins
 import os
 import sqlite3
+import sys
 import threading
+from array import array
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
@@ -22,8 +28,15 @@ from agentfootprint.errors import ConfigurationError
 from agentfootprint.memory.entry import MemoryEntry, Tier, now_ms
 from agentfootprint.memory.errors import MemoryStoreError, UnreadableEntryError
 from agentfootprint.memory.identity import MemoryIdentity
-from agentfootprint.memory.store import MemoryPage, StoreCapabilities, check_limit
+from agentfootprint.memory.store import (
+    MemoryPage,
+    ScoredEntry,
+    StoreCapabilities,
+    check_k,
+    check_limit,
+)
 from agentfootprint.memory.stores._keyset import decode_cursor, encode_cursor
+from agentfootprint.memory.stores._vectors import rank_cosine, same_embedder
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
@@ -31,6 +44,8 @@ SCHEMA_VERSION = 1
 """The table layout this code writes; a file with a newer one is refused, never rewritten."""
 
 _T = TypeVar("_T")
+_VectorRow = tuple[str, list[float], str | None, int | None, str | None]
+"""id, embedding, embedding_model, expires_at, tier — what a search filters and ranks on."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS af_memory_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT;
@@ -42,6 +57,8 @@ CREATE TABLE IF NOT EXISTS af_memory_entries (
     expires_at INTEGER,
     tier TEXT,
     body TEXT NOT NULL,
+    embedding BLOB,
+    embedding_model TEXT,
     UNIQUE (namespace, id)
 ) STRICT;
 CREATE INDEX IF NOT EXISTS af_memory_entries_order
@@ -78,6 +95,7 @@ class SQLiteStore:
             )
         self._clock = clock
         self._lock = threading.Lock()
+        self._vectors: dict[str, tuple[int, list[_VectorRow]]] = {}
         self._conn: sqlite3.Connection | None = self._open(busy_timeout_ms)
 
     @property
@@ -91,7 +109,7 @@ class SQLiteStore:
 
     @property
     def capabilities(self) -> StoreCapabilities:
-        return StoreCapabilities(vector_search=False, atomic_turn_claim=True)
+        return StoreCapabilities(vector_search=True, atomic_turn_claim=True)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -174,9 +192,11 @@ class SQLiteStore:
 
     # -- entries -----------------------------------------------------------------------------
 
-    def _decode(self, entry_id: str, body: str) -> MemoryEntry:
+    def _decode(self, entry_id: str, body: str, blob: bytes | None = None) -> MemoryEntry:
         try:
             entry = MemoryEntry.model_validate_json(body)
+            if blob is not None:
+                entry = entry.model_copy(update={"embedding": _unpack(blob)})
         except ValidationError as exc:
             raise UnreadableEntryError(
                 f"{self.name} holds entry {entry_id!r} but cannot read it ({exc.error_count()} "
@@ -197,17 +217,18 @@ class SQLiteStore:
     async def get(self, identity: MemoryIdentity, entry_id: str) -> MemoryEntry | None:
         namespace, now = identity.namespace, self._clock()
 
-        def work(conn: sqlite3.Connection) -> tuple[str, int | None] | None:
+        def work(conn: sqlite3.Connection) -> tuple[str, int | None, bytes | None] | None:
             row = conn.execute(
-                "SELECT body, expires_at FROM af_memory_entries WHERE namespace = ? AND id = ?",
+                "SELECT body, expires_at, embedding FROM af_memory_entries "
+                "WHERE namespace = ? AND id = ?",
                 (namespace, entry_id),
             ).fetchone()
-            return None if row is None else (row[0], row[1])
+            return None if row is None else (row[0], row[1], row[2])
 
         found = await self._run("get", work)
         if found is None or (found[1] is not None and found[1] <= now):
             return None
-        return self._decode(entry_id, found[0])
+        return self._decode(entry_id, found[0], found[2])
 
     async def put(self, identity: MemoryIdentity, entry: MemoryEntry) -> None:
         await self.put_many(identity, [entry])
@@ -222,15 +243,26 @@ class SQLiteStore:
             return
         namespace = identity.namespace
         rows = [
-            (namespace, e.id, e.updated_at, e.expires_at, e.tier, e.model_dump_json())
+            (
+                namespace,
+                e.id,
+                e.updated_at,
+                e.expires_at,
+                e.tier,
+                e.model_dump_json(exclude={"embedding"}),
+                None if e.embedding is None else _pack(e.embedding),
+                e.embedding_model,
+            )
             for e in entries
         ]
 
         def work(conn: sqlite3.Connection) -> None:
+            self._vectors.pop(namespace, None)
             conn.execute("BEGIN IMMEDIATE")
             conn.executemany(
-                "INSERT OR REPLACE INTO af_memory_entries "
-                "(namespace, id, updated_at, expires_at, tier, body) VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO af_memory_entries (namespace, id, updated_at, "
+                "expires_at, tier, body, embedding, embedding_model) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 rows,
             )
             conn.execute("COMMIT")
@@ -248,7 +280,7 @@ class SQLiteStore:
         size = check_limit(limit)
         after = decode_cursor(cursor, store=self.name) if cursor is not None else None
         sql = [
-            "SELECT id, body, updated_at, seq FROM af_memory_entries",
+            "SELECT id, body, updated_at, seq, embedding FROM af_memory_entries",
             "WHERE namespace = ? AND (expires_at IS NULL OR expires_at > ?)",
         ]
         params: list[object] = [identity.namespace, self._clock()]
@@ -262,21 +294,79 @@ class SQLiteStore:
         params.append(size + 1)
         query = " ".join(sql)
 
-        def work(conn: sqlite3.Connection) -> list[tuple[str, str, int, int]]:
-            return [(r[0], r[1], r[2], r[3]) for r in conn.execute(query, params)]
+        def work(conn: sqlite3.Connection) -> list[tuple[str, str, int, int, bytes | None]]:
+            return [(r[0], r[1], r[2], r[3], r[4]) for r in conn.execute(query, params)]
 
         rows = await self._run("list", work)
         page = rows[:size]
-        entries = [self._decode(entry_id, body) for entry_id, body, _, _ in page]
+        entries = [self._decode(entry_id, body, blob) for entry_id, body, _, _, blob in page]
         more = len(rows) > size
         return MemoryPage(
             entries=entries, cursor=encode_cursor(page[-1][2], page[-1][3]) if more else None
         )
 
+    async def search(
+        self,
+        identity: MemoryIdentity,
+        vector: Sequence[float],
+        *,
+        k: int = 10,
+        tiers: Sequence[Tier] | None = None,
+        min_score: float | None = None,
+        embedder_id: str | None = None,
+    ) -> builtins.list[ScoredEntry]:
+        check_k(k)
+        namespace, now = identity.namespace, self._clock()
+        query = list(vector)
+
+        def work(conn: sqlite3.Connection) -> builtins.list[tuple[str, float, str, bytes]]:
+            rows = [
+                (entry_id, vec)
+                for entry_id, vec, model, expires_at, tier in self._hydrate(conn, namespace)
+                if (expires_at is None or expires_at > now)
+                and (tiers is None or tier in tiers)
+                and same_embedder(model, embedder_id)
+            ]
+            hits = rank_cosine(query, rows, k=k, min_score=min_score)
+            found: builtins.list[tuple[str, float, str, bytes]] = []
+            for entry_id, score in hits:
+                row = conn.execute(
+                    "SELECT body, embedding FROM af_memory_entries "
+                    "WHERE namespace = ? AND id = ?",
+                    (namespace, entry_id),
+                ).fetchone()
+                if row is not None:
+                    found.append((entry_id, score, row[0], row[1]))
+            return found
+
+        hits = await self._run("search", work)
+        return [
+            ScoredEntry(entry=self._decode(entry_id, body, blob), score=score)
+            for entry_id, score, body, blob in hits
+        ]
+
+    def _hydrate(self, conn: sqlite3.Connection, namespace: str) -> builtins.list[_VectorRow]:
+        """The namespace's vectors, cached until the file changes (any connection)."""
+        version = int(conn.execute("PRAGMA data_version").fetchone()[0])
+        cached = self._vectors.get(namespace)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        rows: builtins.list[_VectorRow] = [
+            (r[0], _unpack(r[1]), r[2], r[3], r[4])
+            for r in conn.execute(
+                "SELECT id, embedding, embedding_model, expires_at, tier FROM af_memory_entries "
+                "WHERE namespace = ? AND embedding IS NOT NULL",
+                (namespace,),
+            )
+        ]
+        self._vectors[namespace] = (version, rows)
+        return rows
+
     async def delete(self, identity: MemoryIdentity, entry_id: str) -> None:
         namespace = identity.namespace
 
         def work(conn: sqlite3.Connection) -> None:
+            self._vectors.pop(namespace, None)
             conn.execute(
                 "DELETE FROM af_memory_entries WHERE namespace = ? AND id = ?",
                 (namespace, entry_id),
@@ -323,3 +413,18 @@ class SQLiteStore:
             return cursor.rowcount == 1
 
         return await self._run("claim_turn", work)
+
+
+def _pack(vector: Sequence[float]) -> bytes:
+    packed = array("f", vector)
+    if sys.byteorder != "little":
+        packed.byteswap()
+    return packed.tobytes()
+
+
+def _unpack(blob: bytes) -> list[float]:
+    unpacked = array("f")
+    unpacked.frombytes(blob)
+    if sys.byteorder != "little":
+        unpacked.byteswap()
+    return unpacked.tolist()
