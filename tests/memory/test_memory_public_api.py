@@ -8,12 +8,24 @@ from pathlib import Path
 import agentfootprint.memory as memory
 
 SRC = Path(memory.__file__).parent
-ALLOWED = ("agentfootprint.errors", "agentfootprint.flow", "agentfootprint.memory")
+ALLOWED = (
+    "agentfootprint.errors",
+    "agentfootprint.flow",
+    "agentfootprint.memory",
+    "agentfootprint.providers",
+)
 
 
 def test_all_is_sorted_and_matches_public_names() -> None:
     """__all__ is sorted and lists exactly the public names the package defines."""
     public = {n for n in vars(memory) if not n.startswith("_")} - {
+        "causal",
+        "define",
+        "embedding",
+        "narrative",
+        "stages",
+        "strategies",
+        "summary",
         "entry",
         "errors",
         "identity",
@@ -32,7 +44,7 @@ def test_architecture_names_exported() -> None:
 
 
 def test_memory_imports_only_errors_flow_and_itself() -> None:
-    """memory/ imports nothing from the package above agentfootprint.errors and .flow."""
+    """memory/ imports only errors, flow, providers (the summarizer's port) and itself."""
     for path in SRC.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             if (

@@ -1,4 +1,9 @@
-"""One run of a conversation in its own process: resolve the turn, write its two messages."""
+"""One run of a conversation in its own process: resolve the turn, write its two messages.
+
+Usage: ``turn_worker.py KIND TARGET CONVERSATION_ID [PREFIX]`` where KIND is ``sqlite`` (TARGET
+is the file), ``redis`` (TARGET is the URL, PREFIX the key prefix) or ``postgres`` (TARGET is
+the URL, PREFIX the schema). Prints the turn.
+"""
 
 from __future__ import annotations
 
@@ -12,11 +17,26 @@ from agentfootprint.memory import (
     SQLiteStore,
     resolve_turn_number,
 )
+from agentfootprint.memory.stores.postgres import PostgresStore
+from agentfootprint.memory.stores.redis import RedisStore
 
 
-async def main(path: str, conversation_id: str) -> None:
+def open_store(
+    kind: str, target: str, prefix: str = ""
+) -> SQLiteStore | RedisStore | PostgresStore:
+    """The store a run of this backend writes to; use it with ``async with``."""
+    if kind == "sqlite":
+        return SQLiteStore(target, busy_timeout_ms=30_000)
+    if kind == "redis":
+        return RedisStore(target, prefix=prefix)
+    if kind == "postgres":
+        return PostgresStore(target, schema=prefix)
+    raise ValueError(f"unknown store kind {kind!r}; use 'sqlite', 'redis' or 'postgres'.")
+
+
+async def main(kind: str, target: str, conversation_id: str, prefix: str = "") -> None:
     identity = MemoryIdentity(conversation_id)
-    async with SQLiteStore(path, busy_timeout_ms=30_000) as store:
+    async with open_store(kind, target, prefix) as store:
         turn = await resolve_turn_number(stores=[store], identity=identity)
         await store.put_many(
             identity,
@@ -33,4 +53,4 @@ async def main(path: str, conversation_id: str) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], sys.argv[2]))
+    asyncio.run(main(*sys.argv[1:]))

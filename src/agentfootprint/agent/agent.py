@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..context.injection import Injection
 from ..context.skills import READ_SKILL, SKIP_STEP, read_skill_tool, skip_step_tool
@@ -19,10 +19,16 @@ from ..errors import AgentFootprintError, ConfigurationError, StageError
 from ..events.dispatcher import AgentEvent, EventBridge, EventDispatcher
 from ..flow import Chart, FlowRun, RedactionPolicy, deferred
 from ..flow.run import run_sync
+from ..flow.values import copy_value
 from ..providers.base import Message, Provider
 from ..tools.registry import ToolRegistry
+from ..tools.scripts import LEDGER_KEY
 from ..tools.tool import Tool
 from .loop import AgentSpec, build_agent_chart, live_emit
+
+if TYPE_CHECKING:
+    from ..memory.define import MemoryDefinition
+    from ..memory.identity import MemoryIdentity
 
 __all__ = ["Agent", "LLMCall", "RunResult"]
 
@@ -52,7 +58,12 @@ class RunResult:
         """The conversation after this turn, final answer included, as plain JSON."""
         history = [dict(m) for m in self.history]
         history.append({"role": "assistant", "content": self.content})
-        return {"version": 1, "run_id": self.run_id, "turn": self.turn, "history": history}
+        saved: dict[str, Any] = {"version": 1, "run_id": self.run_id, "turn": self.turn,
+                                 "history": history}
+        ledger = self.recording.state.get(LEDGER_KEY)
+        if ledger:
+            saved[LEDGER_KEY] = copy_value(ledger)
+        return saved
 
 
 class _Runner:
@@ -89,10 +100,16 @@ class _Runner:
         return [bridge, *self.watch], live
 
     async def _run(self, message: str, history: Sequence[Message] | None, *,
-                   run_id: str | None, timeout: float | None) -> RunResult:
+                   run_id: str | None, timeout: float | None,
+                   identity: MemoryIdentity | None = None,
+                   ledger: Any = None) -> RunResult:
         if not isinstance(message, str):
             raise ConfigurationError(f"run() takes the user's message as a str, got {message!r}")
         args: dict[str, Any] = {"message": message, "history": [dict(m) for m in history or ()]}
+        if self.spec.memories:
+            args["identity"] = _check_identity(identity)
+        if ledger:
+            args[LEDGER_KEY] = ledger
         recorders, live = self._recorders()
         token = live_emit.set(live)
         try:
@@ -128,6 +145,8 @@ class Agent(_Runner):
         system: str = "",
         tools: Iterable[Tool] = (),
         context: Iterable[Injection] = (),
+        memory: Iterable[MemoryDefinition] = (),
+        identity: MemoryIdentity | None = None,
         max_iterations: int = 10,
         react_mode: Literal["dynamic", "classic"] = "dynamic",
         watch: Sequence[Any] = (),
@@ -155,6 +174,8 @@ class Agent(_Runner):
                 f"skill {stepped[0].id!r} declares steps, which need the tool list recomposed "
                 "each iteration; use react_mode='dynamic' or drop steps=")
         skipper = skip_step_tool() if stepped else None
+        memories = _check_memories(memory, injections)
+        self.identity = identity
         dispatchable = _dispatchable(static, reader, injections)
         if skipper is not None:
             dispatchable.append(skipper)
@@ -163,15 +184,22 @@ class Agent(_Runner):
             registry=ToolRegistry(dispatchable, max_result_chars=max_tool_result_chars),
             max_iterations=max_iterations, react_mode=react_mode, temperature=temperature,
             max_tokens=max_tokens, wrap_up=wrap_up, stream=stream, injections=injections,
-            static_tools=static, read_skill=reader, skip_step=skipper)
+            static_tools=static, read_skill=reader, skip_step=skipper, memories=memories)
         super().__init__(spec, name=name, watch=watch, observer_delivery=observer_delivery,
                          redaction=redaction)
 
     async def run(self, message: str, *, continue_from: Mapping[str, Any] | None = None,
-                  run_id: str | None = None, timeout: float | None = None) -> RunResult:
-        """One turn. ``continue_from`` is a ``checkpoint()`` of an earlier turn."""
+                  run_id: str | None = None, timeout: float | None = None,
+                  identity: MemoryIdentity | None = None) -> RunResult:
+        """One turn. ``continue_from`` is a ``checkpoint()`` of an earlier turn.
+
+        ``identity`` (default: the agent's) says whose conversation the memories read and
+        write; the turn number is resolved from what those stores already hold.
+        """
         history = _history_from(continue_from) if continue_from is not None else None
-        return await self._run(message, history, run_id=run_id, timeout=timeout)
+        ledger = continue_from.get(LEDGER_KEY) if continue_from is not None else None
+        return await self._run(message, history, run_id=run_id, timeout=timeout,
+                               identity=identity or self.identity, ledger=ledger)
 
     def run_sync(self, message: str, **options: Any) -> RunResult:
         return run_sync(self.run(message, **options))
@@ -255,6 +283,34 @@ def _check_context(context: Iterable[Injection], tools: tuple[Tool, ...]
         if any(t.name == reserved for t in every_tool):
             raise ConfigurationError(f"{reserved!r} is reserved for skills; rename your tool")
     return injections
+
+
+def _check_memories(memory: Iterable[MemoryDefinition], injections: tuple[Injection, ...]
+                    ) -> tuple[MemoryDefinition, ...]:
+    from ..memory.define import MemoryDefinition
+
+    memories = tuple(memory)
+    taken = {i.id for i in injections}
+    for item in memories:
+        if not isinstance(item, MemoryDefinition):
+            raise ConfigurationError(
+                f"memory entry {item!r} is not a memory; build it with define_memory(...)")
+        if item.injection_id in taken or item.id in taken:
+            raise ConfigurationError(
+                f"two memories (or a memory and an injection) share id {item.id!r}; "
+                "give each memory its own id")
+        taken.update((item.id, item.injection_id))
+    return memories
+
+
+def _check_identity(identity: Any) -> MemoryIdentity:
+    from ..memory.identity import MemoryIdentity
+
+    if not isinstance(identity, MemoryIdentity):
+        raise ConfigurationError(
+            "an agent with memory needs to know whose conversation it is: pass "
+            "identity=MemoryIdentity('conversation-id') to Agent(...) or to run(...)")
+    return identity
 
 
 def _dispatchable(static: tuple[Tool, ...], reader: Tool | None,

@@ -17,19 +17,25 @@ from __future__ import annotations
 import contextvars
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..context.delivery import deliver, keys_in_window
-from ..context.injection import Injection, InjectionContext, evaluate_injections
+from ..context.injection import Injection, InjectionContext, Trigger, evaluate_injections
 from ..context.skills import READ_SKILL, SKIP_STEP, step_sentence
 from ..context.slots import compose_system, compose_tools
 from ..events.catalogue import PREFIX
 from ..events.dispatcher import EventDispatcher
 from ..flow import Chart, Decision, FlowEvent, Scope, flow_chart
+from ..flow.builder import FlowBuilder
 from ..providers.base import LLMRequest, LLMResponse, Message, Provider, ToolCall, wire_messages
 from ..providers.resilience import resilience_reports
+from ..tools.code_runner import dispatch_script_call
 from ..tools.registry import ToolOutcome, ToolRegistry
+from ..tools.scripts import LEDGER_KEY, check_script_ledger, without_earlier_script_text
 from ..tools.tool import Tool, ToolContext
+
+if TYPE_CHECKING:
+    from ..memory.define import MemoryDefinition
 
 __all__ = ["WRAP_UP_INSTRUCTION", "AgentSpec", "build_agent_chart"]
 
@@ -70,6 +76,12 @@ class AgentSpec:
     read_skill: Tool | None = None
     skip_step: Tool | None = None
     system_cache: str = "always"
+    memories: tuple[MemoryDefinition, ...] = ()
+
+    @property
+    def tracks_context(self) -> bool:
+        """Whether context is declared (injections or memory) and so evaluated and recorded."""
+        return bool(self.injections or self.memories)
 
     @property
     def skills(self) -> tuple[Injection, ...]:
@@ -97,12 +109,24 @@ class _Stages:
         self.spec = spec
 
     def seed(self, scope: Scope) -> None:
+        self._seed(scope, self._host_turn(scope))
+
+    async def seed_with_memory(self, scope: Scope) -> None:
+        """Seed, with the turn resolved once over the memories' stores (seed 000)."""
+        self._seed(scope, await self._resolve_turn(scope, self._host_turn(scope)))
+
+    @staticmethod
+    def _host_turn(scope: Scope) -> int:
+        args = scope.args
+        history = args.get("history") or ()
+        return int(args.get("turn") or 1 + sum(
+            1 for m in history if m["role"] == "user" and "injected_by" not in m))
+
+    def _seed(self, scope: Scope, turn: int) -> None:
         args = scope.args
         message = args["message"]
         history: list[Message] = list(args.get("history") or [])
         history.append({"role": "user", "content": message})
-        turn = int(args.get("turn") or sum(
-            1 for m in history if m["role"] == "user" and "injected_by" not in m))
         scope["user_message"] = message
         scope["history"] = history
         scope["turn"] = turn
@@ -110,15 +134,29 @@ class _Stages:
         scope["max_iterations"] = self.spec.max_iterations
         scope["input_tokens"] = 0
         scope["output_tokens"] = 0
-        if self.spec.injections:
+        ledger = args.get(LEDGER_KEY)
+        if ledger:
+            check_script_ledger(ledger, source="continue_from")
+            scope[LEDGER_KEY] = list(without_earlier_script_text(ledger, turn))
+        if self.spec.tracks_context:
             scope["activated_skills"] = []
             scope["tool_results"] = []
         _emit(scope, "agent.turn_start", {"turn": turn, "user_message": message})
 
+    async def _resolve_turn(self, scope: Scope, host_turn: int) -> int:
+        """The turn, resolved once over every store this run writes to and claimed there."""
+        from ..memory.stages import identity_record
+        from ..memory.turn import resolve_turn_number
+
+        identity = scope.args["identity"]
+        scope["identity"] = identity_record(identity)
+        stores = [m.store for m in self.spec.memories if m.write is not None]
+        return await resolve_turn_number(stores=stores, identity=identity, host_turn=host_turn)
+
     def injections(self, scope: Scope) -> None:
         """Judge every declared injection against this iteration and the previous tool batch."""
         spec = self.spec
-        if not spec.injections:
+        if not spec.tracks_context:
             scope["active_injections"] = []
             return
         iteration = scope["iteration"]
@@ -127,6 +165,7 @@ class _Stages:
             user_message=scope["user_message"], history=scope["history"],
             tool_results=scope["tool_results"], activated=scope["activated_skills"])
         rows = evaluate_injections(spec.injections, ctx)
+        rows.extend(self._recall_rows(scope))
         active = [row["id"] for row in rows if row["fired"]]
         scope["context_evaluation"] = rows
         scope["active_injections"] = active
@@ -148,9 +187,51 @@ class _Stages:
         elif not steps and pointer is not None:
             del scope["skill_steps"]
 
+    def _recall_pieces(self, scope: Scope) -> list[tuple[str, Any, dict[str, Any]]]:
+        """``(injection id, memory, piece)`` for everything each memory recalled this turn.
+
+        A piece that holds one entry is its own injection, ``memory:<id>#<entry id>``, so an
+        explanation (and an ablation) can point at a single stored entry.
+        """
+        out = []
+        for memory in self.spec.memories:
+            recall = scope.get(f"memory_recall_{memory.id}") or {}
+            for piece in recall.get("pieces") or ():
+                ids = piece.get("entry_ids") or []
+                key = (f"{memory.injection_id}#{ids[0]}" if len(ids) == 1
+                       else memory.injection_id)
+                out.append((key, memory, piece))
+        return out
+
+    def _recall_rows(self, scope: Scope) -> list[dict[str, Any]]:
+        """Evaluation rows for recall: one per recalled piece, or one saying nothing came."""
+        rows = []
+        pieces = self._recall_pieces(scope)
+        for memory in self.spec.memories:
+            mine = [(key, piece) for key, owner, piece in pieces if owner is memory]
+            trigger = f"memory recall ({memory.type}, {memory.strategy.kind})"
+            if not mine:
+                rows.append({"id": memory.injection_id, "flavor": "memory",
+                             "trigger": trigger, "fired": False,
+                             "reason": "nothing to recall", "entry_ids": [], "turns": [],
+                             "store": memory.store.name})
+            for key, piece in mine:
+                ids, turns = list(piece["entry_ids"]), list(piece["turns"])
+                where = f"turn {turns[0]}" if len(turns) == 1 else (
+                    f"turns {', '.join(map(str, turns))}" if turns else "unnumbered entries")
+                rows.append({"id": key, "flavor": "memory", "trigger": trigger, "fired": True,
+                             "reason": f"recalled from {where}: {', '.join(ids)}",
+                             "entry_ids": ids, "turns": turns, "store": memory.store.name})
+        return rows
+
     def _active(self, scope: Scope) -> list[Injection]:
         ids = set(scope["active_injections"])
-        return [i for i in self.spec.injections if i.id in ids]
+        active = [i for i in self.spec.injections if i.id in ids]
+        for key, memory, piece in self._recall_pieces(scope):
+            if key in ids:
+                active.append(Injection(id=key, flavor="memory", trigger=Trigger("always"),
+                                        system=piece["text"], description=memory.description))
+        return active
 
     def system_slot(self, scope: Scope) -> None:
         spec = self.spec
@@ -158,7 +239,7 @@ class _Stages:
             return
         text, rows = compose_system(spec.system, spec.system_cache, self._active(scope))
         scope["system_prompt"] = text
-        if spec.injections:
+        if spec.tracks_context:
             scope["system_slot"] = rows
             self._landed(scope, rows, "system")
 
@@ -188,7 +269,7 @@ class _Stages:
         spec = self.spec
         if scope.get("wrap_up_asked"):  # the wrap-up call is made without tools
             scope["tool_schemas"] = []
-            if spec.injections:
+            if spec.tracks_context:
                 scope["tools_slot"] = []
             return
         if spec.react_mode == "classic" and scope["iteration"] > 1:
@@ -241,6 +322,8 @@ class _Stages:
         for injection in self.spec.injections:
             if injection.id == injection_id:
                 return injection.trigger.describe()
+        if injection_id.startswith("memory:"):
+            return "memory recall"
         return "base"
 
     def _landed(self, scope: Scope, rows: list[dict[str, Any]], slot: str) -> None:
@@ -358,8 +441,12 @@ class _Stages:
                                                "tool_call_id": call["id"],
                                                "args": call.get("args") or {},
                                                "iteration": iteration})
-            outcome = await spec.registry.dispatch(
-                call, ToolContext(call["id"], iteration, scope.run_id))
+            sent = await dispatch_script_call(
+                spec.registry, call, ToolContext(call["id"], iteration, scope.run_id), scope,
+                turn=scope["turn"])
+            outcome = sent.outcome
+            if sent.code_run is not None:
+                _emit(scope, "tools.code_run", sent.code_run)
             if spec.skip_step is not None:
                 outcome = self._follow_steps(scope, call, outcome, iteration)
             if outcome.issues:
@@ -458,6 +545,11 @@ class _Stages:
         content = scope.get("llm_content") or ""
         iteration = scope["iteration"]
         scope["final_content"] = content
+        if self.spec.memories:
+            scope["new_messages"] = [{"role": "user", "content": scope["user_message"]},
+                                     {"role": "assistant", "content": content}]
+            if any(m.type == "causal" for m in self.spec.memories):
+                scope["run_evidence"] = self._run_evidence(scope, iteration)
         _emit(scope, "agent.iteration_end", {"iteration": iteration, "tool_call_count": 0})
         _emit(scope, "agent.turn_end", {
             "turn": scope["turn"], "content": content, "iterations": iteration,
@@ -466,12 +558,66 @@ class _Stages:
         return str(content)
 
 
+    def _run_evidence(self, scope: Scope, iteration: int) -> dict[str, Any]:
+        """What a causal snapshot keeps of this turn: tool calls, route choices, cost."""
+        calls: dict[str, dict[str, Any]] = {}
+        for message in scope["history"]:
+            for call in message.get("tool_calls") or ():
+                calls[call["id"]] = {"name": call["name"], "args": call.get("args") or {},
+                                     "result_preview": "", "errored": False}
+            if message["role"] == "tool" and message.get("tool_call_id") in calls:
+                text = str(message["content"])
+                calls[message["tool_call_id"]]["result_preview"] = (
+                    text if len(text) <= 200 else text[:199] + "…")
+        return {"iterations": iteration, "tool_calls": list(calls.values()), "decisions": [],
+                "token_usage": {"input": scope["input_tokens"],
+                                "output": scope["output_tokens"]}}
+
+
+def _mount_memories(builder: FlowBuilder, spec: AgentSpec, *,
+                    side: Literal["read", "write"]) -> FlowBuilder:
+    """Mount each memory's read (after Seed) or write (after Finalize) chart as a subflow."""
+    for memory in spec.memories:
+        key = memory.id
+        if side == "read":
+            builder = builder.subflow(
+                f"memory_read_{key}", memory.read, name=f"Recall {key}",
+                description=f"Recall from memory {key!r}",
+                input=lambda s: {"identity": s["identity"], "turn": s["turn"],
+                                 "messages": s["history"]},
+                output=_recall_output(key))
+        elif memory.write is not None:
+            builder = builder.subflow(
+                f"memory_write_{key}", memory.write, name=f"Remember {key}",
+                description=f"Write this turn to memory {key!r}",
+                input=lambda s: {"identity": s["identity"], "turn": s["turn"],
+                                 "new_messages": s["new_messages"],
+                                 "run_evidence": s.get("run_evidence")})
+    return builder
+
+
+def _recall_output(key: str) -> Callable[[Any], dict[str, Any]]:
+    """Lift a memory read's recall (and its retrieval evidence) into the agent's state."""
+
+    def output(inner: Any) -> dict[str, Any]:
+        lifted = {f"memory_recall_{key}": inner.get("recall")
+                  or {"text": "", "entry_ids": [], "turns": []}}
+        if "retrieved" in inner:
+            lifted[f"memory_retrieved_{key}"] = inner["retrieved"]
+        return lifted
+
+    return output
+
+
 def build_agent_chart(spec: AgentSpec, *, name: str = "Agent") -> Chart:
     """The agent's chart. ``spec.with_tools=False`` gives the single-call ``LLMCall`` shape."""
     stages = _Stages(spec)
+    builder = _mount_memories(
+        flow_chart("Seed", stages.seed_with_memory if spec.memories else stages.seed,
+                   id="seed", description="Seed the turn"), spec,
+        side="read")
     builder = (
-        flow_chart("Seed", stages.seed, id="seed", description="Seed the turn")
-        .then("Injections", stages.injections, id="injections",
+        builder.then("Injections", stages.injections, id="injections",
               description="Evaluate the context injections")
         .then("SystemSlot", stages.system_slot, id="system_slot",
               description="Assemble the system prompt")
@@ -485,7 +631,7 @@ def build_agent_chart(spec: AgentSpec, *, name: str = "Agent") -> Chart:
         return builder.then("Finalize", stages.finalize, id="finalize",
                             description="Hand back the answer").build(description=name)
     route: Callable[[Scope], Decision] = stages.route
-    return (
+    routed = (
         builder.decide("Route", route, id="route", description="Route on the model's answer")
         .branch("tool-calls", "ToolCalls", stages.tool_calls, id="tool_calls",
                 description="Run the requested tools", loop_to="injections")
@@ -496,6 +642,6 @@ def build_agent_chart(spec: AgentSpec, *, name: str = "Agent") -> Chart:
         .branch("final", "Finalize", stages.finalize, id="finalize",
                 description="Hand back the answer")
         .end()
-        .build(description=name)
     )
+    return _mount_memories(routed, spec, side="write").build(description=name)
 

@@ -28,14 +28,14 @@ __all__ = [
     "define_steering",
 ]
 
-Flavor = Literal["fact", "steering", "instruction", "skill", "custom"]
+Flavor = Literal["fact", "steering", "instruction", "skill", "custom", "memory", "rag"]
 TriggerKind = Literal["always", "rule", "on_tool_return", "llm_activated"]
 CachePolicy = Literal["always", "never", "while_active"]
 MessageRole = Literal["system", "user", "assistant"]
 
 DEFAULT_CACHE: dict[str, CachePolicy] = {
     "fact": "always", "steering": "always", "skill": "while_active",
-    "instruction": "never", "custom": "never",
+    "instruction": "never", "custom": "never", "memory": "never", "rag": "never",
 }
 
 

@@ -7,7 +7,7 @@ Pydantic model that describes and validates each one. Adding an event means addi
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import BaseModel, ConfigDict
 
@@ -15,218 +15,228 @@ __all__ = ["EVENTS", "PREFIX", "full_name", "payload_model"]
 
 PREFIX: Final = "agentfootprint."
 
-
-class _Payload(BaseModel):
-    # built on first use: most runs never validate a payload, and import time is cold start
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-
-
-class TurnStart(_Payload):
-    turn: int
-    user_message: str
+if TYPE_CHECKING:
+    EVENTS: dict[str, type[BaseModel]]
+    """Every event name, with the model of its payload."""
 
 
-class TurnEnd(_Payload):
-    turn: int
-    content: str
-    iterations: int
-    input_tokens: int
-    output_tokens: int
-    stopped_early: str | None = None
+def _build_events() -> dict[str, type[BaseModel]]:
+    """The payload models by event name (built on first use: most runs never need them,
+    and defining 28 models is a measurable part of cold start)."""
+
+    class _Payload(BaseModel):
+        model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    class TurnStart(_Payload):
+        turn: int
+        user_message: str
+
+    class TurnEnd(_Payload):
+        turn: int
+        content: str
+        iterations: int
+        input_tokens: int
+        output_tokens: int
+        stopped_early: str | None = None
+
+    class IterationStart(_Payload):
+        iteration: int
+
+    class IterationEnd(_Payload):
+        iteration: int
+        tool_call_count: int
+
+    class RouteDecided(_Payload):
+        iteration: int
+        chosen: str
+        rationale: str
+
+    class BudgetExhausted(_Payload):
+        reason: str
+        iteration: int
+        limit: int
+        pending_tool_calls: int
+        action: str
+
+    class LLMStart(_Payload):
+        iteration: int
+        provider: str
+        model: str
+        system_prompt_chars: int
+        messages_count: int
+        tools_count: int
+
+    class LLMUsage(_Payload):
+        input: int
+        output: int
+
+    class LLMEnd(_Payload):
+        iteration: int
+        content: str
+        tool_call_count: int
+        usage: LLMUsage
+        stop_reason: str
+
+    class Token(_Payload):
+        iteration: int
+        index: int
+        content: str
+
+    class ToolStart(_Payload):
+        tool_name: str
+        tool_call_id: str
+        args: dict[str, Any]
+        iteration: int
+
+    class ToolEnd(_Payload):
+        tool_name: str
+        tool_call_id: str
+        result: str
+        error: bool
+        status: str
+        iteration: int
+
+    class CodeRun(_Payload):
+        tool: str
+        tool_call_id: str
+        iteration: int
+        language: str
+        bytes: int
+        sha256: str
+        ok: bool
+        exit_code: int | None = None
+        timed_out: bool
+        out_of_memory: bool
+        refused: str | None = None
+        duration_ms: float
+        stdout_bytes: int
+        stderr_bytes: int
+        truncated: bool
+
+    class ArgsInvalid(_Payload):
+        tool_name: str
+        tool_call_id: str
+        iteration: int
+        issues: list[dict[str, str]]
+
+    class Retried(_Payload):
+        provider: str
+        attempt: int
+        max_attempts: int
+        error: str
+        status: int | None = None
+        backoff: float
+
+    class Recovered(_Payload):
+        provider: str
+        attempt: int
+        duration: float
+
+    class CircuitChanged(_Payload):
+        provider: str
+        state: str
+        reason: str
+
+    class FellBack(_Payload):
+        primary: str
+        fallback: str
+        error: str
+
+    class ContextInjected(_Payload):
+        injection_id: str
+        slot: str
+        trigger: str
+        iteration: int
+
+    class ContextEvaluated(_Payload):
+        iteration: int
+        active: list[str]
+        skipped: list[dict[str, str]]
+
+    class SkillActivated(_Payload):
+        skill_id: str
+        iteration: int
+
+    class StepAdvanced(_Payload):
+        skill_id: str
+        step: int
+        completed: bool
+        iteration: int
+
+    class StepSkipped(_Payload):
+        skill_id: str
+        step: int
+        reason: str
+        iteration: int
+
+    class StepsUnfinished(_Payload):
+        skill_id: str
+        remaining: int
+        total: int
+        iteration: int
+
+    class MemoryWritten(_Payload):
+        store: str
+        ids: list[str]
+        turn: int
+
+    class CostTick(_Payload):
+        model: str
+        input_tokens: int
+        output_tokens: int
+        estimated_usd: float
+
+    class PermissionCheck(_Payload):
+        target: str
+        result: str
+        rationale: str | None = None
+
+    class PauseRequest(_Payload):
+        reason: str
+        question: Any = None
+
+    return {
+        PREFIX + "agent.turn_start": TurnStart,
+        PREFIX + "agent.turn_end": TurnEnd,
+        PREFIX + "agent.iteration_start": IterationStart,
+        PREFIX + "agent.iteration_end": IterationEnd,
+        PREFIX + "agent.route_decided": RouteDecided,
+        PREFIX + "agent.budget_exhausted": BudgetExhausted,
+        PREFIX + "stream.llm_start": LLMStart,
+        PREFIX + "stream.llm_end": LLMEnd,
+        PREFIX + "stream.token": Token,
+        PREFIX + "stream.tool_start": ToolStart,
+        PREFIX + "stream.tool_end": ToolEnd,
+        PREFIX + "tools.code_run": CodeRun,
+        PREFIX + "validation.args_invalid": ArgsInvalid,
+        PREFIX + "error.retried": Retried,
+        PREFIX + "error.recovered": Recovered,
+        PREFIX + "error.circuit_changed": CircuitChanged,
+        PREFIX + "fallback.triggered": FellBack,
+        PREFIX + "context.evaluated": ContextEvaluated,
+        PREFIX + "context.injected": ContextInjected,
+        PREFIX + "skill.activated": SkillActivated,
+        PREFIX + "skill.step_advanced": StepAdvanced,
+        PREFIX + "skill.step_skipped": StepSkipped,
+        PREFIX + "skill.steps_unfinished": StepsUnfinished,
+        PREFIX + "memory.written": MemoryWritten,
+        PREFIX + "cost.tick": CostTick,
+        PREFIX + "permission.check": PermissionCheck,
+        PREFIX + "pause.request": PauseRequest,
+    }
 
 
-class IterationStart(_Payload):
-    iteration: int
+def __getattr__(name: str) -> Any:
+    if name == "EVENTS":
+        return _events()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-class IterationEnd(_Payload):
-    iteration: int
-    tool_call_count: int
-
-
-class RouteDecided(_Payload):
-    iteration: int
-    chosen: str
-    rationale: str
-
-
-class BudgetExhausted(_Payload):
-    reason: str
-    iteration: int
-    limit: int
-    pending_tool_calls: int
-    action: str
-
-
-class LLMStart(_Payload):
-    iteration: int
-    provider: str
-    model: str
-    system_prompt_chars: int
-    messages_count: int
-    tools_count: int
-
-
-class LLMUsage(_Payload):
-    input: int
-    output: int
-
-
-class LLMEnd(_Payload):
-    iteration: int
-    content: str
-    tool_call_count: int
-    usage: LLMUsage
-    stop_reason: str
-
-
-class Token(_Payload):
-    iteration: int
-    index: int
-    content: str
-
-
-class ToolStart(_Payload):
-    tool_name: str
-    tool_call_id: str
-    args: dict[str, Any]
-    iteration: int
-
-
-class ToolEnd(_Payload):
-    tool_name: str
-    tool_call_id: str
-    result: str
-    error: bool
-    status: str
-    iteration: int
-
-
-class ArgsInvalid(_Payload):
-    tool_name: str
-    tool_call_id: str
-    iteration: int
-    issues: list[dict[str, str]]
-
-
-class Retried(_Payload):
-    provider: str
-    attempt: int
-    max_attempts: int
-    error: str
-    status: int | None = None
-    backoff: float
-
-
-class Recovered(_Payload):
-    provider: str
-    attempt: int
-    duration: float
-
-
-class CircuitChanged(_Payload):
-    provider: str
-    state: str
-    reason: str
-
-
-class FellBack(_Payload):
-    primary: str
-    fallback: str
-    error: str
-
-
-class ContextInjected(_Payload):
-    injection_id: str
-    slot: str
-    trigger: str
-    iteration: int
-
-
-class ContextEvaluated(_Payload):
-    iteration: int
-    active: list[str]
-    skipped: list[dict[str, str]]
-
-
-class SkillActivated(_Payload):
-    skill_id: str
-    iteration: int
-
-
-class StepAdvanced(_Payload):
-    skill_id: str
-    step: int
-    completed: bool
-    iteration: int
-
-
-class StepSkipped(_Payload):
-    skill_id: str
-    step: int
-    reason: str
-    iteration: int
-
-
-class StepsUnfinished(_Payload):
-    skill_id: str
-    remaining: int
-    total: int
-    iteration: int
-
-
-class MemoryWritten(_Payload):
-    store: str
-    ids: list[str]
-    turn: int
-
-
-class CostTick(_Payload):
-    model: str
-    input_tokens: int
-    output_tokens: int
-    estimated_usd: float
-
-
-class PermissionCheck(_Payload):
-    target: str
-    result: str
-    rationale: str | None = None
-
-
-class PauseRequest(_Payload):
-    reason: str
-    question: Any = None
-
-
-EVENTS: Final[dict[str, type[BaseModel]]] = {
-    PREFIX + "agent.turn_start": TurnStart,
-    PREFIX + "agent.turn_end": TurnEnd,
-    PREFIX + "agent.iteration_start": IterationStart,
-    PREFIX + "agent.iteration_end": IterationEnd,
-    PREFIX + "agent.route_decided": RouteDecided,
-    PREFIX + "agent.budget_exhausted": BudgetExhausted,
-    PREFIX + "stream.llm_start": LLMStart,
-    PREFIX + "stream.llm_end": LLMEnd,
-    PREFIX + "stream.token": Token,
-    PREFIX + "stream.tool_start": ToolStart,
-    PREFIX + "stream.tool_end": ToolEnd,
-    PREFIX + "validation.args_invalid": ArgsInvalid,
-    PREFIX + "error.retried": Retried,
-    PREFIX + "error.recovered": Recovered,
-    PREFIX + "error.circuit_changed": CircuitChanged,
-    PREFIX + "fallback.triggered": FellBack,
-    PREFIX + "context.evaluated": ContextEvaluated,
-    PREFIX + "context.injected": ContextInjected,
-    PREFIX + "skill.activated": SkillActivated,
-    PREFIX + "skill.step_advanced": StepAdvanced,
-    PREFIX + "skill.step_skipped": StepSkipped,
-    PREFIX + "skill.steps_unfinished": StepsUnfinished,
-    PREFIX + "memory.written": MemoryWritten,
-    PREFIX + "cost.tick": CostTick,
-    PREFIX + "permission.check": PermissionCheck,
-    PREFIX + "pause.request": PauseRequest,
-}
+def _events() -> dict[str, type[BaseModel]]:
+    events: dict[str, type[BaseModel]] | None = globals().get("EVENTS")
+    if events is None:
+        events = globals()["EVENTS"] = _build_events()
+    return events
 
 
 def full_name(name: str) -> str:
@@ -237,7 +247,7 @@ def full_name(name: str) -> str:
 def payload_model(name: str) -> type[BaseModel]:
     """The payload model of an event name; a clear error for names not in the catalogue."""
     try:
-        return EVENTS[full_name(name)]
+        return _events()[full_name(name)]
     except KeyError:
         from ..errors import ConfigurationError
 

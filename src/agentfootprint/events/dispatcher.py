@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..flow import FlowEvent
-from .catalogue import EVENTS, PREFIX, full_name, payload_model
+from .catalogue import PREFIX, full_name, payload_model
 
 __all__ = ["AgentEvent", "EventBridge", "EventDispatcher"]
 
@@ -52,6 +52,8 @@ class EventDispatcher:
 
     def on(self, pattern: str, listener: Listener) -> Callable[[], None]:
         """Subscribe; returns a function that unsubscribes."""
+        from .catalogue import EVENTS
+
         key = full_name(pattern)
         if key.endswith(".*") and not any(name.startswith(key[:-1]) for name in EVENTS):
             from ..errors import ConfigurationError

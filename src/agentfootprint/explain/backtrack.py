@@ -88,7 +88,7 @@ def backtrack(source: Any, *, suspect: str | None = None,
                     call.runtime_stage_id))
     hops.append(_landed(log, call, found))
     hops.append(_allowed(log, call, found))
-    hops.append(_born(found))
+    hops.append(_born(log, call, found))
     return Backtrack(answer, hops, found, sentence, system, ranked)
 
 
@@ -139,7 +139,16 @@ def _allowed(log: CommitLog, call: CommitRecord, found: Suspect) -> Hop:
     return Hop("ALLOWED", "the base system prompt is always sent", None)
 
 
-def _born(found: Suspect) -> Hop:
+def _born(log: CommitLog, call: CommitRecord, found: Suspect) -> Hop:
+    if found.kind == "injection" and found.flavor == "memory":
+        evaluation = log.value_at("context_evaluation", call.idx - 1, ns=call.ns, default=[])
+        row: dict[str, Any] = next((r for r in evaluation if r["id"] == found.id), {})
+        turns = ", ".join(map(str, row.get("turns", ()))) or "?"
+        entries = ", ".join(row.get("entry_ids", ())) or "no entries"
+        read = next((r.runtime_stage_id for r in reversed(log.records[: call.idx])
+                     if r.stage_id == "memory_read_" + found.id[7:].split("#")[0]), None)
+        return Hop("BORN", f"store entries {entries} of {row.get('store', 'the store')}, "
+                           f"written in turn(s) {turns}", read)
     if found.kind in ("injection", "message"):
         factory = {"fact": "define_fact", "steering": "define_steering",
                    "instruction": "define_instruction", "skill": "define_skill"}.get(

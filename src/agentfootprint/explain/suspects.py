@@ -63,11 +63,21 @@ def log_of(source: RunResult | FlowRun | CommitLog | Any) -> CommitLog:
 
 
 def final_call(log: CommitLog) -> CommitRecord:
-    """The last LLM call of the run (the one whose answer is being explained)."""
-    for record in reversed(log.records):
-        if is_stage(record, "call_llm"):
-            return record
-    raise ValueError("this run made no LLM call; there is no answer to explain")
+    """The LLM call whose answer the run handed back (the one being explained).
+
+    In a composition the last call is not always the one that answered: a critic, a scorer or
+    a sibling sample may run after it. The latest call whose content is the run's final answer
+    wins; when none matches (a function rewrote the answer), the last call of the run.
+    """
+    calls = [record for record in log.records if is_stage(record, "call_llm")]
+    if not calls:
+        raise ValueError("this run made no LLM call; there is no answer to explain")
+    answer = log.value_at("final_content", len(log.records) - 1, default=None)
+    if isinstance(answer, str) and answer:
+        for record in reversed(calls):
+            if log.value_at("llm_content", record.idx, ns=record.ns, default=None) == answer:
+                return record
+    return calls[-1]
 
 
 def is_stage(record: CommitRecord, stage_id: str) -> bool:

@@ -5,10 +5,13 @@ explains its own decisions. Everything above it (agents, compositions, memory) i
 flowcharts, so every trace in the product is a commit log of this kind.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .builder import BranchBuilder, FlowBuilder, flow_chart
-from .causal import CausalChain, CausalEdge, CausalNode, causal_chain, format_causal_chain
 from .chart import Chart, Node
-from .checkpoint import Checkpoint, load_checkpoint
 from .commitlog import Change, CommitLog, CommitRecord
 from .decide import Decision, Selection, decide, select
 from .narrative import NarrativeEntry, NarrativeRecorder, narrative
@@ -17,6 +20,10 @@ from .recorders import Deferred, FlowEvent, ObserverFailure, deferred
 from .redact import REDACTED, RedactionPolicy
 from .run import FlowRun
 from .scope import Scope
+
+if TYPE_CHECKING:
+    from .causal import CausalChain, CausalEdge, CausalNode, causal_chain, format_causal_chain
+    from .checkpoint import Checkpoint, load_checkpoint
 
 __all__ = [
     "REDACTED",
@@ -52,3 +59,23 @@ __all__ = [
     "pause",
     "select",
 ]
+
+# Loaded on first use: a run only needs them to pause (checkpoint) or to be explained (causal).
+_LAZY = {
+    "CausalChain": "causal", "CausalEdge": "causal", "CausalNode": "causal",
+    "causal_chain": "causal", "format_causal_chain": "causal",
+    "Checkpoint": "checkpoint", "load_checkpoint": "checkpoint",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -23,7 +23,6 @@ from types import CoroutineType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import FlowTimeoutError, LoopLimitError, RunError, StageError
-from .checkpoint import Checkpoint
 from .commitlog import Change, CommitLog, CommitRecord
 from .decide import Decision, Selection
 from .pause import Pause
@@ -34,6 +33,7 @@ from .values import MISSING, FrozenList, copy_value, freeze, same_prefix, same_v
 
 if TYPE_CHECKING:
     from .chart import Chart, Node
+    from .checkpoint import Checkpoint
 
 __all__ = ["EngineOptions", "Frame", "Step"]
 

@@ -17,7 +17,6 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ..errors import CheckpointError, ConfigurationError, FlowTimeoutError, RunError
-from .checkpoint import Checkpoint, ResumeFrame, load_checkpoint
 from .commitlog import CommitLog, CommitRecord
 from .engine import Frame, _Engine, _frozen_state, _Paused
 from .recorders import FlowEvent, ObserverFailure
@@ -27,6 +26,7 @@ from .values import MISSING, check_json_value, copy_value
 
 if TYPE_CHECKING:
     from .chart import Chart
+    from .checkpoint import Checkpoint
     from .narrative import NarrativeEntry
 
 __all__ = ["FlowRun", "RunOptions", "resume_chart", "run_chart", "run_sync"]
@@ -109,6 +109,8 @@ class FlowRun:
 
 
 def _checkpoint(engine: _Engine, paused: _Paused, root: Frame) -> Checkpoint:
+    from .checkpoint import Checkpoint, ResumeFrame
+
     frames = []
     for kind, node, rid, inner in reversed(paused.frames):
         if inner is not None:
@@ -219,6 +221,8 @@ async def run_chart(chart: Chart, *, args: Mapping[str, Any] | None,
 async def resume_chart(chart: Chart, checkpoint: Checkpoint | Mapping[str, Any] | str,
                        answer: Any, *, env: Mapping[str, Any] | None,
                        options: RunOptions) -> FlowRun:
+    from .checkpoint import load_checkpoint
+
     cp = load_checkpoint(checkpoint)
     if cp.fingerprint != chart.fingerprint():
         raise CheckpointError(

@@ -6,11 +6,11 @@
 
 from __future__ import annotations
 
+import importlib
+import sys
+from types import ModuleType
 from typing import Any
 
-from . import anthropic as _anthropic_module
-from . import ollama as _ollama_module
-from . import openai as _openai_module
 from .base import (
     LLMRequest,
     LLMResponse,
@@ -44,20 +44,42 @@ __all__ = [
 ]
 
 
-# The adapter modules are imported above (they load their SDKs only when a provider is
-# built); the factories below deliberately take over their names on this package.
+# The adapter modules load on the first call of their factory, which keeps their name on this
+# package: importing ``agentfootprint.providers.openai`` never rebinds ``providers.openai``.
+
+_ADAPTERS = ("anthropic", "ollama", "openai")
+
+
+def _adapter(name: str) -> ModuleType:
+    return importlib.import_module(f"{__name__}.{name}")
 
 
 def openai(**options: Any) -> Provider:
     """The OpenAI provider (and any OpenAI-compatible server via ``base_url=``)."""
-    return _openai_module.OpenAIProvider(**options)
+    provider: Provider = _adapter("openai").OpenAIProvider(**options)
+    return provider
 
 
 def anthropic(**options: Any) -> Provider:
     """The Anthropic provider (official SDK)."""
-    return _anthropic_module.AnthropicProvider(**options)
+    provider: Provider = _adapter("anthropic").AnthropicProvider(**options)
+    return provider
 
 
 def ollama(**options: Any) -> Provider:
     """The Ollama provider (native ``/api/chat``)."""
-    return _ollama_module.OllamaProvider(**options)
+    provider: Provider = _adapter("ollama").OllamaProvider(**options)
+    return provider
+
+
+class _Package(ModuleType):
+    """This package's module type: an adapter submodule, once imported, is not bound over its
+    factory (the import system sets a package attribute for every submodule it loads)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _ADAPTERS and isinstance(value, ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

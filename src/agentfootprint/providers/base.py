@@ -106,7 +106,7 @@ class LLMResponse(BaseModel):
 class StreamChunk(BaseModel):
     """A piece of a streamed answer; the last chunk has ``done=True`` and the ``response``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built on the first stream
 
     index: int
     content: str = ""

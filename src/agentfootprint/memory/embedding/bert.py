@@ -28,23 +28,33 @@ _MASKED = np.float32(-1e9)
 """Added to attention scores of padding keys: exp() of it is exactly 0 in float32."""
 
 # Abramowitz & Stegun 7.1.26: erf(x) to within 1.5e-7, below float32 resolution of GELU's output.
-_ERF_P = 0.3275911
-_ERF_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
-
-
-def _erf(x: Array) -> Array:
-    sign = np.sign(x)
-    a = np.abs(x)
-    t = 1.0 / (1.0 + _ERF_P * a)
-    a1, a2, a3, a4, a5 = _ERF_A
-    poly = t * (a1 + t * (a2 + t * (a3 + t * (a4 + t * a5))))
-    result: Array = sign * (1.0 - poly * np.exp(-a * a))
-    return result
+_ERF_P = np.float32(0.3275911)
+_ERF_A = tuple(np.float32(a) for a in (
+    1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592))  # a5 … a1
+_HALF = np.float32(0.5)
+_ROOT_HALF = np.float32(1.0 / math.sqrt(2.0))
+_FFN_ROWS = 64
+"""Tokens per feed-forward block: keeps GELU's temporaries in cache (2x faster than whole)."""
 
 
 def _gelu(x: Array) -> Array:
     """The exact (erf) GELU BERT was trained with, not the tanh approximation."""
-    result: Array = 0.5 * x * (1.0 + _erf(x * np.float32(1.0 / math.sqrt(2.0))))
+    z = np.abs(x)
+    z *= _ROOT_HALF
+    t = z * _ERF_P
+    t += 1.0
+    np.reciprocal(t, out=t)
+    poly = t * _ERF_A[0]
+    for coefficient in _ERF_A[1:]:
+        poly += coefficient
+        poly *= t
+    np.square(z, out=z)
+    np.negative(z, out=z)
+    np.exp(z, out=z)
+    poly *= z  # now 1 - erf(|x| / sqrt(2))
+    result: Array = np.where(x >= 0, 2.0 - poly, poly)
+    result *= x
+    result *= _HALF
     return result
 
 
@@ -86,7 +96,10 @@ class BertEncoder:
     def __init__(self, weights: Mapping[str, Array], config: Mapping[str, object]) -> None:
         self.hidden = _int(config, "hidden_size")
         self.heads = _int(config, "num_attention_heads")
-        self.eps = float(config.get("layer_norm_eps", 1e-12))  # type: ignore[arg-type]
+        eps = config.get("layer_norm_eps", 1e-12)
+        if not isinstance(eps, int | float) or isinstance(eps, bool) or not 0 < eps < 1:
+            raise ValueError(f"config.json has layer_norm_eps={eps!r}; expected a small float")
+        self.eps = float(eps)
         if self.hidden % self.heads:
             raise ValueError(f"hidden_size {self.hidden} is not divisible by "
                              f"num_attention_heads {self.heads}")
@@ -147,23 +160,28 @@ class BertEncoder:
         batch, length = ids.shape
         if length > self.max_positions:
             raise ValueError(f"{length} tokens exceed the model's {self.max_positions} positions")
-        x = self.word[ids] + self.position[:length] + self.token_type0
+        rows = batch * length  # linear layers work on all tokens of the batch at once
+        x: Array = (self.word[ids] + self.position[:length] + self.token_type0).reshape(rows, -1)
         x = _layer_norm(x, self.emb_norm_w, self.emb_norm_b, self.eps)
         keep = mask.astype(np.float32)
         bias = ((1.0 - keep) * _MASKED)[:, None, None, :]  # (batch, 1, 1, keys)
         head = self.hidden // self.heads
         scale = np.float32(1.0 / math.sqrt(head))
         for layer in self.layers:
-            qkv = x @ layer.qkv_w + layer.qkv_b  # (batch, length, 3 * hidden)
-            qkv = qkv.reshape(batch, length, 3, self.heads, head).transpose(2, 0, 3, 1, 4)
-            q, k, v = qkv[0], qkv[1], qkv[2]  # each (batch, heads, length, head)
-            attention = _softmax((q @ k.transpose(0, 1, 3, 2)) * scale + bias)
-            context = (attention @ v).transpose(0, 2, 1, 3).reshape(batch, length, self.hidden)
+            qkv = (x @ layer.qkv_w + layer.qkv_b).reshape(batch, length, 3, self.heads, head)
+            q = qkv[:, :, 0].transpose(0, 2, 1, 3)  # (batch, heads, length, head)
+            k = qkv[:, :, 1].transpose(0, 2, 3, 1)  # (batch, heads, head, length)
+            v = qkv[:, :, 2].transpose(0, 2, 1, 3)
+            attention = _softmax((q * scale) @ k + bias)
+            context: Array = (attention @ v).transpose(0, 2, 1, 3).reshape(rows, self.hidden)
             x = _layer_norm(x + context @ layer.out_w + layer.out_b,
                             layer.attn_norm_w, layer.attn_norm_b, self.eps)
-            inner = _gelu(x @ layer.up_w + layer.up_b)
-            x = _layer_norm(x + inner @ layer.down_w + layer.down_b,
-                            layer.ffn_norm_w, layer.ffn_norm_b, self.eps)
+            ffn: Array = np.empty_like(x)
+            for start in range(0, rows, _FFN_ROWS):
+                block = x[start:start + _FFN_ROWS]
+                ffn[start:start + _FFN_ROWS] = _gelu(block @ layer.up_w + layer.up_b) @ layer.down_w
+            x = _layer_norm(x + ffn + layer.down_b, layer.ffn_norm_w, layer.ffn_norm_b, self.eps)
+        x = x.reshape(batch, length, self.hidden)
         pooled = (x * keep[:, :, None]).sum(axis=1) / np.maximum(
             keep.sum(axis=1, keepdims=True), np.float32(1e-9))
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)

@@ -165,6 +165,12 @@ class SQLiteStore:
                 self._conn.close()
                 self._conn = None
 
+    def __enter__(self) -> SQLiteStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
     async def __aenter__(self) -> SQLiteStore:
         return self
 

@@ -1,0 +1,159 @@
+"""PostgresRunStore: a recording saved by one process is explained by another, via PostgreSQL.
+
+Needs ``AGENTFOOTPRINT_PG_URL`` (skipped locally when unset, a failure under CI), except the
+refusals that happen before connecting.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agentfootprint import RunError
+from agentfootprint.demo import PLANTED, QUESTION, make_refund_agent
+from agentfootprint.errors import ConfigurationError
+from agentfootprint.explain import Recording, backtrack
+from agentfootprint.explain.runstore_postgres import PostgresRunStore
+
+PG_URL_ENV = "AGENTFOOTPRINT_PG_URL"
+
+SCRIPT = """
+import sys
+from agentfootprint.explain import backtrack
+from agentfootprint.explain.runstore_postgres import PostgresRunStore
+with PostgresRunStore(sys.argv[1], schema=sys.argv[2], create_schema=False) as store:
+    chain = backtrack(store.load(sys.argv[3]).commit_log(), suspect="customer-profile")
+print(str(chain))
+print("SYSTEM:" + chain.system_prompt)
+"""
+
+
+@pytest.fixture
+def url() -> str:
+    found = os.environ.get(PG_URL_ENV)
+    if found:
+        return found
+    if os.environ.get("CI"):
+        pytest.fail(f"{PG_URL_ENV} is unset under CI; .ci/run starts PostgreSQL and sets it.")
+    pytest.skip(f"PostgreSQL tests need {PG_URL_ENV}=postgresql://… (a running server).")
+
+
+@pytest.fixture
+def schema(url: str) -> Iterator[str]:
+    import psycopg
+    from psycopg import sql
+
+    name = f"aftest_{uuid.uuid4().hex}"
+    yield name
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
+
+
+def recording(run_id: str, created_at: float, output: object = "ok") -> Recording:
+    return Recording(
+        run_id=run_id,
+        kind="flow",
+        name=f"flow {run_id}",
+        status="done",
+        created_at=created_at,
+        chart={},
+        log={},
+        output=output,
+    )
+
+
+async def test_backtrack_from_a_stored_recording_in_a_fresh_process(url: str, schema: str) -> None:
+    """A recording saved to PostgreSQL and loaded by another process gives the same chain."""
+    result = await make_refund_agent().run(QUESTION)
+    live = backtrack(result, suspect="customer-profile")
+    with PostgresRunStore(url, schema=schema) as store:
+        saved = store.save(result)
+    assert saved.run_id == result.run_id
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, url, schema, result.run_id],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    chain_text, system = done.stdout.split("SYSTEM:", 1)
+    assert chain_text.strip() == str(live).strip()
+    assert system.rstrip("\n") == live.system_prompt
+    assert PLANTED in live.system_prompt
+
+
+def test_list_newest_first_and_save_replaces(url: str, schema: str) -> None:
+    """list() is newest first (ties by run id, descending); saving a run id again replaces it."""
+    with PostgresRunStore(url, schema=schema) as store:
+        for run_id, at in (("a", 1.0), ("c", 2.0), ("b", 2.0), ("B", 2.0)):
+            store.save(recording(run_id, at))
+        assert [r.run_id for r in store.list()] == ["c", "b", "B", "a"]
+        assert [r.run_id for r in store.list(limit=2)] == ["c", "b"]
+        store.save(recording("a", 3.0, output="second"))
+        summaries = store.list()
+        assert [r.run_id for r in summaries] == ["a", "c", "b", "B"]
+        assert summaries[0].preview == "second" and summaries[0].name == "flow a"
+        assert store.load("a").output == "second"
+
+
+def test_recordings_round_trip_exactly_including_nan(url: str, schema: str) -> None:
+    """The body is kept as text, so values jsonb would refuse (NaN, Infinity) come back."""
+    with PostgresRunStore(url, schema=schema) as store:
+        store.save(recording("r", 1.0, output={"x": math.inf, "y": [1.5, None]}))
+        loaded = store.load("r")
+    assert loaded.output["x"] == math.inf and loaded.output["y"] == [1.5, None]
+    assert loaded.to_json() == recording("r", 1.0, {"x": math.inf, "y": [1.5, None]}).to_json()
+
+
+def test_errors_are_clear_and_lose_nothing(url: str, schema: str) -> None:
+    """A missing run names the store; an unreadable row raises instead of reading as empty."""
+    import psycopg
+
+    with PostgresRunStore(url, schema=schema) as store:
+        with pytest.raises(KeyError, match="the store is empty"):
+            store.load("missing")
+        with psycopg.connect(url, autocommit=True) as raw:
+            raw.execute(
+                f"INSERT INTO {schema}.af_runs VALUES ('bad', 'n', 'agent', 'done', 1.0, '', '{{')"
+            )
+        with pytest.raises(
+            RunError, match=rf"run 'bad' in PostgresRunStore.*{schema}.* unreadable"
+        ):
+            store.load("bad")
+        with pytest.raises(KeyError, match=r"recent: bad"):
+            store.load("missing")
+        assert [r.run_id for r in store.list()] == ["bad"]
+
+
+def test_caller_connection_is_left_open(url: str, schema: str) -> None:
+    """With conn= the store uses the caller's connection and close() leaves it to its owner."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        store = PostgresRunStore(conn=conn, schema=schema)
+        store.save(recording("r", 1.0))
+        store.close()
+        assert not conn.closed
+    with PostgresRunStore(url, schema=schema, create_schema=False) as other:
+        assert other.load("r").run_id == "r"
+
+
+def test_refusals_before_connecting(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Bad identifiers, no connection source, no server and no driver all say what to fix."""
+    with pytest.raises(ConfigurationError, match="exactly one of url= or conn="):
+        PostgresRunStore()
+    with pytest.raises(ConfigurationError, match="table="):
+        PostgresRunStore("postgresql://localhost/db", table="runs; DROP TABLE x")
+    with pytest.raises(ConfigurationError, match="cannot open the run store") as info:
+        PostgresRunStore(f"postgresql://u:s3cret@/db?host={tmp_path}", connect_timeout=2)
+    assert "s3cret" not in str(info.value)
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    with pytest.raises(ConfigurationError, match=r'pip install "agentfootprint\[postgres\]"'):
+        PostgresRunStore("postgresql://localhost/db")
