@@ -34,6 +34,38 @@ EXPECTED = {
         "READ     respond/urgent/call_llm#",
         "BORN     define_fact('tier')",
     ],
+    "pattern_debate.py": [
+        " opponent: Invalidation bugs are the usual outage cause.",
+        "Verdict: add the cache with a 30 s TTL — 4 arguments weighed.",
+        "judge/call_llm#",
+    ],
+    "pattern_map_reduce.py": [
+        "negative  The screen cracked in a week.",
+        "2 positive, 1 negative; the complaint is about the screen.",
+    ],
+    "pattern_reflection.py": [
+        "Answer: Your order A-1001 has shipped and arrives on Friday.",
+        "Rounds: 2, accepted: True",
+        'It examined "rejected in round 1 of 3"',
+        "and chose Accepted.",
+    ],
+    "pattern_self_consistency.py": [
+        "Answer: 408",
+        "Votes: {'418': 2, '408': 3} (winner: sample-2)",
+        "READ     sample-",
+        "BORN     define_fact('method')",
+    ],
+    "pattern_swarm.py": [
+        "Relay: triage -> billing (1 hand-off)",
+        "Answer: Refund of 42.00 EUR for order A-1001 approved; it is within the 30-day window.",
+        "READ     billing/call_llm#",
+        "BORN     define_fact('refund-window')",
+    ],
+    "pattern_tree_of_thoughts.py": [
+        "Answer: 10 * 2 = 20 (level 3, score 0)",
+        "Path: 2 + 3 = 5 -> 5 * 2 = 10 -> 10 * 2 = 20",
+        'It examined "best score 0 reached stop_at=0"',
+    ],
     "quickstart_agent.py": [
         "It is 22°C and sunny in Paris.",
         'It examined "the model asked for tools"',
