@@ -53,3 +53,25 @@ def test_demo_runs_as_a_command(tmp_path: Path) -> None:
                           timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert "re-run 15/15" in done.stderr
+
+
+def test_report_writes_one_self_contained_html_file(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """The demo writes its HTML report; `report RUN_ID -o FILE` writes one from the store."""
+    store = tmp_path / "runs.db"
+    assert main(["--store", str(store), "demo"]) == 0
+    demo_out = capsys.readouterr().out
+    pages = list((tmp_path / "reports").glob("*.html"))
+    assert len(pages) == 1 and f"HTML report: {pages[0]}" in demo_out
+    assert "CAUSAL 3/3" in pages[0].read_text(encoding="utf-8")
+    run_id = pages[0].stem
+    target = tmp_path / "out" / "why.html"
+    assert main(["--store", str(store), "report", run_id, "-o", str(target)]) == 0
+    assert capsys.readouterr().out.strip() == str(target)
+    html = target.read_text(encoding="utf-8")
+    assert html.startswith("<!DOCTYPE html>") and 'id="board"' in html
+    assert "https://" not in html and "http://" not in html
+    assert main(["--store", str(store), "report", run_id]) == 0
+    assert capsys.readouterr().out.strip() == str(tmp_path / "reports" / f"{run_id}.html")
+    assert main(["--store", str(store), "report", "nope", "-o", str(target)]) == 1
+    assert "no run 'nope'" in capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""The ``agentfootprint`` command: ``demo``, ``runs list``, ``explain RUN_ID``."""
+"""The ``agentfootprint`` command: ``demo``, ``runs list``, ``explain``, ``report RUN_ID``."""
 
 from __future__ import annotations
 
@@ -24,6 +24,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     listing.add_argument("--limit", type=int, default=20)
     explain = commands.add_parser("explain", help="backtrack a recorded run's answer")
     explain.add_argument("run_id")
+    report = commands.add_parser("report", help="write a recorded run's HTML report")
+    report.add_argument("run_id")
+    report.add_argument("-o", "--output", default=None,
+                        help="the HTML file (default: reports/RUN_ID.html beside the store)")
     options = parser.parse_args(argv)
 
     from .explain.runstore import DEFAULT_RUN_STORE, RunStore
@@ -47,6 +51,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{run.run_id}  {when}  {run.kind:<5} {run.status:<6} {run.name}: "
                   f"{run.preview[:60]}")
         return 0
+    if options.command == "report":
+        return _report(store_path, options.run_id, options.output)
     from .explain.backtrack import backtrack
 
     with RunStore(store_path) as store:
@@ -56,6 +62,28 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(exc.args[0], file=sys.stderr)
             return 1
     print(backtrack(recording.commit_log()))
+    return 0
+
+
+def _report(store_path: Path, run_id: str, output: str | None) -> int:
+    """Write the HTML report of a stored run; print its path."""
+    from .explain.report import write_html_report
+    from .explain.runstore import RunStore
+
+    with RunStore(store_path) as store:
+        try:
+            recording = store.load(run_id)
+        except KeyError as exc:
+            print(exc.args[0], file=sys.stderr)
+            return 1
+    target = Path(output) if output else store_path.parent / "reports" / f"{run_id}.html"
+    try:
+        written = write_html_report(recording, target)
+    except OSError as exc:
+        print(f"cannot write the report to {str(target)!r} ({exc}); pass -o with a writable "
+              "path", file=sys.stderr)
+        return 1
+    print(written)
     return 0
 
 

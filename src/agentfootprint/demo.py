@@ -15,8 +15,9 @@ from typing import Any
 
 from .agent import Agent, RunResult
 from .context import define_fact, define_steering
-from .explain.backtrack import backtrack
-from .explain.localize import localize_context_bug
+from .explain.backtrack import Backtrack, backtrack
+from .explain.localize import ContextBugReport, localize_context_bug
+from .explain.report import write_html_report
 from .explain.runstore import DEFAULT_RUN_STORE, RunStore
 from .flow.run import run_sync
 from .providers.base import LLMRequest
@@ -74,17 +75,24 @@ def is_wrong(answer: str) -> bool:
 async def demo(*, profile: str = PLANTED, style: str = STYLE,
                store_path: Path | str = DEFAULT_RUN_STORE,
                progress: Callable[[int, int, str], None] | None = None) -> str:
-    """Run, record, prove, backtrack; return the report text (also written to a file)."""
+    """Run, record, prove, backtrack; return the report text (also written to files).
+
+    The markdown report and the HTML report are written to ``reports/`` beside the store.
+    """
     result: RunResult = await make_refund_agent(profile=profile, style=style).run(QUESTION)
     store = RunStore(store_path)
     try:
-        store.save(result, meta={"demo": "refunds"})
+        recording = store.save(result, meta={"demo": "refunds"})
     finally:
         store.close()
+    reports = Path(store_path).parent / "reports"
+    html_path = reports / f"{result.run_id}.html"
+    chain: Backtrack | None = None
+    report: ContextBugReport | None = None
     head = [f"# Why did the refunds agent answer this? (run {result.run_id})", "",
             f"Question: {QUESTION}", f"Answer:   {result.content}", ""]
     tail = ["", f"Recorded in {store_path}; explain it again with `agentfootprint explain "
-                f"{result.run_id}`."]
+                f"{result.run_id}`.", f"HTML report: {html_path}"]
     if not is_wrong(result.content):
         text = "\n".join([*head, "The answer keeps the 30-day policy: there is no context bug "
                           "to localize.", *tail])
@@ -103,9 +111,9 @@ async def demo(*, profile: str = PLANTED, style: str = STYLE,
                                   else "the best-ranked source (no cause was proven)"), "",
             str(chain), "",
             "## Proof by re-running without each source", "", str(report), *tail])
-    reports = Path(store_path).parent / "reports"
     reports.mkdir(parents=True, exist_ok=True)
     (reports / f"{result.run_id}.md").write_text(text + "\n", encoding="utf-8")
+    write_html_report(recording, html_path, backtrack=chain, localization=report)
     return text
 
 

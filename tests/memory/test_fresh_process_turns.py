@@ -29,37 +29,24 @@ TURNS = 5
 FRESH_AGENT_TURN = """
 import asyncio, sys
 
-from agentfootprint.memory import (
-    MemoryEntry, MemoryIdentity, MemorySource, SQLiteStore, resolve_turn_number,
-)
+from agentfootprint import Agent
+from agentfootprint.memory import MemoryIdentity, SQLiteStore, define_memory, window
 from agentfootprint.memory.stores.redis import RedisStore
+from agentfootprint.providers import mock
 
 
 async def turn(kind: str, target: str, prefix: str, conversation: str, message: str) -> None:
-    identity = MemoryIdentity(conversation)
     store = (
         SQLiteStore(target, busy_timeout_ms=30_000)
         if kind == "sqlite"
         else RedisStore(target, prefix=prefix)
     )
     async with store:
-        # LEAD: switch to Agent(memory=...) — a fresh Agent with a memory on `store` runs
-        # `message`; its seed resolves the turn and its memory writes msg-{turn}-0/-1.
-        number = await resolve_turn_number(stores=[store], identity=identity)
-        await store.put_many(
-            identity,
-            [
-                MemoryEntry(
-                    id=f"msg-{number}-{index}",
-                    value={"role": role, "content": content},
-                    source=MemorySource(turn=number, identity=identity),
-                )
-                for index, (role, content) in enumerate(
-                    [("user", message), ("assistant", "reply to " + message)]
-                )
-            ],
-        )
-    print(number)
+        chat = define_memory(id="chat", type="episodic", strategy=window(20), store=store)
+        agent = Agent(provider=mock(reply="reply to " + message), model="m", memory=[chat],
+                      identity=MemoryIdentity(conversation))
+        result = await agent.run(message)
+    print(result.turn)
 
 
 asyncio.run(turn(*sys.argv[1:]))

@@ -156,6 +156,16 @@ async def test_put_many_is_one_transaction(store: PostgresStore) -> None:
     assert (await store.list(ME)).entries == []
 
 
+async def test_driver_errors_name_the_store(store: PostgresStore, url: str, schema: str) -> None:
+    """Tables dropped under a running store raise MemoryStoreError; nothing reads as empty."""
+    await store.put(ME, entry("a"))
+    await execute(url, f"DROP TABLE {schema}.af_memory_entries")
+    for call in (store.get(ME, "a"), store.list(ME), store.put(ME, entry("b"))):
+        with pytest.raises(MemoryStoreError, match="af_memory_entries") as info:
+            await call
+        assert info.value.store == store.name and isinstance(info.value.__cause__, Exception)
+
+
 async def test_unreachable_server_is_a_store_error(tmp_path: object) -> None:
     """A server that is not there raises MemoryStoreError naming the store and the fix."""
     store = PostgresStore(f"postgresql://nobody@/db?host={tmp_path}&connect_timeout=1", timeout=1.0)

@@ -393,3 +393,28 @@ async def test_embedding_round_trips_exactly_as_float32(store: MemoryStore) -> N
     await store.put(ALICE, written)
     assert await store.get(ALICE, "v") == written
     assert (await store.list(ALICE)).entries == [written]
+
+
+async def test_search_over_many_vectors_matches_brute_force(vstore: VectorSearchStore) -> None:
+    """Past the small-set path (NumPy matrices, cached per namespace) the ranking is the same."""
+    import math
+    import random
+
+    rng = random.Random(3)
+    written = [vec(f"e{i:03d}", [rng.uniform(-1, 1) for _ in range(8)], tier="hot")
+               for i in range(120)]
+    written.append(vec("short", [1.0, 0.0]))
+    await vstore.put_many(ALICE, written)
+    query = [rng.uniform(-1, 1) for _ in range(8)]
+
+    def cosine(a: list[float], b: list[float]) -> float:
+        dot = sum(x * y for x, y in zip(a, b, strict=True))
+        return dot / (math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b)))
+
+    expected = sorted((e for e in written if len(e.embedding or []) == 8),
+                      key=lambda e: -cosine(e.embedding or [], query))[:7]
+    for _ in range(2):  # the second search reads the cached index
+        hits = await vstore.search(ALICE, query, k=7)
+        assert [h.entry.id for h in hits] == [e.id for e in expected]
+    await vstore.delete(ALICE, expected[0].id)
+    assert (await vstore.search(ALICE, query, k=1))[0].entry.id == expected[1].id

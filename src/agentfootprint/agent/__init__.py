@@ -2,5 +2,32 @@
 
 from .agent import Agent, LLMCall, RunResult
 from .loop import WRAP_UP_INSTRUCTION
+from .moments import act, allow, ask, deny
+from .permissions import PermissionPolicy, PermissionRule
+from .window import (
+    WindowStrategy,
+    restoring,
+    sliding_window,
+    summarize_window,
+    token_budget,
+    windowed_messages,
+)
 
-__all__ = ["WRAP_UP_INSTRUCTION", "Agent", "LLMCall", "RunResult"]
+__all__ = [
+    "WRAP_UP_INSTRUCTION",
+    "Agent",
+    "LLMCall",
+    "PermissionPolicy",
+    "PermissionRule",
+    "RunResult",
+    "WindowStrategy",
+    "act",
+    "allow",
+    "ask",
+    "deny",
+    "restoring",
+    "sliding_window",
+    "summarize_window",
+    "token_budget",
+    "windowed_messages",
+]

@@ -25,6 +25,9 @@ from ..tools.registry import ToolRegistry
 from ..tools.scripts import LEDGER_KEY
 from ..tools.tool import Tool
 from .loop import AgentSpec, build_agent_chart, live_emit
+from .moments import ActRule, check_act
+from .permissions import PermissionChecker, check_checker
+from .window import WindowStrategy
 
 if TYPE_CHECKING:
     from ..memory.define import MemoryDefinition
@@ -158,8 +161,16 @@ class Agent(_Runner):
         stream: bool = False,
         observer_delivery: Literal["inline", "deferred"] = "inline",
         redaction: RedactionPolicy | None = None,
+        window: WindowStrategy | None = None,
+        act: Iterable[ActRule] = (),
+        permissions: PermissionChecker | None = None,
     ) -> None:
         _check_provider(provider, model)
+        rules = check_act(act, check_checker(permissions))
+        if window is not None and not isinstance(window, WindowStrategy):
+            raise ConfigurationError(
+                f"window={window!r} is not a window strategy; use sliding_window(turns=...), "
+                "token_budget(max_tokens=...) or summarize_window(...)")
         if not isinstance(max_iterations, int) or max_iterations < 1:
             raise ConfigurationError(f"max_iterations={max_iterations!r} must be an int >= 1")
         if react_mode not in ("dynamic", "classic"):
@@ -184,7 +195,8 @@ class Agent(_Runner):
             registry=ToolRegistry(dispatchable, max_result_chars=max_tool_result_chars),
             max_iterations=max_iterations, react_mode=react_mode, temperature=temperature,
             max_tokens=max_tokens, wrap_up=wrap_up, stream=stream, injections=injections,
-            static_tools=static, read_skill=reader, skip_step=skipper, memories=memories)
+            static_tools=static, read_skill=reader, skip_step=skipper, memories=memories,
+            window=window, act=rules)
         super().__init__(spec, name=name, watch=watch, observer_delivery=observer_delivery,
                          redaction=redaction)
 
@@ -287,9 +299,11 @@ def _check_context(context: Iterable[Injection], tools: tuple[Tool, ...]
 
 def _check_memories(memory: Iterable[MemoryDefinition], injections: tuple[Injection, ...]
                     ) -> tuple[MemoryDefinition, ...]:
+    memories = tuple(memory)
+    if not memories:  # an agent without memory never loads the memory package (cold start)
+        return memories
     from ..memory.define import MemoryDefinition
 
-    memories = tuple(memory)
     taken = {i.id for i in injections}
     for item in memories:
         if not isinstance(item, MemoryDefinition):

@@ -29,10 +29,11 @@ from ..flow import Chart, Decision, FlowEvent, Scope, flow_chart
 from ..flow.builder import FlowBuilder
 from ..providers.base import LLMRequest, LLMResponse, Message, Provider, ToolCall, wire_messages
 from ..providers.resilience import resilience_reports
-from ..tools.code_runner import dispatch_script_call
 from ..tools.registry import ToolOutcome, ToolRegistry
 from ..tools.scripts import LEDGER_KEY, check_script_ledger, without_earlier_script_text
 from ..tools.tool import Tool, ToolContext
+from .moments import ActRules
+from .window import WindowStrategy, windowed_messages
 
 if TYPE_CHECKING:
     from ..memory.define import MemoryDefinition
@@ -77,6 +78,9 @@ class AgentSpec:
     skip_step: Tool | None = None
     system_cache: str = "always"
     memories: tuple[MemoryDefinition, ...] = ()
+    act: ActRules = field(default_factory=ActRules)
+    """act() rules by moment and the permission checker (``moments.py``)."""
+    window: WindowStrategy | None = None
 
     @property
     def tracks_context(self) -> bool:
@@ -142,6 +146,14 @@ class _Stages:
             scope["activated_skills"] = []
             scope["tool_results"] = []
         _emit(scope, "agent.turn_start", {"turn": turn, "user_message": message})
+
+    async def seed_judged(self, scope: Scope) -> None:
+        """Seed, then let the input rules judge the user's message (deny stops the run)."""
+        if self.spec.memories:
+            await self.seed_with_memory(scope)
+        else:
+            self.seed(scope)
+        await self.spec.act.judge_input(scope)
 
     async def _resolve_turn(self, scope: Scope, host_turn: int) -> int:
         """The turn, resolved once over every store this run writes to and claimed there."""
@@ -265,6 +277,26 @@ class _Stages:
         scope["messages_delivery"] = {"iteration": scope["iteration"], "delivered": delivered,
                                       "deferred": deferred}
 
+    async def window(self, scope: Scope) -> None:
+        """Choose which part of ``history`` this call is sent; record it and what left.
+
+        ``history`` itself is untouched. ``window`` holds the plan of this call (rebuild the
+        request with ``windowed_messages``); ``window_evicted`` gains one entry per call.
+        """
+        strategy = self.spec.window
+        assert strategy is not None
+        iteration = scope["iteration"]
+        plan = await strategy.plan(scope["history"], turn=scope["turn"],
+                                   previous=scope.get("window"))
+        scope["window"] = plan.to_state(strategy.name, iteration)
+        evicted = [dict(e) for e in plan.evicted]
+        scope["window_evicted"] = [*(scope.get("window_evicted") or ()), {
+            "iteration": iteration, "strategy": strategy.name, "evicted": evicted}]
+        if evicted:
+            _emit(scope, "context.evicted", {
+                "iteration": iteration, "strategy": strategy.name, "evicted": evicted,
+                "kept_count": len(plan.kept), "summarized": plan.summary is not None})
+
     def tools_slot(self, scope: Scope) -> None:
         spec = self.spec
         if scope.get("wrap_up_asked"):  # the wrap-up call is made without tools
@@ -338,6 +370,8 @@ class _Stages:
         iteration = scope["iteration"]
         system = scope.get("system_prompt") or None
         history = scope["history"]
+        if spec.window is not None:
+            history = windowed_messages(history, scope["window"])
         tools = [] if scope.get("wrap_up_asked") else scope.get("tool_schemas") or []
         request = LLMRequest.model_construct(
             model=spec.model, messages=wire_messages(history), system=system, tools=tools,
@@ -441,14 +475,12 @@ class _Stages:
                                                "tool_call_id": call["id"],
                                                "args": call.get("args") or {},
                                                "iteration": iteration})
-            sent = await dispatch_script_call(
-                spec.registry, call, ToolContext(call["id"], iteration, scope.run_id), scope,
-                turn=scope["turn"])
-            outcome = sent.outcome
-            if sent.code_run is not None:
-                _emit(scope, "tools.code_run", sent.code_run)
-            if spec.skip_step is not None:
-                outcome = self._follow_steps(scope, call, outcome, iteration)
+            gated = await spec.act.gate_call(scope, call, iteration) if spec.act.gates_tools \
+                else None
+            if gated is not None and gated.refusal is not None:
+                outcome = gated.refusal
+            else:
+                outcome = await self._dispatch(scope, gated.call if gated else call, iteration)
             if outcome.issues:
                 _emit(scope, "validation.args_invalid", {
                     "tool_name": call["name"], "tool_call_id": call["id"],
@@ -467,11 +499,47 @@ class _Stages:
                     scope["activated_skills"] = [*activated, skill_id]
                     _emit(scope, "skill.activated", {"skill_id": skill_id,
                                                      "iteration": iteration})
+            if gated is not None and gated.halted:
+                self._halt(scope, calls, results, history, iteration)
+                break
         scope["history"] = history
         scope["tool_results"] = results
         scope["iteration"] = iteration + 1
         _emit(scope, "agent.iteration_end", {"iteration": iteration,
                                              "tool_call_count": len(calls)})
+
+    async def _dispatch(self, scope: Scope, call: ToolCall, iteration: int) -> ToolOutcome:
+        """Run one permitted call (steps 4–6 of ``moments.py``'s dispatch order)."""
+        from ..tools.code_runner import dispatch_script_call  # loaded by the first tool call
+
+        spec = self.spec
+        sent = await dispatch_script_call(
+            spec.registry, call, ToolContext(call["id"], iteration, scope.run_id), scope,
+            turn=scope["turn"])
+        outcome = sent.outcome
+        if sent.code_run is not None:
+            _emit(scope, "tools.code_run", sent.code_run)
+        if spec.skip_step is not None:
+            outcome = self._follow_steps(scope, call, outcome, iteration)
+        return await spec.act.judge_result(scope, call, outcome, iteration)
+
+    @staticmethod
+    def _halt(scope: Scope, calls: list[ToolCall], results: list[dict[str, Any]],
+              history: list[Message], iteration: int) -> None:
+        """A permission halt: later calls of the batch get a "not run" result (so the
+        conversation stays well paired for a follow-up), then the run stops after this stage."""
+        answered = {r["tool_call_id"] for r in results}
+        for call in calls:
+            if call["id"] not in answered:
+                history.append({"role": "tool", "tool_call_id": call["id"],
+                                "tool_name": call["name"], "content": (
+                                    "Not run: the run was stopped by policy before this "
+                                    "call.")})
+        halt = scope["permission_halt"]
+        _emit(scope, "permission.halt", {**halt, "sequence_length": len(answered)})
+        scope["stopped_early"] = "permission-halt"
+        scope["final_content"] = ""
+        scope.break_("permission-halt")
 
     def _follow_steps(self, scope: Scope, call: ToolCall, outcome: ToolOutcome,
                       iteration: int) -> ToolOutcome:
@@ -542,7 +610,14 @@ class _Stages:
         _emit(scope, "agent.iteration_end", {"iteration": iteration, "tool_call_count": 0})
 
     def finalize(self, scope: Scope) -> str:
-        content = scope.get("llm_content") or ""
+        return self._finalize(scope, scope.get("llm_content") or "")
+
+    async def finalize_judged(self, scope: Scope) -> str:
+        """Finalize with the answer the output rules let through ("" when withheld)."""
+        return self._finalize(scope, await self.spec.act.judge_output(
+            scope, scope.get("llm_content") or ""))
+
+    def _finalize(self, scope: Scope, content: str) -> str:
         iteration = scope["iteration"]
         scope["final_content"] = content
         if self.spec.memories:
@@ -613,7 +688,8 @@ def build_agent_chart(spec: AgentSpec, *, name: str = "Agent") -> Chart:
     """The agent's chart. ``spec.with_tools=False`` gives the single-call ``LLMCall`` shape."""
     stages = _Stages(spec)
     builder = _mount_memories(
-        flow_chart("Seed", stages.seed_with_memory if spec.memories else stages.seed,
+        flow_chart("Seed", stages.seed_judged if spec.act.at("input") else
+                   stages.seed_with_memory if spec.memories else stages.seed,
                    id="seed", description="Seed the turn"), spec,
         side="read")
     builder = (
@@ -623,7 +699,12 @@ def build_agent_chart(spec: AgentSpec, *, name: str = "Agent") -> Chart:
               description="Assemble the system prompt")
         .then("MessagesSlot", stages.messages_slot, id="messages_slot",
               description="Assemble the messages")
-        .then("ToolsSlot", stages.tools_slot, id="tools_slot",
+    )
+    if spec.window is not None:
+        builder = builder.then("Window", stages.window, id="window",
+                               description="Choose the part of the history the model is sent")
+    builder = (
+        builder.then("ToolsSlot", stages.tools_slot, id="tools_slot",
               description="Assemble the tool list")
         .then("CallLLM", stages.call_llm, id="call_llm", description="Call the model")
     )
@@ -639,7 +720,9 @@ def build_agent_chart(spec: AgentSpec, *, name: str = "Agent") -> Chart:
                 description="Ask for an answer without tools", loop_to="injections")
         .branch("step-nudge", "StepNudge", stages.step_nudge, id="step_nudge",
                 description="Remind the model of the unfinished procedure", loop_to="injections")
-        .branch("final", "Finalize", stages.finalize, id="finalize",
+        .branch("final", "Finalize",
+                stages.finalize_judged if spec.act.at("output") else stages.finalize,
+                id="finalize",
                 description="Hand back the answer")
         .end()
     )

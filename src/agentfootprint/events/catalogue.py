@@ -148,6 +148,13 @@ def _build_events() -> dict[str, type[BaseModel]]:
         trigger: str
         iteration: int
 
+    class ContextEvicted(_Payload):
+        iteration: int
+        strategy: str
+        evicted: list[dict[str, Any]]
+        kept_count: int
+        summarized: bool
+
     class ContextEvaluated(_Payload):
         iteration: int
         active: list[str]
@@ -190,6 +197,33 @@ def _build_events() -> dict[str, type[BaseModel]]:
         target: str
         result: str
         rationale: str | None = None
+        capability: str = "tool_call"
+        actor: str = "agent"
+        policy_rule_id: str | None = None
+        reason: str | None = None
+        checker: str | None = None
+        tool_call_id: str | None = None
+        iteration: int | None = None
+
+    class PermissionHalt(_Payload):
+        target: str
+        tool_call_id: str
+        iteration: int
+        rule_id: str | None = None
+        reason: str | None = None
+        tell_model: str
+        sequence_length: int
+
+    class ActDecision(_Payload):
+        moment: str
+        rule: str
+        decision: str
+        reason: str | None = None
+        iteration: int
+        tool_call_id: str | None = None
+        tool_name: str | None = None
+        question: str | None = None
+        error: str | None = None
 
     class PauseRequest(_Payload):
         reason: str
@@ -215,6 +249,7 @@ def _build_events() -> dict[str, type[BaseModel]]:
         PREFIX + "fallback.triggered": FellBack,
         PREFIX + "context.evaluated": ContextEvaluated,
         PREFIX + "context.injected": ContextInjected,
+        PREFIX + "context.evicted": ContextEvicted,
         PREFIX + "skill.activated": SkillActivated,
         PREFIX + "skill.step_advanced": StepAdvanced,
         PREFIX + "skill.step_skipped": StepSkipped,
@@ -222,6 +257,8 @@ def _build_events() -> dict[str, type[BaseModel]]:
         PREFIX + "memory.written": MemoryWritten,
         PREFIX + "cost.tick": CostTick,
         PREFIX + "permission.check": PermissionCheck,
+        PREFIX + "permission.halt": PermissionHalt,
+        PREFIX + "act.decision": ActDecision,
         PREFIX + "pause.request": PauseRequest,
     }
 

@@ -2,10 +2,13 @@
 
 Evidence, then proof: ``backtrack`` walks the recorded chain from an answer to the context
 that reached it and ranks the candidates with a proxy score; ``localize_context_bug`` re-runs
-the agent without each candidate and is the only thing allowed to say CAUSAL.
+the agent without each candidate and is the only thing allowed to say CAUSAL;
+``recorded_chat`` keeps a conversation's turns as frozen evidence to reason about, re-run and fork.
 """
 
 from .backtrack import Backtrack, Hop, backtrack
+from .chat import ChatTurn, RecordedChat, TurnReason, TurnRerun, recorded_chat
+from .dropped import DroppedContextReport, dropped_candidates, find_dropped_context
 from .influence import (
     lexical_overlap,
     list_influence_strategies,
@@ -18,24 +21,34 @@ from .localize import ContextBugReport, localize_context_bug
 from .recording import Recording
 from .rerun import bisect_culprits, rerun_without_sources
 from .runstore import RunStore, RunSummary
+from .runstore_postgres import PostgresRunStore
 from .suspects import Suspect, suspects_of
 
 __all__ = [
     "Backtrack",
+    "ChatTurn",
     "ContextBugReport",
+    "DroppedContextReport",
     "Hop",
+    "PostgresRunStore",
+    "RecordedChat",
     "Recording",
     "RunStore",
     "RunSummary",
     "Suspect",
+    "TurnReason",
+    "TurnRerun",
     "backtrack",
     "bisect_culprits",
+    "dropped_candidates",
+    "find_dropped_context",
     "lexical_overlap",
     "list_influence_strategies",
     "localize_context_bug",
     "mock_embedder",
     "rank_suspects",
     "ranking_confidence",
+    "recorded_chat",
     "rerun_without_sources",
     "semantic_alignment",
     "suspects_of",

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..agent.window import windowed_messages
 from ..flow.commitlog import CommitLog, CommitRecord
 from .influence import rank_suspects
 from .suspects import Suspect, final_call, is_stage, log_of, suspects_of
@@ -73,7 +74,9 @@ def backtrack(source: Any, *, suspect: str | None = None,
     ranked = rank_suspects(answer, candidates, strategy=strategy)
     chosen = _choose(ranked, suspect)
     hops = [Hop("ANSWER", f"{_quote(answer)}", final.runtime_stage_id if final else None)]
-    messages = log.value_at("history", call.idx - 1, ns=call.ns, default=[])
+    messages = windowed_messages(
+        log.value_at("history", call.idx - 1, ns=call.ns, default=[]),
+        log.value_at("window", call.idx - 1, ns=call.ns, default=None))
     tools = log.value_at("tool_schemas", call.idx - 1, ns=call.ns, default=[])
     sentence = None
     if chosen is None:

@@ -14,6 +14,7 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
+from ..agent.window import windowed_messages
 from ..flow.commitlog import CommitLog
 from ..flow.run import FlowRun
 from ..flow.values import copy_value
@@ -74,7 +75,9 @@ class Recording(BaseModel):
                 "runtime_stage_id": record.runtime_stage_id,
                 "iteration": log.value_at("iteration", before),
                 "system": log.value_at("system_prompt", before, default="") or None,
-                "messages": wire_messages(log.value_at("history", before, default=[])),
+                "messages": wire_messages(windowed_messages(
+                    log.value_at("history", before, default=[]),
+                    log.value_at("window", before, default=None))),
                 "tools": [] if wrapped else log.value_at("tool_schemas", before, default=[]),
             })
         return out

@@ -109,7 +109,11 @@ def suspects_of(source: Any, call: CommitRecord | None = None) -> list[Suspect]:
     history = log.value_at("history", before, ns=ns, default=[])
     writers = _history_writers(log, call.idx, ns)
     writers += [None] * (len(history) - len(writers))
+    window = log.value_at("window", before, ns=ns, default=None)
+    sent = set(window["kept"]) if window is not None else None
     for index, message in enumerate(history):
+        if sent is not None and index not in sent:
+            continue  # left out of the window: the model never read it
         marker = message.get("injected_by")
         if message["role"] == "user" and marker is None:
             out.append(Suspect("user", "user", message["content"], None, "messages",

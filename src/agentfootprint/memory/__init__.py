@@ -20,7 +20,7 @@ from agentfootprint.memory.store import (
     StoreCapabilities,
     VectorSearchStore,
 )
-from agentfootprint.memory.stores import InMemoryStore, SQLiteStore
+from agentfootprint.memory.stores import InMemoryStore, PostgresStore, RedisStore, SQLiteStore
 from agentfootprint.memory.strategies import (
     budget,
     list_memory_strategies,
@@ -41,6 +41,8 @@ __all__ = [
     "MemorySource",
     "MemoryStore",
     "MemoryStoreError",
+    "PostgresStore",
+    "RedisStore",
     "SQLiteStore",
     "ScoredEntry",
     "StoreCapabilities",

@@ -61,6 +61,12 @@ class ToolSchema(TypedDict):
     input_schema: dict[str, Any]
 
 
+def _empty_list() -> list[Any]:
+    # ``list`` itself would do, but Pydantic reads a factory's signature, and reading a builtin's
+    # compiles the tokenizer's large regex: a cold-start cost paid before the first run.
+    return []
+
+
 class Usage(BaseModel):
     """Real token counts as the provider reported them (0 = not reported)."""
 
@@ -80,7 +86,7 @@ class LLMRequest(BaseModel):
     model: str
     messages: list[Message]
     system: str | None = None
-    tools: list[ToolSchema] = Field(default_factory=list)
+    tools: list[ToolSchema] = Field(default_factory=_empty_list)
     temperature: float | None = None
     max_tokens: int | None = None
     stop: list[str] | None = None
@@ -94,7 +100,7 @@ class LLMResponse(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     content: str = ""
-    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_calls: list[ToolCall] = Field(default_factory=_empty_list)
     usage: Usage = Field(default_factory=Usage)
     stop_reason: str = "stop"
     """Normalised: ``stop``, ``tool_use``, ``max_tokens``, ``content_filter``, or the raw value."""

@@ -9,10 +9,10 @@ Python path gives the same ranking up to float rounding.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["rank_cosine", "same_embedder"]
+__all__ = ["VectorIndex", "rank_cosine", "same_embedder"]
 
 
 def _numpy() -> Any:
@@ -69,3 +69,59 @@ def same_embedder(entry_model: str | None, wanted: str | None) -> bool:
     Ids decide only when both sides named themselves; lengths are checked by the ranking.
     """
     return wanted is None or entry_model is None or entry_model == wanted
+
+
+class VectorIndex:
+    """Rows ``(id, vector)`` ready for repeated searches: with NumPy, one matrix per length.
+
+    A store keeps one per namespace until it writes there, so a search costs one matrix
+    product instead of converting every stored vector again.
+    """
+
+    def __init__(self, rows: Sequence[tuple[str, Sequence[float]]]) -> None:
+        self.rows = list(rows)
+        self._matrices: dict[int, tuple[list[int], Any, Any]] = {}
+
+    def rank(
+        self,
+        query: Sequence[float],
+        *,
+        keep: Callable[[int], bool],
+        k: int,
+        min_score: float | None,
+    ) -> list[tuple[str, float]]:
+        """Like :func:`rank_cosine` over the rows whose position ``keep`` accepts."""
+        np = _numpy()
+        if np is None or len(self.rows) <= 32:
+            rows = [row for i, row in enumerate(self.rows) if keep(i)]
+            return rank_cosine(query, rows, k=k, min_score=min_score)
+        query_norm = math.sqrt(math.fsum(x * x for x in query))
+        if query_norm == 0.0:
+            return []
+        positions, matrix, norms = self._matrix(np, len(query))
+        if not positions:
+            return []
+        with np.errstate(divide="ignore", invalid="ignore"):
+            scores = (matrix @ np.asarray(query, dtype=np.float64)) / (norms * query_norm)
+        scores = np.clip(np.where(norms > 0.0, scores, np.nan), -1.0, 1.0)
+        order = np.argsort(-scores, kind="stable")
+        picked: list[tuple[str, float]] = []
+        for slot in order.tolist():
+            score = float(scores[slot])
+            if math.isnan(score) or (min_score is not None and score < min_score):
+                break  # NaN (zero vectors) sort last; scores only fall from here
+            if len(picked) >= k and score < picked[-1][1]:
+                break  # ties with the k-th are kept so ids can break them below
+            position = positions[slot]
+            if keep(position):
+                picked.append((self.rows[position][0], score))
+        picked.sort(key=lambda hit: (-hit[1], hit[0]))
+        return picked[:k]
+
+    def _matrix(self, np: Any, dims: int) -> tuple[list[int], Any, Any]:
+        if dims not in self._matrices:
+            positions = [i for i, (_, vec) in enumerate(self.rows) if len(vec) == dims]
+            matrix = np.asarray([self.rows[i][1] for i in positions], dtype=np.float64)
+            matrix = matrix.reshape(len(positions), dims)
+            self._matrices[dims] = (positions, matrix, np.linalg.norm(matrix, axis=1))
+        return self._matrices[dims]

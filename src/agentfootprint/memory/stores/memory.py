@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import itertools
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -17,7 +18,7 @@ from agentfootprint.memory.store import (
     check_limit,
 )
 from agentfootprint.memory.stores._keyset import decode_cursor, encode_cursor
-from agentfootprint.memory.stores._vectors import rank_cosine, same_embedder
+from agentfootprint.memory.stores._vectors import VectorIndex, same_embedder
 
 __all__ = ["InMemoryStore"]
 
@@ -27,6 +28,14 @@ class _Namespace:
     entries: dict[str, tuple[int, MemoryEntry]] = field(default_factory=dict)
     signatures: set[str] = field(default_factory=set)
     claimed_turns: set[int] = field(default_factory=set)
+    index: tuple[VectorIndex, list[MemoryEntry]] | None = None
+    """Vectors ready for search; dropped by every write to the namespace."""
+    ordered: list[tuple[tuple[int, int], MemoryEntry]] | None = None
+    """Entries in list order, keyed ``(-updated_at, -seq)``; dropped by every write."""
+
+    def changed(self) -> None:
+        self.index = None
+        self.ordered = None
 
 
 class InMemoryStore:
@@ -56,17 +65,22 @@ class InMemoryStore:
             return None
         if found[1].is_expired(self._clock()):
             del ns.entries[entry_id]
+            ns.changed()
             return None
         return found[1]
 
     async def put(self, identity: MemoryIdentity, entry: MemoryEntry) -> None:
-        self._ns(identity).entries[entry.id] = (next(self._seq), _checked(entry))
+        ns = self._ns(identity)
+        ns.entries[entry.id] = (next(self._seq), _checked(entry))
+        ns.changed()
 
     async def put_many(self, identity: MemoryIdentity, entries: Sequence[MemoryEntry]) -> None:
         checked = [_checked(e) for e in entries]
         ns = self._ns(identity)
         for entry in checked:
             ns.entries[entry.id] = (next(self._seq), entry)
+        if checked:
+            ns.changed()
 
     async def list(
         self,
@@ -79,19 +93,28 @@ class InMemoryStore:
         size = check_limit(limit)
         after = decode_cursor(cursor, store=self.name) if cursor is not None else None
         now = self._clock()
-        keyed = [
-            ((entry.updated_at, seq), entry)
-            for seq, entry in self._ns(identity).entries.values()
-            if not entry.is_expired(now) and (tiers is None or entry.tier in tiers)
-        ]
-        keyed.sort(key=lambda item: item[0], reverse=True)
-        if after is not None:
-            keyed = [item for item in keyed if item[0] < after]
-        page = keyed[:size]
-        more = len(keyed) > size
+        ns = self._ns(identity)
+        if ns.ordered is None:
+            ns.ordered = sorted(
+                (((-entry.updated_at, -seq), entry) for seq, entry in ns.entries.values()),
+                key=lambda item: item[0],
+            )
+        ordered = ns.ordered
+        start = 0 if after is None else bisect_right(ordered, (-after[0], -after[1]),
+                                                      key=lambda item: item[0])
+        page: list[tuple[tuple[int, int], MemoryEntry]] = []
+        more = False
+        for item in ordered[start:] if start else ordered:
+            entry = item[1]
+            if entry.is_expired(now) or (tiers is not None and entry.tier not in tiers):
+                continue
+            if len(page) == size:
+                more = True
+                break
+            page.append(item)
         return MemoryPage(
             entries=[entry for _, entry in page],
-            cursor=encode_cursor(*page[-1][0]) if more else None,
+            cursor=encode_cursor(-page[-1][0][0], -page[-1][0][1]) if more else None,
         )
 
     async def search(
@@ -106,20 +129,25 @@ class InMemoryStore:
     ) -> builtins.list[ScoredEntry]:
         check_k(k)
         now = self._clock()
-        live = {
-            entry.id: entry
-            for _, entry in self._ns(identity).entries.values()
-            if entry.embedding is not None
-            and not entry.is_expired(now)
-            and (tiers is None or entry.tier in tiers)
-            and same_embedder(entry.embedding_model, embedder_id)
-        }
-        rows = [(entry_id, entry.embedding or []) for entry_id, entry in live.items()]
-        hits = rank_cosine(vector, rows, k=k, min_score=min_score)
-        return [ScoredEntry(entry=live[entry_id], score=score) for entry_id, score in hits]
+        ns = self._ns(identity)
+        if ns.index is None:
+            held = [e for _, e in ns.entries.values() if e.embedding is not None]
+            ns.index = (VectorIndex([(e.id, e.embedding or []) for e in held]), held)
+        index, held = ns.index
+
+        def keep(position: int) -> bool:
+            entry = held[position]
+            return (not entry.is_expired(now) and (tiers is None or entry.tier in tiers)
+                    and same_embedder(entry.embedding_model, embedder_id))
+
+        by_id = {e.id: e for e in held}
+        hits = index.rank(vector, keep=keep, k=k, min_score=min_score)
+        return [ScoredEntry(entry=by_id[entry_id], score=score) for entry_id, score in hits]
 
     async def delete(self, identity: MemoryIdentity, entry_id: str) -> None:
-        self._ns(identity).entries.pop(entry_id, None)
+        ns = self._ns(identity)
+        if ns.entries.pop(entry_id, None) is not None:
+            ns.changed()
 
     async def seen(self, identity: MemoryIdentity, signature: str) -> bool:
         return signature in self._ns(identity).signatures

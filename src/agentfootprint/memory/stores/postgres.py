@@ -6,7 +6,9 @@ embedding lives in a pgvector ``vector`` column with no fixed dimensions, so one
 every embedder's vectors; a search compares only rows of the query's length. ``seq`` is a
 ``bigserial`` write sequence that every put draws afresh, which pins the order of entries that
 share ``updated_at``. Turn claims are rows under a primary key inserted with ``ON CONFLICT DO
-NOTHING``: exactly one inserter wins, whichever process or connection it runs on.
+NOTHING``: exactly one inserter wins, whichever process or connection it runs on. A search is an
+exact scan of the namespace's rows in SQL (no approximate index), so it ranks as InMemoryStore
+and SQLiteStore do, within float32 rounding.
 
 With ``create_schema=True`` (the default) the first call creates what is missing — the schema,
 the ``vector`` extension, the tables (see ``_pgschema``) — so a fresh database just works; with

@@ -36,7 +36,7 @@ from agentfootprint.memory.store import (
     check_limit,
 )
 from agentfootprint.memory.stores._keyset import decode_cursor, encode_cursor
-from agentfootprint.memory.stores._vectors import rank_cosine, same_embedder
+from agentfootprint.memory.stores._vectors import VectorIndex, same_embedder
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
@@ -44,8 +44,8 @@ SCHEMA_VERSION = 1
 """The table layout this code writes; a file with a newer one is refused, never rewritten."""
 
 _T = TypeVar("_T")
-_VectorRow = tuple[str, list[float], str | None, int | None, str | None]
-"""id, embedding, embedding_model, expires_at, tier — what a search filters and ranks on."""
+_VectorMeta = tuple[str | None, int | None, str | None]
+"""embedding_model, expires_at, tier — what a search filters on, per indexed row."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS af_memory_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT;
@@ -95,7 +95,7 @@ class SQLiteStore:
             )
         self._clock = clock
         self._lock = threading.Lock()
-        self._vectors: dict[str, tuple[int, list[_VectorRow]]] = {}
+        self._vectors: dict[str, tuple[int, VectorIndex, list[_VectorMeta]]] = {}
         self._conn: sqlite3.Connection | None = self._open(busy_timeout_ms)
 
     @property
@@ -187,12 +187,14 @@ class SQLiteStore:
                     )
                 try:
                     return work(self._conn)
-                except sqlite3.Error as exc:
+                except BaseException as exc:
                     if self._conn.in_transaction:
                         self._conn.execute("ROLLBACK")
-                    raise MemoryStoreError(
-                        f"{self.name}.{operation}() failed: {exc}.", store=self.name
-                    ) from exc
+                    if isinstance(exc, sqlite3.Error):
+                        raise MemoryStoreError(
+                            f"{self.name}.{operation}() failed: {exc}.", store=self.name
+                        ) from exc
+                    raise
 
         return await asyncio.to_thread(call)
 
@@ -326,14 +328,15 @@ class SQLiteStore:
         query = list(vector)
 
         def work(conn: sqlite3.Connection) -> builtins.list[tuple[str, float, str, bytes]]:
-            rows = [
-                (entry_id, vec)
-                for entry_id, vec, model, expires_at, tier in self._hydrate(conn, namespace)
-                if (expires_at is None or expires_at > now)
-                and (tiers is None or tier in tiers)
-                and same_embedder(model, embedder_id)
-            ]
-            hits = rank_cosine(query, rows, k=k, min_score=min_score)
+            index, meta = self._hydrate(conn, namespace)
+
+            def keep(position: int) -> bool:
+                model, expires_at, tier = meta[position]
+                return ((expires_at is None or expires_at > now)
+                        and (tiers is None or tier in tiers)
+                        and same_embedder(model, embedder_id))
+
+            hits = index.rank(query, keep=keep, k=k, min_score=min_score)
             found: builtins.list[tuple[str, float, str, bytes]] = []
             for entry_id, score in hits:
                 row = conn.execute(
@@ -351,22 +354,22 @@ class SQLiteStore:
             for entry_id, score, body, blob in hits
         ]
 
-    def _hydrate(self, conn: sqlite3.Connection, namespace: str) -> builtins.list[_VectorRow]:
+    def _hydrate(self, conn: sqlite3.Connection, namespace: str
+                 ) -> tuple[VectorIndex, builtins.list[_VectorMeta]]:
         """The namespace's vectors, cached until the file changes (any connection)."""
         version = int(conn.execute("PRAGMA data_version").fetchone()[0])
         cached = self._vectors.get(namespace)
         if cached is not None and cached[0] == version:
-            return cached[1]
-        rows: builtins.list[_VectorRow] = [
-            (r[0], _unpack(r[1]), r[2], r[3], r[4])
-            for r in conn.execute(
-                "SELECT id, embedding, embedding_model, expires_at, tier FROM af_memory_entries "
-                "WHERE namespace = ? AND embedding IS NOT NULL",
-                (namespace,),
-            )
-        ]
-        self._vectors[namespace] = (version, rows)
-        return rows
+            return cached[1], cached[2]
+        rows = conn.execute(
+            "SELECT id, embedding, embedding_model, expires_at, tier FROM af_memory_entries "
+            "WHERE namespace = ? AND embedding IS NOT NULL",
+            (namespace,),
+        ).fetchall()
+        index = VectorIndex([(r[0], _unpack(r[1])) for r in rows])
+        meta: builtins.list[_VectorMeta] = [(r[2], r[3], r[4]) for r in rows]
+        self._vectors[namespace] = (version, index, meta)
+        return index, meta
 
     async def delete(self, identity: MemoryIdentity, entry_id: str) -> None:
         namespace = identity.namespace

@@ -1,0 +1,113 @@
+"""Cold start stays lean: what ``import agentfootprint`` and a first plain run load (never timed).
+
+Each check runs in a fresh interpreter and reads ``sys.modules``: provider adapters and their
+SDKs, optional backends and the heavy optional subpackages load only when used, and the parts
+a plain run does not need (causal chains, checkpoints, event payload models, the code runner)
+load on first use. The lazy names still resolve to the same objects as before.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+NEVER_AT_IMPORT = [
+    # provider adapters and the SDKs / HTTP clients they wrap
+    "agentfootprint.providers.anthropic", "agentfootprint.providers.ollama",
+    "agentfootprint.providers.openai", "anthropic", "httpx", "openai",
+    # optional backends
+    "celery", "numpy", "opentelemetry", "psycopg", "redis",
+    # subpackages a plain agent does not use
+    "agentfootprint.compose", "agentfootprint.explain", "agentfootprint.memory",
+]
+
+NOT_FOR_A_PLAIN_RUN = [
+    *NEVER_AT_IMPORT,
+    "agentfootprint.flow.causal", "agentfootprint.flow.checkpoint",
+    "agentfootprint.tools.code_runner",
+]
+
+PLAIN_RUN = '''
+from agentfootprint import Agent, tool
+from agentfootprint.providers import mock
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers and return the sum."""
+    return a + b
+
+agent = Agent(provider=mock(script=["done"]), model="mock", tools=[add], max_iterations=2)
+assert agent.run_sync("Add one and one.").content == "done"
+'''
+
+REPORT = '''
+import json, sys
+catalogue = sys.modules.get("agentfootprint.events.catalogue")
+print(json.dumps({"modules": sorted(sys.modules),
+                  "payload_models_built": catalogue is not None and "EVENTS" in vars(catalogue)}))
+'''
+
+
+def _fresh(code: str) -> tuple[set[str], bool]:
+    """Run ``code`` in a new interpreter: the modules it had loaded, and whether it had built
+    the event payload models."""
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code) + REPORT],
+                          capture_output=True, text=True, check=False, timeout=120)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.splitlines()[-1])
+    return set(report["modules"]), bool(report["payload_models_built"])
+
+
+def test_import_loads_no_adapter_sdk_backend_or_optional_subpackage() -> None:
+    """`import agentfootprint` loads no provider adapter, SDK, backend, memory/explain/compose."""
+    loaded, payloads_built = _fresh("import agentfootprint")
+    assert sorted(loaded & set(NEVER_AT_IMPORT)) == []
+    assert not payloads_built
+
+
+def test_a_plain_agent_run_loads_only_what_it_uses() -> None:
+    """A first mock run with a tool loads no causal/checkpoint/code-runner module nor payloads."""
+    loaded, payloads_built = _fresh(PLAIN_RUN)
+    assert sorted(loaded & set(NOT_FOR_A_PLAIN_RUN)) == []
+    assert not payloads_built
+
+
+@pytest.mark.parametrize("package", [
+    "agentfootprint.events", "agentfootprint.flow", "agentfootprint.providers",
+    "agentfootprint.tools",
+])
+def test_lazy_names_resolve_and_star_import_gives_all(package: str) -> None:
+    """Every name in __all__ resolves on first use, and `import *` binds exactly __all__."""
+    module = importlib.import_module(package)
+    assert [name for name in module.__all__ if not hasattr(module, name)] == []
+    namespace: dict[str, object] = {}
+    exec(f"from {package} import *", namespace)
+    namespace.pop("__builtins__", None)
+    assert set(namespace) == set(module.__all__)
+
+
+def test_factories_keep_their_names_after_their_submodule_loads() -> None:
+    """Importing a submodule never rebinds the same-named function on its package."""
+    loaded, _ = _fresh('''
+        import agentfootprint.providers.openai, agentfootprint.tools.code_runner
+        from agentfootprint import providers, tools
+        from agentfootprint.providers.openai import OpenAIProvider
+        from agentfootprint.tools.code_runner import code_runner
+        assert callable(providers.openai) and providers.openai is not OpenAIProvider
+        assert tools.code_runner is code_runner
+    ''')
+    assert "agentfootprint.tools.code_runner" in loaded
+
+
+def test_the_payload_catalogue_is_built_once_on_first_use() -> None:
+    """EVENTS is built on first access and is then the very dict payload_model reads."""
+    from agentfootprint.events import EVENTS, catalogue, payload_model
+
+    assert catalogue.EVENTS is EVENTS
+    for name, model in EVENTS.items():
+        assert payload_model(name) is model
