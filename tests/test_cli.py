@@ -71,7 +71,10 @@ def test_report_writes_one_self_contained_html_file(tmp_path: Path,
     html = target.read_text(encoding="utf-8")
     assert html.startswith("<!DOCTYPE html>") and 'id="board"' in html
     assert "https://" not in html and "http://" not in html
-    assert main(["--store", str(store), "report", run_id]) == 0
-    assert capsys.readouterr().out.strip() == str(tmp_path / "reports" / f"{run_id}.html")
+    with pytest.raises(SystemExit):
+        main(["--store", str(store), "report", run_id])  # -o is required
+    assert "-o" in capsys.readouterr().err
     assert main(["--store", str(store), "report", "nope", "-o", str(target)]) == 1
     assert "no run 'nope'" in capsys.readouterr().err
+    assert main(["--store", str(store), "report", run_id, "-o", str(tmp_path)]) == 1
+    assert "cannot write the report to" in capsys.readouterr().err

@@ -66,6 +66,16 @@ EXPECTED = {
         "Path: 2 + 3 = 5 -> 5 * 2 = 10 -> 10 * 2 = 20",
         'It examined "best score 0 reached stop_at=0"',
     ],
+    "rag_agent.py": [
+        "indexed: added 3, embedded 3",
+        "re-indexed: unchanged 3, embedded 0",
+        "after an edit: updated 1, unchanged 2, embedded 1",
+        "To reset your password, open Settings, choose Security and press Reset password. "
+        "[account.md#0]",
+        "injected memory:kb#account.md#0 (rank 1, score 0.45)",
+        "near miss account.md#1: score 0.33 (below-threshold)",
+        "BORN     ",
+    ],
     "quickstart_agent.py": [
         "It is 22°C and sunny in Paris.",
         'It examined "the model asked for tools"',

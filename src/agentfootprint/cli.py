@@ -26,8 +26,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     explain.add_argument("run_id")
     report = commands.add_parser("report", help="write a recorded run's HTML report")
     report.add_argument("run_id")
-    report.add_argument("-o", "--output", default=None,
-                        help="the HTML file (default: reports/RUN_ID.html beside the store)")
+    report.add_argument("-o", "--output", required=True, metavar="FILE.html",
+                        help="the HTML file to write (one self-contained page)")
     options = parser.parse_args(argv)
 
     from .explain.runstore import DEFAULT_RUN_STORE, RunStore
@@ -65,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _report(store_path: Path, run_id: str, output: str | None) -> int:
+def _report(store_path: Path, run_id: str, output: str) -> int:
     """Write the HTML report of a stored run; print its path."""
     from .explain.report import write_html_report
     from .explain.runstore import RunStore
@@ -76,7 +76,7 @@ def _report(store_path: Path, run_id: str, output: str | None) -> int:
         except KeyError as exc:
             print(exc.args[0], file=sys.stderr)
             return 1
-    target = Path(output) if output else store_path.parent / "reports" / f"{run_id}.html"
+    target = Path(output)
     try:
         written = write_html_report(recording, target)
     except OSError as exc:

@@ -1,6 +1,7 @@
 """Agents: ``LLMCall`` (one call) and ``Agent`` (the ReAct loop as a recorded flowchart)."""
 
 from .agent import Agent, LLMCall, RunResult
+from .checkin import check_in_approved, check_in_declined
 from .loop import WRAP_UP_INSTRUCTION
 from .moments import act, allow, ask, deny
 from .permissions import PermissionPolicy, PermissionRule
@@ -24,6 +25,8 @@ __all__ = [
     "act",
     "allow",
     "ask",
+    "check_in_approved",
+    "check_in_declined",
     "deny",
     "restoring",
     "sliding_window",

@@ -52,13 +52,30 @@ class RunResult:
     stopped_early: str | None = None
     history: list[Message] = field(default_factory=list)
     """The conversation as the loop left it (without the final answer)."""
+    status: Literal["done", "paused"] = "done"
+    """``paused``: a tool asked a person (``pause`` says what); ``agent.resume`` continues."""
+    pause: dict[str, Any] | None = None
+    """For a paused run: ``{kind, tool_name, tool_call_id, iteration, data}``."""
+
+    @property
+    def paused(self) -> bool:
+        return self.status == "paused"
 
     def narrative(self) -> str:
         """The turn in plain English, stage by stage."""
         return self.recording.narrative()
 
     def checkpoint(self) -> dict[str, Any]:
-        """The conversation after this turn, final answer included, as plain JSON."""
+        """The conversation after this turn, final answer included, as plain JSON.
+
+        For a paused run: the engine checkpoint ``agent.resume(checkpoint, answer)`` continues
+        from, in this process or another one.
+        """
+        if self.paused:
+            flow = self.recording.checkpoint
+            assert flow is not None
+            return {"version": 1, "status": "paused", "run_id": self.run_id, "turn": self.turn,
+                    "pause": copy_value(self.pause), "flow": flow.model_dump(mode="json")}
         history = [dict(m) for m in self.history]
         history.append({"role": "assistant", "content": self.content})
         saved: dict[str, Any] = {"version": 1, "run_id": self.run_id, "turn": self.turn,
@@ -123,6 +140,9 @@ class _Runner:
             raise
         finally:
             live_emit.reset(token)
+        return self._result(run)
+
+    def _result(self, run: FlowRun) -> RunResult:
         state = run.state
         result = RunResult(
             content=str(state.get("final_content", "")), run_id=run.run_id,
@@ -132,9 +152,67 @@ class _Runner:
             iterations=int(state.get("iteration", 1)),
             stopped_early=state.get("stopped_early"),
             history=list(state.get("history", [])),
+            status="paused" if run.paused else "done",
+            pause=copy_value(run.pause_data) if run.paused else None,
         )
-        self.last = result
+        if not run.paused:
+            self.last = result
         return result
+
+    async def resume(self, checkpoint: Mapping[str, Any], answer: Any = None, *,
+                     timeout: float | None = None) -> RunResult:
+        """Continue a paused run with the person's ``answer`` (a check-in verdict, a reply)."""
+        if (not isinstance(checkpoint, Mapping) or checkpoint.get("status") != "paused"
+                or "flow" not in checkpoint):
+            raise ConfigurationError(
+                "resume() takes the checkpoint() of a paused RunResult (status 'paused'); "
+                "a finished run is continued with run(..., continue_from=checkpoint)")
+        recorders, live = self._recorders()
+        token = live_emit.set(live)
+        try:
+            run = await self.chart.resume(checkpoint["flow"], answer, recorders=recorders,
+                                          redaction=self.redaction, timeout=timeout)
+        except StageError as exc:
+            raise_framework_cause(exc)
+            raise
+        finally:
+            live_emit.reset(token)
+        return self._result(run)
+
+    def resume_sync(self, checkpoint: Mapping[str, Any], answer: Any = None,
+                    **options: Any) -> RunResult:
+        return run_sync(self.resume(checkpoint, answer, **options))
+
+    async def resume_on_error(self, failed: Any, *, timeout: float | None = None) -> RunResult:
+        """Replay a run that crashed mid-way (say, a provider error) from its last commit.
+
+        ``failed`` is the raised error (it carries ``.run``) or the failed ``FlowRun``. Tool
+        results already returned are kept and no injection is delivered again; the replay
+        starts at the stage after the last successful commit's iteration.
+        """
+        run = failed if isinstance(failed, FlowRun) else getattr(failed, "run", None)
+        state = dict(run.state) if isinstance(run, FlowRun) else {}
+        if "user_message" not in state or "history" not in state:
+            raise ConfigurationError(
+                "resume_on_error() needs the error a run raised (it carries .run) or that "
+                "FlowRun, from a run that got past its seed stage")
+        saved = {key: copy_value(value) for key, value in state.items()
+                 if key in _RESUMABLE_KEYS}
+        saved["resumed_from"] = run.run_id  # type: ignore[union-attr]
+        args: dict[str, Any] = {"message": state["user_message"], "resume_state": saved}
+        if self.spec.memories:
+            args["identity"] = _check_identity(getattr(self, "identity", None))
+        recorders, live = self._recorders()
+        token = live_emit.set(live)
+        try:
+            replay = await self.chart.run(args, recorders=recorders, redaction=self.redaction,
+                                          timeout=timeout)
+        except StageError as exc:
+            raise_framework_cause(exc)
+            raise
+        finally:
+            live_emit.reset(token)
+        return self._result(replay)
 
 
 class Agent(_Runner):
@@ -254,6 +332,13 @@ class LLMCall(_Runner):
 
     def run_sync(self, message: str, **options: Any) -> RunResult:
         return run_sync(self.run(message, **options))
+
+
+_RESUMABLE_KEYS = frozenset((
+    "user_message", "history", "turn", "iteration", "max_iterations", "input_tokens",
+    "output_tokens", "activated_skills", "tool_results", "delivered_keys", "skill_steps",
+    "wrap_up_asked", "stopped_early", LEDGER_KEY, "act_ledger"))
+"""Run state a crash replay carries over (everything else is recomputed by the stages)."""
 
 
 def raise_framework_cause(exc: StageError) -> None:

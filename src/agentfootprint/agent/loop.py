@@ -15,21 +15,24 @@ is never an unanswered tool call. The final answer is never appended to ``histor
 from __future__ import annotations
 
 import contextvars
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..context.delivery import deliver, keys_in_window
 from ..context.injection import Injection, InjectionContext, Trigger, evaluate_injections
+from ..context.overlap import overlap_scores
 from ..context.skills import READ_SKILL, SKIP_STEP, step_sentence
 from ..context.slots import compose_system, compose_tools
 from ..events.catalogue import PREFIX
 from ..events.dispatcher import EventDispatcher
-from ..flow import Chart, Decision, FlowEvent, Scope, flow_chart
+from ..flow import Chart, Decision, FlowEvent, Pause, Scope, flow_chart, pause
 from ..flow.builder import FlowBuilder
 from ..providers.base import LLMRequest, LLMResponse, Message, Provider, ToolCall, wire_messages
 from ..providers.resilience import resilience_reports
-from ..tools.registry import ToolOutcome, ToolRegistry
+from ..tools.pause import PauseRequest
+from ..tools.registry import ToolOutcome, ToolRegistry, result_text
 from ..tools.scripts import LEDGER_KEY, check_script_ledger, without_earlier_script_text
 from ..tools.tool import Tool, ToolContext
 from .moments import ActRules
@@ -117,6 +120,13 @@ class _Stages:
 
     async def seed_with_memory(self, scope: Scope) -> None:
         """Seed, with the turn resolved once over the memories' stores (seed 000)."""
+        resumed = scope.args.get("resume_state")
+        if resumed is not None:  # a replay keeps the turn it already claimed
+            from ..memory.stages import identity_record
+
+            scope["identity"] = identity_record(scope.args["identity"])
+            self._seed(scope, int(resumed["turn"]))
+            return
         self._seed(scope, await self._resolve_turn(scope, self._host_turn(scope)))
 
     @staticmethod
@@ -128,6 +138,9 @@ class _Stages:
 
     def _seed(self, scope: Scope, turn: int) -> None:
         args = scope.args
+        if args.get("resume_state") is not None:
+            self._reseed(scope, args["resume_state"])
+            return
         message = args["message"]
         history: list[Message] = list(args.get("history") or [])
         history.append({"role": "user", "content": message})
@@ -146,6 +159,17 @@ class _Stages:
             scope["activated_skills"] = []
             scope["tool_results"] = []
         _emit(scope, "agent.turn_start", {"turn": turn, "user_message": message})
+
+    def _reseed(self, scope: Scope, saved: dict[str, Any]) -> None:
+        """Replay after a crash: take the failed run's state as it was last committed.
+
+        Tool results already in ``history`` are kept (no tool runs twice) and the delivery
+        ledger comes along, so no injected message is delivered twice.
+        """
+        for key, value in saved.items():
+            scope[key] = value
+        _emit(scope, "agent.turn_start", {"turn": saved["turn"],
+                                          "user_message": saved["user_message"]})
 
     async def seed_judged(self, scope: Scope) -> None:
         """Seed, then let the input rules judge the user's message (deny stops the run)."""
@@ -216,14 +240,21 @@ class _Stages:
         return out
 
     def _recall_rows(self, scope: Scope) -> list[dict[str, Any]]:
-        """Evaluation rows for recall: one per recalled piece, or one saying nothing came."""
+        """Evaluation rows for recall: one per recalled piece, or one saying nothing came.
+
+        A retrieved piece (RAG) carries its score and rank into its row, and every candidate
+        the retrieval judged and dropped gets a row that did not fire: the near misses.
+        """
         rows = []
         pieces = self._recall_pieces(scope)
         for memory in self.spec.memories:
+            recall = scope.get(f"memory_recall_{memory.id}") or {}
+            flavor = recall.get("flavor", "memory")
+            floor = recall.get("threshold")
             mine = [(key, piece) for key, owner, piece in pieces if owner is memory]
             trigger = f"memory recall ({memory.type}, {memory.strategy.kind})"
             if not mine:
-                rows.append({"id": memory.injection_id, "flavor": "memory",
+                rows.append({"id": memory.injection_id, "flavor": flavor,
                              "trigger": trigger, "fired": False,
                              "reason": "nothing to recall", "entry_ids": [], "turns": [],
                              "store": memory.store.name})
@@ -231,9 +262,25 @@ class _Stages:
                 ids, turns = list(piece["entry_ids"]), list(piece["turns"])
                 where = f"turn {turns[0]}" if len(turns) == 1 else (
                     f"turns {', '.join(map(str, turns))}" if turns else "unnumbered entries")
-                rows.append({"id": key, "flavor": "memory", "trigger": trigger, "fired": True,
-                             "reason": f"recalled from {where}: {', '.join(ids)}",
-                             "entry_ids": ids, "turns": turns, "store": memory.store.name})
+                row = {"id": key, "flavor": flavor, "trigger": trigger, "fired": True,
+                       "reason": f"recalled from {where}: {', '.join(ids)}",
+                       "entry_ids": ids, "turns": turns, "store": memory.store.name}
+                if "score" in piece:
+                    bar = "" if floor is None else f" >= {floor:.2f}"
+                    row.update(score=piece["score"], rank=piece["rank"],
+                               reason=f"retrieved {ids[0]!r} (rank {piece['rank']}, "
+                                      f"score {piece['score']:.2f}{bar})")
+                rows.append(row)
+            for miss in recall.get("near_misses") or ():
+                bar = "" if floor is None or miss["reason"] != "below-threshold" \
+                    else f" < {floor:.2f}"
+                rows.append({"id": f"{memory.injection_id}#{miss['id']}", "flavor": flavor,
+                             "trigger": trigger, "fired": False,
+                             "reason": f"retrieved but dropped ({miss['reason']}): rank "
+                                       f"{miss['rank']}, score {miss['score']:.2f}{bar}",
+                             "entry_ids": [miss["id"]], "turns": [],
+                             "store": memory.store.name, "score": miss["score"],
+                             "rank": miss["rank"]})
         return rows
 
     def _active(self, scope: Scope) -> list[Injection]:
@@ -241,8 +288,10 @@ class _Stages:
         active = [i for i in self.spec.injections if i.id in ids]
         for key, memory, piece in self._recall_pieces(scope):
             if key in ids:
-                active.append(Injection(id=key, flavor="memory", trigger=Trigger("always"),
-                                        system=piece["text"], description=memory.description))
+                recall = scope.get(f"memory_recall_{memory.id}") or {}
+                active.append(Injection(id=key, flavor=recall.get("flavor", "memory"),
+                                        trigger=Trigger("always"), system=piece["text"],
+                                        description=memory.description))
         return active
 
     def system_slot(self, scope: Scope) -> None:
@@ -462,15 +511,52 @@ class _Stages:
                 "label": rationale, "inputs": inputs}
         return Decision(chosen, {"chosen": chosen, "default": "final", "rules": [rule]})
 
-    async def tool_calls(self, scope: Scope) -> None:
-        spec = self.spec
+    async def tool_calls(self, scope: Scope) -> Pause | None:
         iteration = scope["iteration"]
         calls: list[ToolCall] = scope["llm_tool_calls"]
         history: list[Message] = scope["history"]
         history.append({"role": "assistant", "content": scope.get("llm_content") or "",
                         "tool_calls": calls})
-        results = []
-        for call in calls:
+        return await self._run_batch(scope, calls, 0, [], history, iteration)
+
+    async def tool_calls_resume(self, scope: Scope, answer: Any) -> Pause | None:
+        """Settle the paused call with the person's answer, then run the calls after it.
+
+        Siblings after a paused call never run before the pause is answered; on resume they
+        run in their original order, so every call still gets exactly one result.
+        """
+        pending = scope["paused_tool_batch"]
+        calls: list[ToolCall] = pending["calls"]
+        index, iteration = pending["index"], pending["iteration"]
+        results: list[dict[str, Any]] = list(pending["results"])
+        history: list[Message] = scope["history"]
+        call = calls[index]
+        if pending["kind"] == "check_in":
+            verdict = answer if isinstance(answer, dict) else {}
+            by = verdict.get("by") or "a person"
+            _emit(scope, "pause.check_in_settled", {
+                "tool_name": call["name"], "tool_call_id": call["id"], "iteration": iteration,
+                "approved": verdict.get("check_in") == "approved", "by": by,
+                "note": verdict.get("note")})
+            if verdict.get("check_in") == "approved":
+                outcome = await self._dispatch(scope, call, iteration)
+            else:
+                note = f": {str(verdict['note']).rstrip('.')}." if verdict.get("note") else "."
+                outcome = ToolOutcome(f"{by} declined this call, so it did not run{note} "
+                                      "Adapt your plan; do not call it again unchanged.",
+                                      error=True, status="declined")
+        else:
+            outcome = ToolOutcome(answer if isinstance(answer, str) else result_text(answer))
+        del scope["paused_tool_batch"]
+        self._settle(scope, call, outcome, results, history, iteration)
+        return await self._run_batch(scope, calls, index + 1, results, history, iteration)
+
+    async def _run_batch(self, scope: Scope, calls: list[ToolCall], start: int,
+                         results: list[dict[str, Any]], history: list[Message],
+                         iteration: int) -> Pause | None:
+        spec = self.spec
+        for index in range(start, len(calls)):
+            call = calls[index]
             _emit(scope, "stream.tool_start", {"tool_name": call["name"],
                                                "tool_call_id": call["id"],
                                                "args": call.get("args") or {},
@@ -480,25 +566,16 @@ class _Stages:
             if gated is not None and gated.refusal is not None:
                 outcome = gated.refusal
             else:
-                outcome = await self._dispatch(scope, gated.call if gated else call, iteration)
-            if outcome.issues:
-                _emit(scope, "validation.args_invalid", {
-                    "tool_name": call["name"], "tool_call_id": call["id"],
-                    "iteration": iteration, "issues": [dict(i) for i in outcome.issues]})
-            _emit(scope, "stream.tool_end", {
-                "tool_name": call["name"], "tool_call_id": call["id"], "result": outcome.content,
-                "error": outcome.error, "status": outcome.status, "iteration": iteration})
-            history.append({"role": "tool", "content": outcome.content,
-                            "tool_call_id": call["id"], "tool_name": call["name"]})
-            results.append({"tool_name": call["name"], "tool_call_id": call["id"],
-                            "status": outcome.status})
-            if call["name"] == READ_SKILL and outcome.status == "success" and spec.skills:
-                skill_id = (call.get("args") or {}).get("id")
-                activated = scope["activated_skills"]
-                if skill_id in {s.id for s in spec.skills} and skill_id not in activated:
-                    scope["activated_skills"] = [*activated, skill_id]
-                    _emit(scope, "skill.activated", {"skill_id": skill_id,
-                                                     "iteration": iteration})
+                permitted = gated.call if gated else call
+                if self._needs_check_in(permitted):
+                    return self._pause(scope, calls, index, results, history, iteration,
+                                       "check_in", self._evidence_pack(scope, permitted))
+                try:
+                    outcome = await self._dispatch(scope, permitted, iteration)
+                except PauseRequest as request:
+                    return self._pause(scope, calls, index, results, history, iteration,
+                                       request.kind, request.data)
+            self._settle(scope, call, outcome, results, history, iteration)
             if gated is not None and gated.halted:
                 self._halt(scope, calls, results, history, iteration)
                 break
@@ -507,6 +584,87 @@ class _Stages:
         scope["iteration"] = iteration + 1
         _emit(scope, "agent.iteration_end", {"iteration": iteration,
                                              "tool_call_count": len(calls)})
+        return None
+
+    def _settle(self, scope: Scope, call: ToolCall, outcome: ToolOutcome,
+                results: list[dict[str, Any]], history: list[Message], iteration: int) -> None:
+        """One call's result: events, the tool message, the batch row, skill activation."""
+        spec = self.spec
+        if outcome.issues:
+            _emit(scope, "validation.args_invalid", {
+                "tool_name": call["name"], "tool_call_id": call["id"],
+                "iteration": iteration, "issues": [dict(i) for i in outcome.issues]})
+        _emit(scope, "stream.tool_end", {
+            "tool_name": call["name"], "tool_call_id": call["id"], "result": outcome.content,
+            "error": outcome.error, "status": outcome.status, "iteration": iteration})
+        history.append({"role": "tool", "content": outcome.content,
+                        "tool_call_id": call["id"], "tool_name": call["name"]})
+        results.append({"tool_name": call["name"], "tool_call_id": call["id"],
+                        "status": outcome.status})
+        if call["name"] == READ_SKILL and outcome.status == "success" and spec.skills:
+            skill_id = (call.get("args") or {}).get("id")
+            activated = scope["activated_skills"]
+            if skill_id in {s.id for s in spec.skills} and skill_id not in activated:
+                scope["activated_skills"] = [*activated, skill_id]
+                _emit(scope, "skill.activated", {"skill_id": skill_id,
+                                                 "iteration": iteration})
+
+    def _needs_check_in(self, call: ToolCall) -> bool:
+        found = self.spec.registry.tools.get(call["name"])
+        rule = found.check_in if found is not None else None
+        if rule is None or rule is False:
+            return False
+        if callable(rule):
+            try:
+                return bool(rule(call.get("args") or {}))
+            except Exception:
+                return True  # consent is fail-closed: a broken predicate asks a person
+        return bool(rule)
+
+    def _pause(self, scope: Scope, calls: list[ToolCall], index: int,
+               results: list[dict[str, Any]], history: list[Message], iteration: int,
+               kind: str, data: Any) -> Pause:
+        call = calls[index]
+        scope["history"] = history
+        scope["paused_tool_batch"] = {"calls": calls, "index": index, "results": results,
+                                      "iteration": iteration, "kind": kind}
+        payload = {"kind": kind, "tool_name": call["name"], "tool_call_id": call["id"],
+                   "iteration": iteration, "data": data}
+        _emit(scope, "pause.requested", payload)
+        return pause(payload)
+
+    def _evidence_pack(self, scope: Scope, call: ToolCall) -> dict[str, Any]:
+        """What a person needs to consent: the call, the context the run consumed, and which
+        context drove the choice (ranked by token overlap with the call — no model call)."""
+        found = self.spec.registry.tools[call["name"]]
+        args = call.get("args") or {}
+        choice = f"{call['name']} {json.dumps(args, ensure_ascii=False, sort_keys=True)}"
+        system = scope.get("system_prompt") or ""
+        consumed = []
+        for row in scope.get("system_slot") or ():
+            if row["source"] != "base":
+                consumed.append({"id": row["source"], "flavor": row["flavor"],
+                                 "slot": "system", "text": system[row["start"]:row["end"]]})
+        for message in scope["history"]:
+            if message["role"] == "tool":
+                consumed.append({"id": message.get("tool_name") or "tool", "flavor": "tool",
+                                 "slot": "messages", "text": str(message["content"])})
+            elif message["role"] == "user" and "injected_by" not in message:
+                consumed.append({"id": "user", "flavor": "user", "slot": "messages",
+                                 "text": str(message["content"])})
+        scores = overlap_scores(choice, [c["text"] for c in consumed])
+        drivers = sorted(
+            ({"id": c["id"], "flavor": c["flavor"], "score": round(score, 3),
+              "tier": "proxy"} for c, score in zip(consumed, scores, strict=True) if score > 0),
+            key=lambda d: (-d["score"], d["id"]))
+        trail = [{"iteration": r["iteration"], "chosen": r.get("chosen")}
+                 for r in scope.get("route_trail") or ()]
+        return {
+            "will_do": {"tool": call["name"], "description": found.description, "args": args},
+            "context_consumed": [{k: v for k, v in c.items() if k != "text"} for c in consumed],
+            "drivers": drivers[:5],
+            "trail": trail or [{"iteration": scope["iteration"], "chosen": "tool-calls"}],
+        }
 
     async def _dispatch(self, scope: Scope, call: ToolCall, iteration: int) -> ToolOutcome:
         """Run one permitted call (steps 4–6 of ``moments.py``'s dispatch order)."""
@@ -715,7 +873,8 @@ def build_agent_chart(spec: AgentSpec, *, name: str = "Agent") -> Chart:
     routed = (
         builder.decide("Route", route, id="route", description="Route on the model's answer")
         .branch("tool-calls", "ToolCalls", stages.tool_calls, id="tool_calls",
-                description="Run the requested tools", loop_to="injections")
+                description="Run the requested tools", loop_to="injections",
+                resume=stages.tool_calls_resume)
         .branch("wrap-up", "WrapUp", stages.wrap_up, id="wrap_up",
                 description="Ask for an answer without tools", loop_to="injections")
         .branch("step-nudge", "StepNudge", stages.step_nudge, id="step_nudge",

@@ -19,12 +19,15 @@ from .influence import (
 )
 from .localize import ContextBugReport, localize_context_bug
 from .recording import Recording
+from .report import render_html_report, write_html_report
 from .rerun import bisect_culprits, rerun_without_sources
 from .runstore import RunStore, RunSummary
 from .runstore_postgres import PostgresRunStore
 from .suspects import Suspect, suspects_of
+from .toolpack import TRACE_TOOL_NAMES, call_trace_tool, trace_debug_agent, trace_toolpack
 
 __all__ = [
+    "TRACE_TOOL_NAMES",
     "Backtrack",
     "ChatTurn",
     "ContextBugReport",
@@ -40,6 +43,7 @@ __all__ = [
     "TurnRerun",
     "backtrack",
     "bisect_culprits",
+    "call_trace_tool",
     "dropped_candidates",
     "find_dropped_context",
     "lexical_overlap",
@@ -49,7 +53,11 @@ __all__ = [
     "rank_suspects",
     "ranking_confidence",
     "recorded_chat",
+    "render_html_report",
     "rerun_without_sources",
     "semantic_alignment",
     "suspects_of",
+    "trace_debug_agent",
+    "trace_toolpack",
+    "write_html_report",
 ]

@@ -143,15 +143,23 @@ def _allowed(log: CommitLog, call: CommitRecord, found: Suspect) -> Hop:
 
 
 def _born(log: CommitLog, call: CommitRecord, found: Suspect) -> Hop:
-    if found.kind == "injection" and found.flavor == "memory":
+    if found.kind == "injection" and found.flavor in ("memory", "rag"):
         evaluation = log.value_at("context_evaluation", call.idx - 1, ns=call.ns, default=[])
         row: dict[str, Any] = next((r for r in evaluation if r["id"] == found.id), {})
+        memory_id = found.id[7:].split("#")[0]
+        read = next((r.runtime_stage_id for r in reversed(log.records[: call.idx])
+                     if r.stage_id == "memory_read_" + memory_id), None)
+        store = row.get("store", "the store")
+        if found.flavor == "rag":
+            chunk = (row.get("entry_ids") or ["?"])[0]
+            return Hop("BORN", f"chunk {chunk!r} of {chunk.rpartition('#')[0]} in {store} "
+                               f"(rank {row.get('rank', '?')}, score "
+                               f"{row.get('score', float('nan')):.2f}), retrieved by "
+                               f"define_rag({memory_id!r})", read)
         turns = ", ".join(map(str, row.get("turns", ()))) or "?"
         entries = ", ".join(row.get("entry_ids", ())) or "no entries"
-        read = next((r.runtime_stage_id for r in reversed(log.records[: call.idx])
-                     if r.stage_id == "memory_read_" + found.id[7:].split("#")[0]), None)
-        return Hop("BORN", f"store entries {entries} of {row.get('store', 'the store')}, "
-                           f"written in turn(s) {turns}", read)
+        return Hop("BORN", f"store entries {entries} of {store}, written in turn(s) {turns}",
+                   read)
     if found.kind in ("injection", "message"):
         factory = {"fact": "define_fact", "steering": "define_steering",
                    "instruction": "define_instruction", "skill": "define_skill"}.get(

@@ -115,7 +115,7 @@ def _unfired(log: CommitLog, call: CommitRecord) -> list[DroppedCandidate]:
     rows = log.value_at("context_evaluation", call.idx - 1, ns=call.ns, default=[])
     return [DroppedCandidate(id=f"injection:{row['id']}", kind="injection",
                              detail=f"{row['trigger']} did not fire — {row['reason']}")
-            for row in rows if not row["fired"] and row.get("flavor") != "memory"]
+            for row in rows if not row["fired"] and row.get("flavor") not in ("memory", "rag")]
 
 
 def _evicted(log: CommitLog, call: CommitRecord) -> list[DroppedCandidate]:
@@ -146,11 +146,12 @@ def _near_misses(log: CommitLog, call: CommitRecord) -> list[DroppedCandidate]:
         for candidate in evidence.get("candidates") or ():
             if candidate.get("admitted"):
                 continue
-            turn = candidate.get("turn")
+            where = (f"in {candidate['uri']}" if "uri" in candidate
+                     else f"turn {candidate.get('turn')}")
             out.append(DroppedCandidate(
                 id=f"memory:{memory_id}#{candidate['id']}", kind="memory",
                 score=candidate.get("score"),
-                detail=f"found by memory {memory_id!r} (turn {turn}, score "
+                detail=f"found by memory {memory_id!r} ({where}, score "
                        f"{candidate.get('score', 0):.2f}) but {candidate.get('reason')}"))
     return out
 

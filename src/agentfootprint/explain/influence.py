@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
+from ..context.overlap import content_words, set_cosine
 from ..errors import ConfigurationError
 from .suspects import Suspect
 
@@ -64,37 +65,13 @@ class InfluenceStrategy(Protocol):
 
 # -- tokens ----------------------------------------------------------------------------------
 
-_STOP_WORDS = frozenset((
-    "a", "an", "the", "and", "or", "but", "if", "to", "of", "for", "in", "on", "at", "by",
-    "with", "is", "are", "was", "were", "be", "been", "it", "this", "that", "these", "those",
-    "i", "you", "we", "my", "our", "me", "please", "can", "could", "would", "should", "do",
-    "does", "how", "what", "need", "want"))
-_WORD = re.compile(r"[^\W_]+")
-
-
-def _fold(token: str) -> str:
-    """A light, deterministic suffix fold: refunds→refund, approved/approve→approv."""
-    if len(token) >= 4 and token.endswith("s") and not token.endswith("ss"):
-        token = token[:-1]
-    for suffix in ("ing", "ed"):
-        if token.endswith(suffix) and len(token) - len(suffix) >= 3:
-            token = token[: -len(suffix)]
-            break
-    if len(token) >= 4 and token.endswith("e"):
-        token = token[:-1]
-    return token
-
-
 def _words(text: str) -> list[str]:
-    """Content tokens in order (duplicates kept)."""
-    return [_fold(word) for word in _WORD.findall(text.casefold())
-            if len(word) >= 2 and word not in _STOP_WORDS]
+    """Content tokens in order (duplicates kept); the tokenizer shared with the agent."""
+    return content_words(text)
 
 
 def _set_cosine(a: frozenset[str], b: frozenset[str]) -> float:
-    if not a or not b:
-        return 0.0
-    return len(a & b) / math.sqrt(len(a) * len(b))
+    return set_cosine(a, b)
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")

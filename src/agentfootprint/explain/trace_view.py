@@ -5,7 +5,8 @@ log and chart, never a live run's state or return value (those hold the real val
 redacted keys), and scrubs every value it hands out: a key the run's policy redacted (its
 committed value is the ``[REDACTED]`` marker) or one the caller declares redacted is served as
 the marker wherever it appears, at the top level or nested in a dict or in a ``{"key": k,
-"value": v}`` evidence row. Nothing is ever folded or reconstructed around a marker.
+"value": v}`` evidence row. Nothing is ever folded or reconstructed around a marker. Error
+messages and break reasons are text the stage code wrote; they are served as recorded.
 
 A failed lookup raises ``TraceLookupError`` whose message is the corrective sentence the model
 reads. It names only what the trace holds (real ids, real keys), never the unknown input
@@ -308,6 +309,8 @@ def page(text: str, *, cap: int, offset: int, again: str) -> str:
     offset = max(0, offset)
     if offset == 0 and total <= cap:
         return text
+    if len(again) > 80:
+        again = again[:79] + "…"
     if offset >= total:
         return (f"⚠ offset {offset} is past the end: this answer is {total} chars; "
                 f"call {again} with an offset below {total}.")[:cap]

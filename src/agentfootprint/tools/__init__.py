@@ -7,6 +7,7 @@ import sys
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from .pause import PauseRequest, ask_human, pause_here
 from .registry import ToolOutcome, ToolRegistry
 from .tool import Tool, ToolContext, define_tool, tool
 
@@ -34,6 +35,7 @@ __all__ = [
     "MAX_SCRIPT_BYTES",
     "MAX_SCRIPT_ROWS",
     "CodeRunnerTool",
+    "PauseRequest",
     "RunLimits",
     "RunnerOutcome",
     "ScriptDispatch",
@@ -43,10 +45,12 @@ __all__ = [
     "ToolOutcome",
     "ToolRegistry",
     "ToolScript",
+    "ask_human",
     "check_script_ledger",
     "code_runner",
     "define_tool",
     "dispatch_script_call",
+    "pause_here",
     "record_script_row",
     "script_rows_of_turn",
     "tool",

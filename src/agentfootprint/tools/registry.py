@@ -16,6 +16,7 @@ from typing import Any
 
 from ..errors import ConfigurationError
 from ..providers.base import ToolCall, ToolSchema
+from .pause import PauseRequest
 from .tool import Tool, ToolContext
 from .validate import ArgumentIssue, describe_issues
 
@@ -77,6 +78,8 @@ class ToolRegistry:
             value = found.execute(args, ctx)
             if inspect.isawaitable(value):
                 value = await value
+        except PauseRequest:
+            raise  # a person must answer: the loop pauses the run at this call
         except Exception as exc:
             return ToolOutcome(f"Error: {type(exc).__name__}: {exc}", error=True, status="error")
         return ToolOutcome(cap_result(found.name, result_text(value), self.max_result_chars))
