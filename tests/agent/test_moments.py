@@ -202,15 +202,69 @@ async def test_deny_at_before_tool_shows_the_model_a_refusal_and_names_the_rule(
     assert result.content == "I cannot refund that."
 
 
-async def test_before_tool_ask_is_recorded_then_refused() -> None:
+async def test_before_tool_ask_pauses_and_a_person_decides() -> None:
+    """ask() at before_tool pauses before the call; approval runs it, recorded by rule."""
+    from agentfootprint.agent import check_in_approved, check_in_declined
+
     agent, provider = agent_with(
         act("before_tool", lambda c: ask("Approve this refund?"), id="approve"),
-        script=[refund_call(5), "done"])
-    result = await agent.run("refund me")
-    assert ran == []
-    assert "needs a person to approve" in tool_message(provider, 1)
+        script=[refund_call(5), "done", refund_call(6), "done again"])
+    paused = await agent.run("refund me")
+    assert paused.paused and ran == []
+    assert paused.pause is not None
+    assert paused.pause["data"]["asked_by_rule"] == {"rule": "approve",
+                                                     "question": "Approve this refund?"}
+    assert ledger(paused)[0]["decision"] == "ask"
+    assert ledger(paused)[0]["question"] == "Approve this refund?"
+    done = await agent.resume(paused.checkpoint(), check_in_approved(by="lead"))
+    assert done.content == "done" and ran == [{"amount": 5}]
+    assert tool_message(provider, 1) == "refunded 5"
+    again = await agent.run("refund me again")
+    declined = await agent.resume(again.checkpoint(), check_in_declined(by="lead",
+                                                                        note="not today"))
+    assert declined.content == "done again" and ran == [{"amount": 5}]
+    assert "lead declined this call" in tool_message(provider, 3)
+
+
+async def test_ask_at_output_is_recorded_then_refused() -> None:
+    """Only a tool call can wait for a person; an ask elsewhere is refused by a fixed text."""
+    agent, _ = agent_with(act("output", lambda c: ask("Send this?"), id="review"),
+                          script=["the answer"])
+    result = await agent.run("q")
+    assert result.content == "" and result.stopped_early == "output-denied"
     assert ledger(result)[0]["decision"] == "ask"
-    assert ledger(result)[0]["question"] == "Approve this refund?"
+    assert "only a tool call can wait" in ledger(result)[0]["reason"]
+
+
+async def test_window_rule_can_put_messages_back_or_refuse_eviction() -> None:
+    """act("window"): a replacement chooses what is sent; a denial sends everything."""
+    from agentfootprint.agent import sliding_window
+
+    earlier = {"version": 1, "run_id": "r0", "turn": 2, "history": [
+        {"role": "user", "content": "Remember: my code is 4417."},
+        {"role": "assistant", "content": "Noted."},
+        {"role": "user", "content": "Thanks."},
+        {"role": "assistant", "content": "Anytime."}]}
+
+    def keep_code(ctx: Any) -> Verdict:
+        wanted = [e["index"] for e in ctx.evicted
+                  if "code" in ctx.history[e["index"]]["content"]]
+        return allow([*ctx.kept, *wanted], reason="keep the code") if wanted else allow()
+
+    provider = mock(reply="ok")
+    agent = Agent(provider=provider, model="m", window=sliding_window(turns=1),
+                  act=[act("window", keep_code, id="keep-code")])
+    result = await agent.run("What is my code?", continue_from=earlier)
+    sent = [m["content"] for m in provider.requests[0].messages]
+    assert sent == ["Remember: my code is 4417.", "What is my code?"]
+    assert ledger(result)[0]["decision"] == "replace"
+    assert result.recording.state["window"]["kept"] == [0, 4]
+
+    refusing = mock(reply="ok")
+    agent = Agent(provider=refusing, model="m", window=sliding_window(turns=1),
+                  act=[act("window", lambda c: deny("no eviction here"), id="keep-all")])
+    await agent.run("What is my code?", continue_from=earlier)
+    assert len(refusing.requests[0].messages) == 5
 
 
 async def test_before_tool_raising_rule_denies_without_leaking_the_error() -> None:
@@ -369,7 +423,7 @@ async def test_ledger_rows_land_in_the_commit_log_and_events_fit_the_catalogue()
 
 def test_act_refuses_bad_configuration() -> None:
     with pytest.raises(ConfigurationError, match="not one of"):
-        act("window", lambda c: allow(), id="w")  # type: ignore[call-overload]
+        act("during", lambda c: allow(), id="w")  # type: ignore[call-overload]
     with pytest.raises(ConfigurationError, match="id="):
         act("input", lambda c: allow())
     with pytest.raises(ConfigurationError, match="reason"):

@@ -36,7 +36,7 @@ from ..tools.registry import ToolOutcome, ToolRegistry, result_text
 from ..tools.scripts import LEDGER_KEY, check_script_ledger, without_earlier_script_text
 from ..tools.tool import Tool, ToolContext
 from .moments import ActRules
-from .window import WindowStrategy, windowed_messages
+from .window import WindowStrategy, plan_for, windowed_messages
 
 if TYPE_CHECKING:
     from ..memory.define import MemoryDefinition
@@ -337,6 +337,11 @@ class _Stages:
         iteration = scope["iteration"]
         plan = await strategy.plan(scope["history"], turn=scope["turn"],
                                    previous=scope.get("window"))
+        if self.spec.act.at("window"):
+            chosen = await self.spec.act.judge_window(
+                scope, list(plan.kept), [dict(e) for e in plan.evicted], strategy.name)
+            if chosen is not None:
+                plan = plan_for(scope["history"], chosen, plan, turn=scope["turn"])
         scope["window"] = plan.to_state(strategy.name, iteration)
         evicted = [dict(e) for e in plan.evicted]
         scope["window_evicted"] = [*(scope.get("window_evicted") or ()), {
@@ -563,6 +568,10 @@ class _Stages:
                                                "iteration": iteration})
             gated = await spec.act.gate_call(scope, call, iteration) if spec.act.gates_tools \
                 else None
+            if gated is not None and gated.ask is not None:
+                return self._pause(scope, calls, index, results, history, iteration,
+                                   "check_in", {**self._evidence_pack(scope, gated.call),
+                                                "asked_by_rule": gated.ask})
             if gated is not None and gated.refusal is not None:
                 outcome = gated.refusal
             else:

@@ -11,8 +11,9 @@ A rule is a function (sync or async) of a small context object for its moment. I
     Agent(..., act=[act("before_tool", small_refunds, id="no-refunds-over-100")])
 
 Moments, in the order a turn reaches them: ``input`` (the user's message, before the turn) →
-[``before_tool`` (each call, before it runs) → ``after_tool`` (each result, before the model
-reads it)]* → ``output`` (the final answer).
+[``window`` (what the window strategy leaves out of the next call) → ``before_tool`` (each
+call, before it runs) → ``after_tool`` (each result, before the model reads it)]* →
+``output`` (the final answer).
 
 What a replacement may replace — no rule can answer FOR a tool:
 
@@ -25,9 +26,11 @@ Chain laws: rules of one moment run in written order (``after_tool`` in REVERSE,
 written rule has the last word on a result); each sees the previous rule's replacement; the
 first ``deny``/``ask`` wins and later rules do not run. A rule that raises, or answers
 something that is not a verdict, denies with a fixed sentence naming the rule (the error goes
-only to the ledger). ``ask`` means "a person decides": the loop has no pause at these points
-yet, so an ask is recorded as ``ask`` and then refused with a fixed sentence saying a person
-must approve.
+only to the ledger). ``ask`` means "a person decides": at ``before_tool`` the run pauses
+before the call, like a check-in (``agent.resume(checkpoint, check_in_approved(by=...))``
+runs it, ``check_in_declined`` refuses it); at the other moments nothing can wait, so an ask
+is recorded and refused with a fixed sentence. At ``window`` a replacement is the list of
+history indices to send and a denial sends everything.
 
 Per-call dispatch order (normative, after spec §8.5):
 
@@ -76,6 +79,7 @@ __all__ = [
     "InputContext",
     "Moment",
     "OutputContext",
+    "WindowContext",
     "ToolCallContext",
     "ToolResultContext",
     "Verdict",
@@ -88,8 +92,8 @@ __all__ = [
 LEDGER = "act_ledger"
 """The run-state key holding every act() and permission decision of the run."""
 
-Moment = Literal["input", "before_tool", "after_tool", "output"]
-MOMENTS: tuple[Moment, ...] = ("input", "before_tool", "after_tool", "output")
+Moment = Literal["input", "before_tool", "after_tool", "window", "output"]
+MOMENTS: tuple[Moment, ...] = ("input", "before_tool", "after_tool", "window", "output")
 
 
 class _Keep:
@@ -173,6 +177,22 @@ class ToolResultContext:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class WindowContext:
+    """What a window strategy is about to leave out of this call (before it is sent).
+
+    ``kept`` are the history indices to send; a replacement is another list of indices (whole
+    tool-call units are added back automatically, the current request always stays); a denial
+    sends the whole history instead, so nothing the rule cares about is lost.
+    """
+
+    kept: Sequence[int]
+    evicted: Sequence[Mapping[str, Any]]
+    strategy: str
+    iteration: int
+    history: Sequence[Message]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class OutputContext:
     """The final answer, before it is handed back."""
 
@@ -206,6 +226,10 @@ def act(moment: Literal["after_tool"],
         rule: Callable[[ToolResultContext], Verdict | Awaitable[Verdict]], *,
         id: str | None = None) -> ActRule: ...
 @overload
+def act(moment: Literal["window"],
+        rule: Callable[[WindowContext], Verdict | Awaitable[Verdict]], *,
+        id: str | None = None) -> ActRule: ...
+@overload
 def act(moment: Literal["output"],
         rule: Callable[[OutputContext], Verdict | Awaitable[Verdict]], *,
         id: str | None = None) -> ActRule: ...
@@ -214,8 +238,7 @@ def act(moment: Moment, rule: Callable[[Any], Any], *, id: str | None = None) ->
     ledger."""
     if moment not in MOMENTS:
         raise ConfigurationError(
-            f"act moment {moment!r} is not one of {', '.join(MOMENTS)} "
-            "(the window moment is configured with window=)")
+            f"act moment {moment!r} is not one of {', '.join(MOMENTS)}")
     if not callable(rule):
         raise ConfigurationError(f"act({moment!r}, {rule!r}): the rule must be a function")
     name = id if id is not None else getattr(rule, "__name__", None)
@@ -232,6 +255,8 @@ class _Judged:
 
     value: Any
     refusal: str | None = None
+    asked: str | None = None
+    """An ``ask`` verdict's question (with ``refusal`` as the fallback text)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -241,6 +266,8 @@ class GatedCall:
     call: ToolCall
     refusal: ToolOutcome | None = None
     halted: bool = False
+    ask: dict[str, Any] | None = None
+    """A before_tool rule asked a person: ``{"rule", "question"}``; the loop pauses."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -331,12 +358,37 @@ class ActRules:
                 tool_name=call["name"], tool_call_id=call["id"], args=copy.deepcopy(value),
                 iteration=iteration, history=tuple(history)),
             iteration=iteration, call=call)
+        if judged.asked is not None:
+            rule = next(r["rule"] for r in reversed(scope[LEDGER]) if r["decision"] == "ask")
+            return GatedCall(call=call, ask={"rule": rule, "question": judged.asked})
         if judged.refusal is not None:
             return GatedCall(call=call, refusal=ToolOutcome(judged.refusal, error=True,
                                                             status="denied"))
         if judged.value == args:
             return GatedCall(call=call)
         return GatedCall(call={**call, "args": dict(judged.value)})
+
+    async def judge_window(self, scope: Scope, kept: list[int],
+                           evicted: list[dict[str, Any]], strategy: str) -> list[int] | None:
+        """The window rules: the indices to send instead, or ``None`` to keep the plan.
+
+        A denial returns every index (nothing is left out); a replacement must be a list of
+        history indices (checked here; units are restored by the caller).
+        """
+        iteration = scope["iteration"]
+        history: list[Message] = scope["history"]
+        judged = await self._chain(
+            scope, "window", kept, list,
+            lambda value: WindowContext(kept=tuple(value), evicted=tuple(evicted),
+                                        strategy=strategy, iteration=iteration,
+                                        history=tuple(history)),
+            iteration=iteration)
+        if judged.refusal is not None:
+            return list(range(len(history)))
+        if judged.value == kept:
+            return None
+        chosen = sorted({int(i) for i in judged.value if 0 <= int(i) < len(history)})
+        return chosen
 
     async def judge_result(self, scope: Scope, call: ToolCall, outcome: ToolOutcome,
                            iteration: int) -> ToolOutcome:
@@ -389,7 +441,8 @@ class ActRules:
                 if moment == "after_tool":
                     extra["kept_result"] = value
                 self._file(scope, {**row, "decision": decision, "reason": refusal, **extra})
-                return _Judged(value, refusal)
+                return _Judged(value, refusal,
+                               asked=answer.question if decision == "ask" else None)
             if answer.replaces:
                 self._file(scope, {**row, "decision": "replace", "reason": answer.reason,
                                    "before": copy.deepcopy(value),
@@ -415,8 +468,10 @@ def _refusal(rule_id: str, moment: Moment, answer: Any, replaceable: type | None
     if answer.kind == "deny":
         return answer.reason
     if answer.kind == "ask":
-        return (f"Refused: rule '{rule_id}' needs a person to approve this, and this agent "
-                "cannot pause to ask one; it was not done.")
+        if moment == "before_tool":
+            return f"Paused: rule '{rule_id}' asked a person to approve this call."
+        return (f"Refused: rule '{rule_id}' needs a person to approve this, and only a tool "
+                "call can wait for one; it was not done.")
     if not answer.replaces:
         return None
     if replaceable is None:

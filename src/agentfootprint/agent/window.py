@@ -29,6 +29,7 @@ __all__ = [
     "RestoringWindow",
     "WindowPlan",
     "WindowStrategy",
+    "plan_for",
     "restoring",
     "sliding_window",
     "summarize_window",
@@ -331,6 +332,24 @@ class RestoringWindow(WindowStrategy):
                 kept.update(unit)
         return WindowPlan(kept=sorted(kept), summary=planned.summary, error=planned.error,
                           evicted=[e for e in planned.evicted if e["index"] not in kept])
+
+
+def plan_for(history: Sequence[Message], indices: Iterable[int], planned: WindowPlan, *,
+             turn: int) -> WindowPlan:
+    """A plan sending ``indices`` (grown to whole units, pinned messages kept) instead.
+
+    Used when an ``act("window", ...)`` rule replaces or refuses a strategy's choice; the
+    summary of ``planned`` stays only when it still stands for messages left out.
+    """
+    kept = set(indices) | _pinned(history)
+    for unit in units(history):
+        if kept.intersection(unit):
+            kept.update(unit)
+    replanned = _plan(history, kept, "outside-window", turn)
+    if planned.summary is not None and replanned.evicted:
+        return WindowPlan(kept=replanned.kept, evicted=replanned.evicted,
+                          summary=planned.summary, error=planned.error)
+    return replanned
 
 
 def restoring(strategy: WindowStrategy, indices: Iterable[int]) -> WindowStrategy:
