@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import math
 import re
-import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
 from ..context.overlap import content_words, set_cosine
 from ..errors import ConfigurationError
+from ..memory.embedding import hash_bag_of_words
 from .suspects import Suspect
 
 __all__ = [
@@ -161,17 +161,12 @@ def mock_embedder(texts: list[str], dims: int = 256) -> list[list[float]]:
     """A deterministic hashing bag-of-words embedder (CRC32 of each content token mod ``dims``).
 
     For tests and offline demos only: it knows no meaning, just shared words, and gives the
-    same vectors in every process.
+    same vectors in every process. Raw counts over this module's content tokens; the hashing
+    is memory's ``hash_bag_of_words``, the rule behind ``agentfootprint.memory``'s mock embedder.
     """
     if not isinstance(dims, int) or dims < 1:
         raise ConfigurationError(f"mock_embedder dims={dims!r} must be an int >= 1")
-    out = []
-    for text in texts:
-        vector = [0.0] * dims
-        for word in _words(text):
-            vector[zlib.crc32(word.encode()) % dims] += 1.0
-        out.append(vector)
-    return out
+    return [hash_bag_of_words(_words(text), dims) for text in texts]
 
 
 _KNOWN = ("lexical_overlap", "semantic_alignment")
