@@ -151,3 +151,20 @@ async def test_resume_on_error_keeps_tool_results_and_delivers_nothing_twice() -
     assert tool_results == ["value 0", "value 1"]
     assert sum(1 for m in result.history if m.get("injected_by") == "cite") == 1
     assert result.iterations == 3
+
+
+async def test_a_paused_agent_with_memory_resumes_and_remembers() -> None:
+    """The checkpoint of an agent with memory is plain JSON; the turn is written on resume."""
+    from agentfootprint.memory import InMemoryStore, MemoryIdentity, define_memory, window
+
+    store = InMemoryStore()
+    chat = define_memory(id="chat", type="episodic", strategy=window(5), store=store)
+    agent = Agent(provider=mock(script=[
+        {"tool_calls": [{"id": "a", "name": "confirm_address", "args": {}}]}, "shipped"]),
+        model="m", tools=[confirm_address], memory=[chat], identity=MemoryIdentity("c"))
+    paused = await agent.run("ship it")
+    assert paused.paused and (await store.list(MemoryIdentity("c"))).entries == []
+    done = await agent.resume(json.loads(json.dumps(paused.checkpoint())), "home")
+    assert done.content == "shipped" and done.turn == 1
+    page = await store.list(MemoryIdentity("c"))
+    assert sorted(e.id for e in page.entries) == ["msg-1-0", "msg-1-1"]
