@@ -22,16 +22,16 @@ from ..flow.run import run_sync
 from ..flow.values import copy_value
 from ..providers.base import Message, Provider
 from ..tools.registry import ToolRegistry
-from ..tools.scripts import LEDGER_KEY
+from ..tools.script_keys import LEDGER_KEY
 from ..tools.tool import Tool
 from .loop import AgentSpec, build_agent_chart, live_emit
 from .moments import ActRule, check_act
 from .permissions import PermissionChecker, check_checker
-from .window import WindowStrategy
 
 if TYPE_CHECKING:
     from ..memory.define import MemoryDefinition
     from ..memory.identity import MemoryIdentity
+    from .window import WindowStrategy
 
 __all__ = ["Agent", "LLMCall", "RunResult"]
 
@@ -245,7 +245,7 @@ class Agent(_Runner):
     ) -> None:
         _check_provider(provider, model)
         rules = check_act(act, check_checker(permissions))
-        if window is not None and not isinstance(window, WindowStrategy):
+        if window is not None and not _is_window(window):
             raise ConfigurationError(
                 f"window={window!r} is not a window strategy; use sliding_window(turns=...), "
                 "token_budget(max_tokens=...) or summarize_window(...)")
@@ -380,6 +380,12 @@ def _check_context(context: Iterable[Injection], tools: tuple[Tool, ...]
         if any(t.name == reserved for t in every_tool):
             raise ConfigurationError(f"{reserved!r} is reserved for skills; rename your tool")
     return injections
+
+
+def _is_window(value: Any) -> bool:
+    from .window import WindowStrategy
+
+    return isinstance(value, WindowStrategy)
 
 
 def _check_memories(memory: Iterable[MemoryDefinition], injections: tuple[Injection, ...]

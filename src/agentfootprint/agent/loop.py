@@ -33,13 +33,13 @@ from ..providers.base import LLMRequest, LLMResponse, Message, Provider, ToolCal
 from ..providers.resilience import resilience_reports
 from ..tools.pause import PauseRequest
 from ..tools.registry import ToolOutcome, ToolRegistry, result_text
-from ..tools.scripts import LEDGER_KEY, check_script_ledger, without_earlier_script_text
+from ..tools.script_keys import LEDGER_KEY
 from ..tools.tool import Tool, ToolContext
 from .moments import ActRules
-from .window import WindowStrategy, plan_for, windowed_messages
 
 if TYPE_CHECKING:
     from ..memory.define import MemoryDefinition
+    from .window import WindowStrategy
 
 __all__ = ["WRAP_UP_INSTRUCTION", "AgentSpec", "build_agent_chart"]
 
@@ -153,6 +153,8 @@ class _Stages:
         scope["output_tokens"] = 0
         ledger = args.get(LEDGER_KEY)
         if ledger:
+            from ..tools.scripts import check_script_ledger, without_earlier_script_text
+
             check_script_ledger(ledger, source="continue_from")
             scope[LEDGER_KEY] = list(without_earlier_script_text(ledger, turn))
         if self.spec.tracks_context:
@@ -338,6 +340,8 @@ class _Stages:
         plan = await strategy.plan(scope["history"], turn=scope["turn"],
                                    previous=scope.get("window"))
         if self.spec.act.at("window"):
+            from .window import plan_for
+
             chosen = await self.spec.act.judge_window(
                 scope, list(plan.kept), [dict(e) for e in plan.evicted], strategy.name)
             if chosen is not None:
@@ -425,6 +429,8 @@ class _Stages:
         system = scope.get("system_prompt") or None
         history = scope["history"]
         if spec.window is not None:
+            from .window import windowed_messages
+
             history = windowed_messages(history, scope["window"])
         tools = [] if scope.get("wrap_up_asked") else scope.get("tool_schemas") or []
         request = LLMRequest.model_construct(

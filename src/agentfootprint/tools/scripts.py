@@ -33,6 +33,7 @@ from typing import Annotated, Any, Final, Literal, Protocol, TypeVar, cast
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..errors import CheckpointError, ConfigurationError
+from .script_keys import DROPPED_KEY, LEDGER_KEY
 
 __all__ = [
     "ABSENT",
@@ -66,10 +67,6 @@ MAX_SCRIPT_BYTES: Final = 32768
 """A program longer than this (UTF-8 bytes) keeps a row with no text."""
 MAX_SCRIPT_ROWS: Final = 16
 """Calls (dispatches) per turn that keep a row; the rest are counted in ``scripts_dropped``."""
-LEDGER_KEY: Final = "findings_ledger"
-"""The state key of the ledger the rows are appended to (other finding kinds may share it)."""
-DROPPED_KEY: Final = "scripts_dropped"
-"""The state key counting calls that filed no row because their turn was full."""
 
 CallSettlement = Literal["ran", "failed", "refused", "invalid", "denied", "error"]
 """How a call ended: the program ran and exited 0 (``ran``) or not (``failed``); the tool
