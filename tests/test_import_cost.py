@@ -29,7 +29,10 @@ NEVER_AT_IMPORT = [
 NOT_FOR_A_PLAIN_RUN = [
     *NEVER_AT_IMPORT,
     "agentfootprint.flow.causal", "agentfootprint.flow.checkpoint",
-    "agentfootprint.tools.code_runner",
+    "agentfootprint.tools.code_runner", "agentfootprint.tools.scripts",
+    # governance and windows load only for agents that use them
+    "agentfootprint.agent.moments", "agentfootprint.agent.permissions",
+    "agentfootprint.agent.checkin", "agentfootprint.agent.window",
 ]
 
 PLAIN_RUN = '''

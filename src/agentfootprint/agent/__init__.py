@@ -3,12 +3,12 @@
 from typing import TYPE_CHECKING, Any
 
 from .agent import Agent, LLMCall, RunResult
-from .checkin import check_in_approved, check_in_declined
 from .loop import WRAP_UP_INSTRUCTION
-from .moments import act, allow, ask, deny
-from .permissions import PermissionPolicy, PermissionRule
 
 if TYPE_CHECKING:
+    from .checkin import check_in_approved, check_in_declined
+    from .moments import act, allow, ask, deny
+    from .permissions import PermissionPolicy, PermissionRule
     from .window import (
         WindowStrategy,
         restoring,
@@ -18,9 +18,14 @@ if TYPE_CHECKING:
         windowed_messages,
     )
 
-_WINDOW_NAMES = frozenset((
-    "WindowStrategy", "restoring", "sliding_window", "summarize_window", "token_budget",
-    "windowed_messages"))
+_LAZY = {
+    **dict.fromkeys(("WindowStrategy", "restoring", "sliding_window", "summarize_window",
+                     "token_budget", "windowed_messages"), "window"),
+    **dict.fromkeys(("act", "allow", "ask", "deny"), "moments"),
+    **dict.fromkeys(("PermissionPolicy", "PermissionRule"), "permissions"),
+    **dict.fromkeys(("check_in_approved", "check_in_declined"), "checkin"),
+}
+"""Names loaded on first use: most agents set no window, rules or check-ins."""
 
 __all__ = [
     "WRAP_UP_INSTRUCTION",
@@ -45,11 +50,12 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """Window strategies load on first use: most agents never set ``window=``."""
-    if name in _WINDOW_NAMES:
-        from . import window
+    """Governance and window names load on first use (see ``_LAZY``)."""
+    module = _LAZY.get(name)
+    if module is not None:
+        import importlib
 
-        value = getattr(window, name)
+        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

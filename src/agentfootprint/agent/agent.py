@@ -25,12 +25,12 @@ from ..tools.registry import ToolRegistry
 from ..tools.script_keys import LEDGER_KEY
 from ..tools.tool import Tool
 from .loop import AgentSpec, build_agent_chart, live_emit
-from .moments import ActRule, check_act
-from .permissions import PermissionChecker, check_checker
 
 if TYPE_CHECKING:
     from ..memory.define import MemoryDefinition
     from ..memory.identity import MemoryIdentity
+    from .moments import ActRule
+    from .permissions import PermissionChecker
     from .window import WindowStrategy
 
 __all__ = ["Agent", "LLMCall", "RunResult"]
@@ -244,7 +244,7 @@ class Agent(_Runner):
         permissions: PermissionChecker | None = None,
     ) -> None:
         _check_provider(provider, model)
-        rules = check_act(act, check_checker(permissions))
+        rules = _check_governance(act, permissions)
         if window is not None and not _is_window(window):
             raise ConfigurationError(
                 f"window={window!r} is not a window strategy; use sliding_window(turns=...), "
@@ -380,6 +380,18 @@ def _check_context(context: Iterable[Injection], tools: tuple[Tool, ...]
         if any(t.name == reserved for t in every_tool):
             raise ConfigurationError(f"{reserved!r} is reserved for skills; rename your tool")
     return injections
+
+
+def _check_governance(act: Iterable[ActRule], permissions: PermissionChecker | None) -> Any:
+    """The agent's act() rules and permission checker, or ``None`` when it has neither (the
+    moments machinery then stays unloaded)."""
+    rules = tuple(act)
+    if not rules and permissions is None:
+        return None
+    from .moments import check_act
+    from .permissions import check_checker
+
+    return check_act(rules, check_checker(permissions))
 
 
 def _is_window(value: Any) -> bool:

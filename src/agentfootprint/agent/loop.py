@@ -35,10 +35,10 @@ from ..tools.pause import PauseRequest
 from ..tools.registry import ToolOutcome, ToolRegistry, result_text
 from ..tools.script_keys import LEDGER_KEY
 from ..tools.tool import Tool, ToolContext
-from .moments import ActRules
 
 if TYPE_CHECKING:
     from ..memory.define import MemoryDefinition
+    from .moments import ActRules
     from .window import WindowStrategy
 
 __all__ = ["WRAP_UP_INSTRUCTION", "AgentSpec", "build_agent_chart"]
@@ -81,8 +81,8 @@ class AgentSpec:
     skip_step: Tool | None = None
     system_cache: str = "always"
     memories: tuple[MemoryDefinition, ...] = ()
-    act: ActRules = field(default_factory=ActRules)
-    """act() rules by moment and the permission checker (``moments.py``)."""
+    act: ActRules | None = None
+    """act() rules by moment and the permission checker (``moments.py``); ``None``: neither."""
     window: WindowStrategy | None = None
 
     @property
@@ -179,6 +179,7 @@ class _Stages:
             await self.seed_with_memory(scope)
         else:
             self.seed(scope)
+        assert self.spec.act is not None
         await self.spec.act.judge_input(scope)
 
     async def _resolve_turn(self, scope: Scope, host_turn: int) -> int:
@@ -339,7 +340,7 @@ class _Stages:
         iteration = scope["iteration"]
         plan = await strategy.plan(scope["history"], turn=scope["turn"],
                                    previous=scope.get("window"))
-        if self.spec.act.at("window"):
+        if self.spec.act is not None and self.spec.act.at("window"):
             from .window import plan_for
 
             chosen = await self.spec.act.judge_window(
@@ -572,8 +573,8 @@ class _Stages:
                                                "tool_call_id": call["id"],
                                                "args": call.get("args") or {},
                                                "iteration": iteration})
-            gated = await spec.act.gate_call(scope, call, iteration) if spec.act.gates_tools \
-                else None
+            gated = await spec.act.gate_call(scope, call, iteration) \
+                if spec.act is not None and spec.act.gates_tools else None
             if gated is not None and gated.ask is not None:
                 return self._pause(scope, calls, index, results, history, iteration,
                                    "check_in", {**self._evidence_pack(scope, gated.call),
@@ -694,6 +695,8 @@ class _Stages:
             _emit(scope, "tools.code_run", sent.code_run)
         if spec.skip_step is not None:
             outcome = self._follow_steps(scope, call, outcome, iteration)
+        if spec.act is None:
+            return outcome
         return await spec.act.judge_result(scope, call, outcome, iteration)
 
     @staticmethod
@@ -787,6 +790,7 @@ class _Stages:
 
     async def finalize_judged(self, scope: Scope) -> str:
         """Finalize with the answer the output rules let through ("" when withheld)."""
+        assert self.spec.act is not None
         return self._finalize(scope, await self.spec.act.judge_output(
             scope, scope.get("llm_content") or ""))
 
@@ -861,7 +865,7 @@ def build_agent_chart(spec: AgentSpec, *, name: str = "Agent") -> Chart:
     """The agent's chart. ``spec.with_tools=False`` gives the single-call ``LLMCall`` shape."""
     stages = _Stages(spec)
     builder = _mount_memories(
-        flow_chart("Seed", stages.seed_judged if spec.act.at("input") else
+        flow_chart("Seed", stages.seed_judged if spec.act and spec.act.at("input") else
                    stages.seed_with_memory if spec.memories else stages.seed,
                    id="seed", description="Seed the turn"), spec,
         side="read")
@@ -895,7 +899,8 @@ def build_agent_chart(spec: AgentSpec, *, name: str = "Agent") -> Chart:
         .branch("step-nudge", "StepNudge", stages.step_nudge, id="step_nudge",
                 description="Remind the model of the unfinished procedure", loop_to="injections")
         .branch("final", "Finalize",
-                stages.finalize_judged if spec.act.at("output") else stages.finalize,
+                stages.finalize_judged if spec.act and spec.act.at("output")
+                else stages.finalize,
                 id="finalize",
                 description="Hand back the answer")
         .end()
