@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,16 +68,27 @@ class RunStore:
         """Store the recording of ``result`` (a RunResult, FlowRun or Recording); return it."""
         recording = result if isinstance(result, Recording) else Recording.of(result, meta=meta)
         preview = str(recording.output if recording.output is not None else "")[:120]
-        with self._db:
+        with self._failing("save run " + repr(recording.run_id)), self._db:
             self._db.execute(
                 "INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (recording.run_id, recording.name, recording.kind, recording.status,
                  recording.created_at, preview, recording.to_json()))
         return recording
 
+    @contextmanager
+    def _failing(self, what: str) -> Iterator[None]:
+        """Driver errors become ``RunError`` naming the store and the operation."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise RunError(f"the run store {str(self.path)!r} failed to {what} ({exc}); "
+                           "nothing was replaced — check the file and retry") from exc
+
     def load(self, run_id: str) -> Recording:
         """The recording of ``run_id``; a clear error when it is missing or unreadable."""
-        row = self._db.execute("SELECT body FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        with self._failing(f"load run {run_id!r}"):
+            row = self._db.execute("SELECT body FROM runs WHERE run_id = ?",
+                                   (run_id,)).fetchone()
         if row is None:
             known = [r.run_id for r in self.list(limit=5)]
             hint = f" (recent: {', '.join(known)})" if known else " (the store is empty)"
@@ -89,9 +102,10 @@ class RunStore:
 
     def list(self, *, limit: int = 20) -> list[RunSummary]:
         """The most recent runs first."""
-        rows = self._db.execute(
-            "SELECT run_id, name, kind, status, created_at, preview FROM runs "
-            "ORDER BY created_at DESC, run_id DESC LIMIT ?", (limit,)).fetchall()
+        with self._failing("list runs"):
+            rows = self._db.execute(
+                "SELECT run_id, name, kind, status, created_at, preview FROM runs "
+                "ORDER BY created_at DESC, run_id DESC LIMIT ?", (limit,)).fetchall()
         return [RunSummary(*row) for row in rows]
 
     def close(self) -> None:
