@@ -15,31 +15,22 @@ is never an unanswered tool call. The final answer is never appended to ``histor
 from __future__ import annotations
 
 import contextvars
-import json
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any
 
 from ..context.delivery import deliver, keys_in_window
 from ..context.injection import Injection, InjectionContext, Trigger, evaluate_injections
-from ..context.overlap import overlap_scores
-from ..context.skills import READ_SKILL, SKIP_STEP, step_sentence
+from ..context.skills import SKIP_STEP, step_sentence
 from ..context.slots import compose_system, compose_tools
 from ..events.catalogue import PREFIX
-from ..events.dispatcher import EventDispatcher
-from ..flow import Chart, Decision, FlowEvent, Pause, Scope, flow_chart, pause
-from ..flow.builder import FlowBuilder
-from ..providers.base import LLMRequest, LLMResponse, Message, Provider, ToolCall, wire_messages
+from ..flow import Chart, Decision, FlowEvent, Scope, flow_chart
+from ..providers.base import LLMRequest, LLMResponse, Message, wire_messages
 from ..providers.resilience import resilience_reports
-from ..tools.pause import PauseRequest
-from ..tools.registry import ToolOutcome, ToolRegistry, result_text
 from ..tools.script_keys import LEDGER_KEY
-from ..tools.tool import Tool, ToolContext
-
-if TYPE_CHECKING:
-    from ..memory.define import MemoryDefinition
-    from .moments import ActRules
-    from .window import WindowStrategy
+from .memory_mount import MemoryStages, mount_memories
+from .spec import AgentSpec
+from .spec import emit as _emit
+from .tool_batch import ToolBatchStages
 
 __all__ = ["WRAP_UP_INSTRUCTION", "AgentSpec", "build_agent_chart"]
 
@@ -59,57 +50,7 @@ _EVENT_NAMES = {
 }
 
 
-@dataclass(slots=True, eq=False)
-class AgentSpec:
-    """Everything the loop's stages need that is not run state (and so not in the log)."""
-
-    provider: Provider
-    model: str
-    system: str
-    registry: ToolRegistry
-    max_iterations: int
-    react_mode: Literal["dynamic", "classic"] = "dynamic"
-    temperature: float | None = None
-    max_tokens: int | None = None
-    wrap_up: bool = True
-    stream: bool = False
-    dispatcher: EventDispatcher = field(default_factory=EventDispatcher)
-    with_tools: bool = True
-    injections: tuple[Injection, ...] = ()
-    static_tools: tuple[Tool, ...] = ()
-    read_skill: Tool | None = None
-    skip_step: Tool | None = None
-    system_cache: str = "always"
-    memories: tuple[MemoryDefinition, ...] = ()
-    act: ActRules | None = None
-    """act() rules by moment and the permission checker (``moments.py``); ``None``: neither."""
-    window: WindowStrategy | None = None
-
-    @property
-    def tracks_context(self) -> bool:
-        """Whether context is declared (injections or memory) and so evaluated and recorded."""
-        return bool(self.injections or self.memories)
-
-    @property
-    def skills(self) -> tuple[Injection, ...]:
-        return tuple(i for i in self.injections if i.flavor == "skill")
-
-    @property
-    def delivers_messages(self) -> bool:
-        return any(i.messages for i in self.injections)
-
-    def steps_of(self, skill_id: str | None) -> list[dict[str, str]]:
-        for injection in self.injections:
-            if injection.id == skill_id and injection.flavor == "skill":
-                return list(injection.metadata.get("steps", ()))
-        return []
-
-
-def _emit(scope: Scope, name: str, payload: dict[str, Any]) -> None:
-    scope.emit(PREFIX + name, payload)
-
-
-class _Stages:
+class _Stages(MemoryStages, ToolBatchStages):
     """The stage functions, closed over one agent's spec."""
 
     def __init__(self, spec: AgentSpec) -> None:
@@ -117,17 +58,6 @@ class _Stages:
 
     def seed(self, scope: Scope) -> None:
         self._seed(scope, self._host_turn(scope))
-
-    async def seed_with_memory(self, scope: Scope) -> None:
-        """Seed, with the turn resolved once over the memories' stores (seed 000)."""
-        resumed = scope.args.get("resume_state")
-        if resumed is not None:  # a replay keeps the turn it already claimed
-            from ..memory.stages import identity_record
-
-            scope["identity"] = identity_record(scope.args["identity"])
-            self._seed(scope, int(resumed["turn"]))
-            return
-        self._seed(scope, await self._resolve_turn(scope, self._host_turn(scope)))
 
     @staticmethod
     def _host_turn(scope: Scope) -> int:
@@ -182,16 +112,6 @@ class _Stages:
         assert self.spec.act is not None
         await self.spec.act.judge_input(scope)
 
-    async def _resolve_turn(self, scope: Scope, host_turn: int) -> int:
-        """The turn, resolved once over every store this run writes to and claimed there."""
-        from ..memory.stages import identity_record
-        from ..memory.turn import resolve_turn_number
-
-        identity = scope.args["identity"]
-        scope["identity"] = identity_record(identity)
-        stores = [m.store for m in self.spec.memories if m.write is not None]
-        return await resolve_turn_number(stores=stores, identity=identity, host_turn=host_turn)
-
     def injections(self, scope: Scope) -> None:
         """Judge every declared injection against this iteration and the previous tool batch."""
         spec = self.spec
@@ -225,66 +145,6 @@ class _Stages:
                                     "skipped": [], "nudged": False}
         elif not steps and pointer is not None:
             del scope["skill_steps"]
-
-    def _recall_pieces(self, scope: Scope) -> list[tuple[str, Any, dict[str, Any]]]:
-        """``(injection id, memory, piece)`` for everything each memory recalled this turn.
-
-        A piece that holds one entry is its own injection, ``memory:<id>#<entry id>``, so an
-        explanation (and an ablation) can point at a single stored entry.
-        """
-        out = []
-        for memory in self.spec.memories:
-            recall = scope.get(f"memory_recall_{memory.id}") or {}
-            for piece in recall.get("pieces") or ():
-                ids = piece.get("entry_ids") or []
-                key = (f"{memory.injection_id}#{ids[0]}" if len(ids) == 1
-                       else memory.injection_id)
-                out.append((key, memory, piece))
-        return out
-
-    def _recall_rows(self, scope: Scope) -> list[dict[str, Any]]:
-        """Evaluation rows for recall: one per recalled piece, or one saying nothing came.
-
-        A retrieved piece (RAG) carries its score and rank into its row, and every candidate
-        the retrieval judged and dropped gets a row that did not fire: the near misses.
-        """
-        rows = []
-        pieces = self._recall_pieces(scope)
-        for memory in self.spec.memories:
-            recall = scope.get(f"memory_recall_{memory.id}") or {}
-            flavor = recall.get("flavor", "memory")
-            floor = recall.get("threshold")
-            mine = [(key, piece) for key, owner, piece in pieces if owner is memory]
-            trigger = f"memory recall ({memory.type}, {memory.strategy.kind})"
-            if not mine:
-                rows.append({"id": memory.injection_id, "flavor": flavor,
-                             "trigger": trigger, "fired": False,
-                             "reason": "nothing to recall", "entry_ids": [], "turns": [],
-                             "store": memory.store.name})
-            for key, piece in mine:
-                ids, turns = list(piece["entry_ids"]), list(piece["turns"])
-                where = f"turn {turns[0]}" if len(turns) == 1 else (
-                    f"turns {', '.join(map(str, turns))}" if turns else "unnumbered entries")
-                row = {"id": key, "flavor": flavor, "trigger": trigger, "fired": True,
-                       "reason": f"recalled from {where}: {', '.join(ids)}",
-                       "entry_ids": ids, "turns": turns, "store": memory.store.name}
-                if "score" in piece:
-                    bar = "" if floor is None else f" >= {floor:.2f}"
-                    row.update(score=piece["score"], rank=piece["rank"],
-                               reason=f"retrieved {ids[0]!r} (rank {piece['rank']}, "
-                                      f"score {piece['score']:.2f}{bar})")
-                rows.append(row)
-            for miss in recall.get("near_misses") or ():
-                bar = "" if floor is None or miss["reason"] != "below-threshold" \
-                    else f" < {floor:.2f}"
-                rows.append({"id": f"{memory.injection_id}#{miss['id']}", "flavor": flavor,
-                             "trigger": trigger, "fired": False,
-                             "reason": f"retrieved but dropped ({miss['reason']}): rank "
-                                       f"{miss['rank']}, score {miss['score']:.2f}{bar}",
-                             "entry_ids": [miss["id"]], "turns": [],
-                             "store": memory.store.name, "score": miss["score"],
-                             "rank": miss["rank"]})
-        return rows
 
     def _active(self, scope: Scope) -> list[Injection]:
         ids = set(scope["active_injections"])
@@ -523,243 +383,6 @@ class _Stages:
                 "label": rationale, "inputs": inputs}
         return Decision(chosen, {"chosen": chosen, "default": "final", "rules": [rule]})
 
-    async def tool_calls(self, scope: Scope) -> Pause | None:
-        iteration = scope["iteration"]
-        calls: list[ToolCall] = scope["llm_tool_calls"]
-        history: list[Message] = scope["history"]
-        history.append({"role": "assistant", "content": scope.get("llm_content") or "",
-                        "tool_calls": calls})
-        return await self._run_batch(scope, calls, 0, [], history, iteration)
-
-    async def tool_calls_resume(self, scope: Scope, answer: Any) -> Pause | None:
-        """Settle the paused call with the person's answer, then run the calls after it.
-
-        Siblings after a paused call never run before the pause is answered; on resume they
-        run in their original order, so every call still gets exactly one result.
-        """
-        pending = scope["paused_tool_batch"]
-        calls: list[ToolCall] = pending["calls"]
-        index, iteration = pending["index"], pending["iteration"]
-        results: list[dict[str, Any]] = list(pending["results"])
-        history: list[Message] = scope["history"]
-        call = calls[index]
-        if pending["kind"] == "check_in":
-            verdict = answer if isinstance(answer, dict) else {}
-            by = verdict.get("by") or "a person"
-            _emit(scope, "pause.check_in_settled", {
-                "tool_name": call["name"], "tool_call_id": call["id"], "iteration": iteration,
-                "approved": verdict.get("check_in") == "approved", "by": by,
-                "note": verdict.get("note")})
-            if verdict.get("check_in") == "approved":
-                outcome = await self._dispatch(scope, call, iteration)
-            else:
-                note = f": {str(verdict['note']).rstrip('.')}." if verdict.get("note") else "."
-                outcome = ToolOutcome(f"{by} declined this call, so it did not run{note} "
-                                      "Adapt your plan; do not call it again unchanged.",
-                                      error=True, status="declined")
-        else:
-            outcome = ToolOutcome(answer if isinstance(answer, str) else result_text(answer))
-        del scope["paused_tool_batch"]
-        self._settle(scope, call, outcome, results, history, iteration)
-        return await self._run_batch(scope, calls, index + 1, results, history, iteration)
-
-    async def _run_batch(self, scope: Scope, calls: list[ToolCall], start: int,
-                         results: list[dict[str, Any]], history: list[Message],
-                         iteration: int) -> Pause | None:
-        spec = self.spec
-        for index in range(start, len(calls)):
-            call = calls[index]
-            _emit(scope, "stream.tool_start", {"tool_name": call["name"],
-                                               "tool_call_id": call["id"],
-                                               "args": call.get("args") or {},
-                                               "iteration": iteration})
-            gated = await spec.act.gate_call(scope, call, iteration) \
-                if spec.act is not None and spec.act.gates_tools else None
-            if gated is not None and gated.ask is not None:
-                return self._pause(scope, calls, index, results, history, iteration,
-                                   "check_in", {**self._evidence_pack(scope, gated.call),
-                                                "asked_by_rule": gated.ask})
-            if gated is not None and gated.refusal is not None:
-                outcome = gated.refusal
-            else:
-                permitted = gated.call if gated else call
-                if self._needs_check_in(permitted):
-                    return self._pause(scope, calls, index, results, history, iteration,
-                                       "check_in", self._evidence_pack(scope, permitted))
-                try:
-                    outcome = await self._dispatch(scope, permitted, iteration)
-                except PauseRequest as request:
-                    return self._pause(scope, calls, index, results, history, iteration,
-                                       request.kind, request.data)
-            self._settle(scope, call, outcome, results, history, iteration)
-            if gated is not None and gated.halted:
-                self._halt(scope, calls, results, history, iteration)
-                break
-        scope["history"] = history
-        scope["tool_results"] = results
-        scope["iteration"] = iteration + 1
-        _emit(scope, "agent.iteration_end", {"iteration": iteration,
-                                             "tool_call_count": len(calls)})
-        return None
-
-    def _settle(self, scope: Scope, call: ToolCall, outcome: ToolOutcome,
-                results: list[dict[str, Any]], history: list[Message], iteration: int) -> None:
-        """One call's result: events, the tool message, the batch row, skill activation."""
-        spec = self.spec
-        if outcome.issues:
-            _emit(scope, "validation.args_invalid", {
-                "tool_name": call["name"], "tool_call_id": call["id"],
-                "iteration": iteration, "issues": [dict(i) for i in outcome.issues]})
-        _emit(scope, "stream.tool_end", {
-            "tool_name": call["name"], "tool_call_id": call["id"], "result": outcome.content,
-            "error": outcome.error, "status": outcome.status, "iteration": iteration})
-        history.append({"role": "tool", "content": outcome.content,
-                        "tool_call_id": call["id"], "tool_name": call["name"]})
-        results.append({"tool_name": call["name"], "tool_call_id": call["id"],
-                        "status": outcome.status})
-        if call["name"] == READ_SKILL and outcome.status == "success" and spec.skills:
-            skill_id = (call.get("args") or {}).get("id")
-            activated = scope["activated_skills"]
-            if skill_id in {s.id for s in spec.skills} and skill_id not in activated:
-                scope["activated_skills"] = [*activated, skill_id]
-                _emit(scope, "skill.activated", {"skill_id": skill_id,
-                                                 "iteration": iteration})
-
-    def _needs_check_in(self, call: ToolCall) -> bool:
-        found = self.spec.registry.tools.get(call["name"])
-        rule = found.check_in if found is not None else None
-        if rule is None or rule is False:
-            return False
-        if callable(rule):
-            try:
-                return bool(rule(call.get("args") or {}))
-            except Exception:
-                return True  # consent is fail-closed: a broken predicate asks a person
-        return bool(rule)
-
-    def _pause(self, scope: Scope, calls: list[ToolCall], index: int,
-               results: list[dict[str, Any]], history: list[Message], iteration: int,
-               kind: str, data: Any) -> Pause:
-        call = calls[index]
-        scope["history"] = history
-        scope["paused_tool_batch"] = {"calls": calls, "index": index, "results": results,
-                                      "iteration": iteration, "kind": kind}
-        payload = {"kind": kind, "tool_name": call["name"], "tool_call_id": call["id"],
-                   "iteration": iteration, "data": data}
-        _emit(scope, "pause.requested", payload)
-        return pause(payload)
-
-    def _evidence_pack(self, scope: Scope, call: ToolCall) -> dict[str, Any]:
-        """What a person needs to consent: the call, the context the run consumed, and which
-        context drove the choice (ranked by token overlap with the call — no model call)."""
-        found = self.spec.registry.tools[call["name"]]
-        args = call.get("args") or {}
-        choice = f"{call['name']} {json.dumps(args, ensure_ascii=False, sort_keys=True)}"
-        system = scope.get("system_prompt") or ""
-        consumed = []
-        for row in scope.get("system_slot") or ():
-            if row["source"] != "base":
-                consumed.append({"id": row["source"], "flavor": row["flavor"],
-                                 "slot": "system", "text": system[row["start"]:row["end"]]})
-        for message in scope["history"]:
-            if message["role"] == "tool":
-                consumed.append({"id": message.get("tool_name") or "tool", "flavor": "tool",
-                                 "slot": "messages", "text": str(message["content"])})
-            elif message["role"] == "user" and "injected_by" not in message:
-                consumed.append({"id": "user", "flavor": "user", "slot": "messages",
-                                 "text": str(message["content"])})
-        scores = overlap_scores(choice, [c["text"] for c in consumed])
-        drivers = sorted(
-            ({"id": c["id"], "flavor": c["flavor"], "score": round(score, 3),
-              "tier": "proxy"} for c, score in zip(consumed, scores, strict=True) if score > 0),
-            key=lambda d: (-d["score"], d["id"]))
-        trail = [{"iteration": r["iteration"], "chosen": r.get("chosen")}
-                 for r in scope.get("route_trail") or ()]
-        return {
-            "will_do": {"tool": call["name"], "description": found.description, "args": args},
-            "context_consumed": [{k: v for k, v in c.items() if k != "text"} for c in consumed],
-            "drivers": drivers[:5],
-            "trail": trail or [{"iteration": scope["iteration"], "chosen": "tool-calls"}],
-        }
-
-    async def _dispatch(self, scope: Scope, call: ToolCall, iteration: int) -> ToolOutcome:
-        """Run one permitted call (steps 4–6 of ``moments.py``'s dispatch order)."""
-        from ..tools.code_runner import dispatch_script_call  # loaded by the first tool call
-
-        spec = self.spec
-        sent = await dispatch_script_call(
-            spec.registry, call, ToolContext(call["id"], iteration, scope.run_id), scope,
-            turn=scope["turn"])
-        outcome = sent.outcome
-        if sent.code_run is not None:
-            _emit(scope, "tools.code_run", sent.code_run)
-        if spec.skip_step is not None:
-            outcome = self._follow_steps(scope, call, outcome, iteration)
-        if spec.act is None:
-            return outcome
-        return await spec.act.judge_result(scope, call, outcome, iteration)
-
-    @staticmethod
-    def _halt(scope: Scope, calls: list[ToolCall], results: list[dict[str, Any]],
-              history: list[Message], iteration: int) -> None:
-        """A permission halt: later calls of the batch get a "not run" result (so the
-        conversation stays well paired for a follow-up), then the run stops after this stage."""
-        answered = {r["tool_call_id"] for r in results}
-        for call in calls:
-            if call["id"] not in answered:
-                history.append({"role": "tool", "tool_call_id": call["id"],
-                                "tool_name": call["name"], "content": (
-                                    "Not run: the run was stopped by policy before this "
-                                    "call.")})
-        halt = scope["permission_halt"]
-        _emit(scope, "permission.halt", {**halt, "sequence_length": len(answered)})
-        scope["stopped_early"] = "permission-halt"
-        scope["final_content"] = ""
-        scope.break_("permission-halt")
-
-    def _follow_steps(self, scope: Scope, call: ToolCall, outcome: ToolOutcome,
-                      iteration: int) -> ToolOutcome:
-        """Advance, skip or introduce the active skill's procedure; say so in the result."""
-        pointer = scope.get("skill_steps")
-        name = call["name"]
-        if name == READ_SKILL and outcome.status == "success":
-            steps = self.spec.steps_of((call.get("args") or {}).get("id"))
-            if steps:
-                intro = f"You are on step 1 of {len(steps)}: {steps[0]['tool']} — " \
-                        f"{steps[0]['note']}."
-                return replace(outcome, content=f"{outcome.content}\n{intro}")
-            return outcome
-        if name == SKIP_STEP:
-            if pointer is None or pointer["step"] > pointer["total"]:
-                return replace(outcome, content="No step procedure is in progress; there is "
-                               "nothing to skip.", status="invalid", error=True)
-            reason = str((call.get("args") or {}).get("reason", "")).strip()
-            if not reason:
-                return replace(outcome, content=f"Say why you skip step {pointer['step']}: "
-                               "call skip_step with a reason.", status="invalid", error=True)
-            steps = self.spec.steps_of(pointer["skill"])
-            skipped = pointer["step"]
-            pointer = {**pointer, "step": skipped + 1,
-                       "skipped": [*pointer["skipped"], {"step": skipped, "reason": reason}]}
-            scope["skill_steps"] = pointer
-            _emit(scope, "skill.step_skipped", {"skill_id": pointer["skill"], "step": skipped,
-                                                "reason": reason, "iteration": iteration})
-            return replace(outcome, content=f"Skipped step {skipped} of {pointer['total']} "
-                           f"({reason}). {step_sentence(steps, pointer['step'])}")
-        if pointer is None or pointer["step"] > pointer["total"] or outcome.error:
-            return outcome
-        steps = self.spec.steps_of(pointer["skill"])
-        if steps[pointer["step"] - 1]["tool"] != name:
-            return outcome
-        done = pointer["step"]
-        pointer = {**pointer, "step": done + 1}
-        scope["skill_steps"] = pointer
-        _emit(scope, "skill.step_advanced", {"skill_id": pointer["skill"], "step": done,
-                                             "completed": done == pointer["total"],
-                                             "iteration": iteration})
-        return replace(outcome, content=f"{outcome.content}\nStep {done} of {pointer['total']} "
-                       f"done. {step_sentence(steps, pointer['step'])}")
-
     def step_nudge(self, scope: Scope) -> None:
         """The model answered with steps left: keep its answer and remind it once."""
         iteration = scope["iteration"]
@@ -810,61 +433,10 @@ class _Stages:
         return str(content)
 
 
-    def _run_evidence(self, scope: Scope, iteration: int) -> dict[str, Any]:
-        """What a causal snapshot keeps of this turn: tool calls, route choices, cost."""
-        calls: dict[str, dict[str, Any]] = {}
-        for message in scope["history"]:
-            for call in message.get("tool_calls") or ():
-                calls[call["id"]] = {"name": call["name"], "args": call.get("args") or {},
-                                     "result_preview": "", "errored": False}
-            if message["role"] == "tool" and message.get("tool_call_id") in calls:
-                text = str(message["content"])
-                calls[message["tool_call_id"]]["result_preview"] = (
-                    text if len(text) <= 200 else text[:199] + "…")
-        return {"iterations": iteration, "tool_calls": list(calls.values()), "decisions": [],
-                "token_usage": {"input": scope["input_tokens"],
-                                "output": scope["output_tokens"]}}
-
-
-def _mount_memories(builder: FlowBuilder, spec: AgentSpec, *,
-                    side: Literal["read", "write"]) -> FlowBuilder:
-    """Mount each memory's read (after Seed) or write (after Finalize) chart as a subflow."""
-    for memory in spec.memories:
-        key = memory.id
-        if side == "read":
-            builder = builder.subflow(
-                f"memory_read_{key}", memory.read, name=f"Recall {key}",
-                description=f"Recall from memory {key!r}",
-                input=lambda s: {"identity": s["identity"], "turn": s["turn"],
-                                 "messages": s["history"]},
-                output=_recall_output(key))
-        elif memory.write is not None:
-            builder = builder.subflow(
-                f"memory_write_{key}", memory.write, name=f"Remember {key}",
-                description=f"Write this turn to memory {key!r}",
-                input=lambda s: {"identity": s["identity"], "turn": s["turn"],
-                                 "new_messages": s["new_messages"],
-                                 "run_evidence": s.get("run_evidence")})
-    return builder
-
-
-def _recall_output(key: str) -> Callable[[Any], dict[str, Any]]:
-    """Lift a memory read's recall (and its retrieval evidence) into the agent's state."""
-
-    def output(inner: Any) -> dict[str, Any]:
-        lifted = {f"memory_recall_{key}": inner.get("recall")
-                  or {"text": "", "entry_ids": [], "turns": []}}
-        if "retrieved" in inner:
-            lifted[f"memory_retrieved_{key}"] = inner["retrieved"]
-        return lifted
-
-    return output
-
-
 def build_agent_chart(spec: AgentSpec, *, name: str = "Agent") -> Chart:
     """The agent's chart. ``spec.with_tools=False`` gives the single-call ``LLMCall`` shape."""
     stages = _Stages(spec)
-    builder = _mount_memories(
+    builder = mount_memories(
         flow_chart("Seed", stages.seed_judged if spec.act and spec.act.at("input") else
                    stages.seed_with_memory if spec.memories else stages.seed,
                    id="seed", description="Seed the turn"), spec,
@@ -905,5 +477,5 @@ def build_agent_chart(spec: AgentSpec, *, name: str = "Agent") -> Chart:
                 description="Hand back the answer")
         .end()
     )
-    return _mount_memories(routed, spec, side="write").build(description=name)
+    return mount_memories(routed, spec, side="write").build(description=name)
 
