@@ -9,6 +9,8 @@ under the timeout; the checkpoint taken at a pause; the ``FlowRun`` every run re
 from __future__ import annotations
 
 import asyncio
+import atexit
+import threading
 import time
 import uuid
 from collections.abc import Coroutine, Mapping
@@ -251,8 +253,26 @@ def _shown_args(args: Mapping[str, Any] | None, policy: RedactionPolicy | None) 
             for k, v in (args or {}).items()}
 
 
+_sync_loops = threading.local()
+
+
+def _thread_runner() -> asyncio.Runner:
+    """This thread's event loop for ``*_sync`` calls, kept open between them.
+
+    SDK clients (httpx pools inside openai/anthropic) bind to the loop of their first call; a
+    fresh loop per call would leave the second ``run_sync`` with "Event loop is closed". The
+    runner is closed when the interpreter exits.
+    """
+    runner: asyncio.Runner | None = getattr(_sync_loops, "runner", None)
+    if runner is None:
+        runner = asyncio.Runner()
+        _sync_loops.runner = runner
+        atexit.register(runner.close)
+    return runner
+
+
 def run_sync(awaitable: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine to completion from synchronous code."""
+    """Run a coroutine to completion from synchronous code (one loop per thread, reused)."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -262,4 +282,4 @@ def run_sync(awaitable: Coroutine[Any, Any, T]) -> T:
         raise ConfigurationError(
             "a *_sync method was called inside a running event loop; use `await` on the async "
             "method there instead")
-    return asyncio.run(awaitable)
+    return _thread_runner().run(awaitable)

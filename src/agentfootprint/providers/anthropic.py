@@ -134,6 +134,16 @@ class AnthropicProvider(Provider):
                     "api_key=")
         self.client: Any = client
 
+    async def aclose(self) -> None:
+        """Close the SDK client's connections (the provider is unusable afterwards)."""
+        await self.client.close()
+
+    def close_sync(self) -> None:
+        """``aclose`` for synchronous code (the loop ``*_sync`` calls ran on)."""
+        from ..flow.run import run_sync
+
+        run_sync(self.aclose())
+
     def __repr__(self) -> str:
         return f"<AnthropicProvider {self.name} {self.model}>"
 

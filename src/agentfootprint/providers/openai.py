@@ -163,6 +163,16 @@ class OpenAIProvider(Provider):
     def _endpoint(self) -> str:
         return self.base_url or str(getattr(self.client, "base_url", "the OpenAI API"))
 
+    async def aclose(self) -> None:
+        """Close the SDK client's connections (the provider is unusable afterwards)."""
+        await self.client.close()
+
+    def close_sync(self) -> None:
+        """``aclose`` for synchronous code (the loop ``*_sync`` calls ran on)."""
+        from ..flow.run import run_sync
+
+        run_sync(self.aclose())
+
     # ------------------------------------------------------------------ requests
 
     def params(self, request: LLMRequest, *, stream: bool = False) -> dict[str, Any]:
