@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from ..agent.window import windowed_messages
 from ..flow.commitlog import CommitLog
+from ..flow.redact import redacted_values, scrub
 from ..flow.run import FlowRun
 from ..flow.values import copy_value
 from ..providers.base import wire_messages
@@ -50,6 +51,10 @@ class Recording(BaseModel):
             raise TypeError(f"{result!r} is not a run; pass a RunResult or a FlowRun")
         is_agent = hasattr(result, "content")
         output = result.content if is_agent else _jsonable(run.output)
+        if run.redaction is not None and run.redaction.has_key_rules:
+            secrets = redacted_values(run.redaction, run.state)
+            if secrets:  # the output repeats state (an answer); keep the record redacted
+                output = scrub(output, secrets)
         return cls(run_id=run.run_id, kind="agent" if is_agent else "flow",
                    name=run.chart.description or run.chart.name, status=run.status,
                    created_at=time.time(), chart=run.chart.spec(),

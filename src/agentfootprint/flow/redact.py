@@ -9,11 +9,17 @@ One marker everywhere: ``"[REDACTED]"``.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
-__all__ = ["REDACTED", "RedactionPolicy"]
+__all__ = ["REDACTED", "RedactionPolicy", "redacted_values", "scrub"]
+
+MIN_SCRUBBED_CHARS: Final = 4
+"""A redacted string value shorter than this is not searched for in payloads."""
+MIN_SCRUBBED_LEAF_CHARS: Final = 12
+"""Inside a redacted list or dict only longer strings count: short leaves are roles, names and
+labels ("assistant", "balance") that would blank out ordinary words everywhere."""
 
 REDACTED: Final = "[REDACTED]"
 
@@ -46,6 +52,11 @@ class RedactionPolicy:
             self._cache[key] = hit
         return hit
 
+    @property
+    def has_key_rules(self) -> bool:
+        """Whether any state key is redacted (then emit payloads are scrubbed of its values)."""
+        return bool(self._keys or self._patterns)
+
     def is_redacted_emit(self, name: str) -> bool:
         """True when an emitted event's payload must be recorded as ``[REDACTED]``."""
         return any(p.search(name) for p in self._emit)
@@ -69,3 +80,64 @@ def _compile(pattern: str, field_name: str) -> re.Pattern[str]:
             f"RedactionPolicy {field_name} entry {pattern!r} is not a valid regular expression "
             f"({exc}); escape it with re.escape() or fix the pattern"
         ) from exc
+
+
+def redacted_values(policy: RedactionPolicy, *sources: Mapping[str, Any]) -> set[Any]:
+    """The values held under redacted keys in ``sources`` that a payload must not repeat.
+
+    A redacted key's own value counts when it is a string of at least
+    :data:`MIN_SCRUBBED_CHARS` or a number; inside lists and dicts, string leaves of at least
+    :data:`MIN_SCRUBBED_LEAF_CHARS` count (numbers and short labels there do not).
+    """
+    found: set[Any] = set()
+
+    def collect(value: Any) -> None:
+        if isinstance(value, str):
+            if len(value) >= MIN_SCRUBBED_LEAF_CHARS:
+                found.add(value)
+        elif isinstance(value, Mapping):
+            for item in value.values():
+                collect(item)
+        elif isinstance(value, list | tuple):
+            for item in value:
+                collect(item)
+
+    for source in sources:
+        for key, value in source.items():
+            if not policy.is_redacted(key):
+                continue
+            if isinstance(value, str):
+                if len(value) >= MIN_SCRUBBED_CHARS:
+                    found.add(value)
+            elif isinstance(value, int | float) and not isinstance(value, bool):
+                found.add(value)
+            else:
+                collect(value)
+    return found
+
+
+def scrub(payload: Any, secrets: set[Any]) -> Any:
+    """``payload`` with every occurrence of a secret replaced by :data:`REDACTED`.
+
+    An emitted payload often repeats a state value (an answer, a message); key redaction
+    would be hollow if the same text then reached the record through the event.
+    """
+    texts = sorted((s for s in secrets if isinstance(s, str)), key=len, reverse=True)
+
+    def clean(value: Any) -> Any:
+        if isinstance(value, str):
+            for secret in texts:
+                if secret in value:
+                    value = value.replace(secret, REDACTED)
+            return value
+        if isinstance(value, bool) or value is None:
+            return value
+        if isinstance(value, int | float):
+            return REDACTED if value in secrets else value
+        if isinstance(value, Mapping):
+            return {k: clean(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [clean(v) for v in value]
+        return value
+
+    return clean(payload)

@@ -73,6 +73,8 @@ class FlowRun:
     error: str | None = None
     observer_errors: list[ObserverFailure] = field(default_factory=list)
     observer_stats: dict[str, dict[str, int]] = field(default_factory=dict)
+    redaction: RedactionPolicy | None = None
+    """The policy the run was recorded under (a recording scrubs the output with it)."""
 
     @property
     def paused(self) -> bool:
@@ -146,6 +148,7 @@ def _result(engine: _Engine, status: Literal["done", "paused", "failed"], output
         state=copy_value(root.state), log=engine.log, checkpoint=checkpoint, error=error,
         observer_errors=engine.dispatch.all_failures(),
         observer_stats={d.id: d.stats() for d in engine.dispatch.deferred},
+        redaction=root.redaction,
     )
 
 

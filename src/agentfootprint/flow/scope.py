@@ -14,7 +14,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
 from .recorders import FlowEvent
-from .redact import REDACTED
+from .redact import REDACTED, redacted_values, scrub
 from .values import MISSING, copy_value, freeze, summarize, thaw
 
 if TYPE_CHECKING:
@@ -167,6 +167,11 @@ class Scope:
         frame = self._frame
         policy = frame.redaction
         shown = REDACTED if policy is not None and policy.is_redacted_emit(name) else payload
+        if policy is not None and shown is not REDACTED and policy.has_key_rules:
+            secrets = redacted_values(policy, frame.state, {
+                k: v for k, v in self._staged.items() if v is not MISSING})
+            if secrets:
+                shown = scrub(shown, secrets)
         self._emits.append((name, shown))
         hooks = frame.dispatch.h_emit
         if hooks:
