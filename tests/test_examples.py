@@ -34,6 +34,17 @@ EXPECTED = {
         "READ     respond/urgent/call_llm#",
         "BORN     define_fact('tier')",
     ],
+    "conversation_memory.py": [
+        "turn 1: Booked: a table for two on Friday.",
+        "turn 2: Done: the table on Friday is now for three.",
+        "ALLOWED  trigger memory recall (episodic, window) — recalled from turn 1: msg-1-0",
+        "BORN     store entries msg-1-0 of SQLiteStore(",
+    ],
+    "consent_checkin.py": [
+        "asks to run: issue_refund {'order_id': 'A-9', 'amount': 5000.0}",
+        "goodwill (",
+        "Done — refund of 5000.00 issued on A-9.",
+    ],
     "pattern_debate.py": [
         " opponent: Invalidation bugs are the usual outage cause.",
         "Verdict: add the cache with a 30 s TTL — 4 arguments weighed.",

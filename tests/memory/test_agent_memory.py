@@ -264,3 +264,20 @@ async def test_localize_names_a_stale_memory_entry_as_causal() -> None:
     assert report.baseline_stable
     chain = backtrack(result, suspect="memory:chat#msg-1-0")
     assert "msg-1-0" in chain.hops[-1].text and "turn(s) 1" in chain.hops[-1].text
+
+
+def test_strategy_by_name_with_options() -> None:
+    """``strategy="window", keep_turns=N`` is window(2N); unknown names and stray options are
+    refused by name; the id defaults to the type."""
+    store = InMemoryStore()
+    made = define_memory(type="episodic", strategy="window", store=store, keep_turns=10)
+    assert made.id == "episodic" and made.strategy == window(20)
+    picked = define_memory(type="semantic", strategy="top_k", store=store, k=2,
+                           embedder=mock_embedder(8))
+    assert picked.strategy.kind == "top_k"
+    with pytest.raises(ConfigurationError, match="strategy='sliding' is not a strategy"):
+        define_memory(type="episodic", strategy="sliding", store=store)
+    with pytest.raises(ConfigurationError, match="keep_turns but strategy= is already built"):
+        define_memory(type="episodic", strategy=window(3), store=store, keep_turns=2)
+    with pytest.raises(ConfigurationError, match="list_memory_strategies"):
+        define_memory(type="episodic", strategy="window", store=store, turns=2)

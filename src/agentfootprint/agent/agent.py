@@ -33,7 +33,17 @@ if TYPE_CHECKING:
     from .permissions import PermissionChecker
     from .window import WindowStrategy
 
-__all__ = ["Agent", "LLMCall", "RunResult"]
+__all__ = ["Agent", "CheckInRequest", "LLMCall", "RunResult"]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckInRequest:
+    """What a person is asked to consent to (see ``checkin.py`` for the evidence pack)."""
+
+    tool: str
+    args: dict[str, Any]
+    evidence: dict[str, Any]
+    """``will_do``, ``context_consumed``, ``drivers`` (ranked, tier proxy) and ``trail``."""
 
 
 @dataclass(slots=True, eq=False)
@@ -60,6 +70,16 @@ class RunResult:
     @property
     def paused(self) -> bool:
         return self.status == "paused"
+
+    @property
+    def check_in(self) -> CheckInRequest | None:
+        """When the run paused for consent: the tool, its arguments and the evidence pack."""
+        if self.pause is None or self.pause.get("kind") != "check_in":
+            return None
+        pack = self.pause.get("data") or {}
+        will = pack.get("will_do") or {}
+        return CheckInRequest(tool=str(will.get("tool", self.pause.get("tool_name", ""))),
+                              args=dict(will.get("args") or {}), evidence=dict(pack))
 
     def narrative(self) -> str:
         """The turn in plain English, stage by stage."""

@@ -35,7 +35,11 @@ from agentfootprint.memory.strategies import (
     Summarize,
     TopK,
     Window,
+    budget,
     list_memory_strategies,
+    summarize,
+    top_k,
+    window,
 )
 from agentfootprint.memory.summary import summarize_loaded
 
@@ -62,21 +66,34 @@ class MemoryDefinition:
 
 def define_memory(
     *,
-    id: str,
     type: MemoryType,
-    strategy: Strategy,
+    strategy: Strategy | str,
     store: MemoryStore,
+    id: str | None = None,
     read_only: bool = False,
     tier: Tier | None = None,
     ttl_ms: int | None = None,
     description: str | None = None,
     exclude: Collection[str] = (),
+    **options: Any,
 ) -> MemoryDefinition:
     """Build a memory (see the module docstring); impossible combinations are refused here.
 
-    ``exclude`` lists entry ids this memory never recalls — the seam a re-run uses to prove
-    that one stored entry caused an answer (``memory:<id>#<entry id>`` suspects).
+    ``strategy`` is a strategy value (``window(10)``, ``top_k(k=3, embedder=...)``) or its
+    name with the options as keywords: ``strategy="window", keep_turns=10`` (a turn is two
+    messages), ``strategy="budget"``, ``strategy="top_k", k=3, embedder=...``,
+    ``strategy="summarize", recent=..., provider=..., model=...``. ``id`` defaults to the
+    type. ``exclude`` lists entry ids this memory never recalls — the seam a re-run uses to
+    prove that one stored entry caused an answer (``memory:<id>#<entry id>`` suspects).
     """
+    if id is None:
+        id = str(type)
+    if isinstance(strategy, str):
+        strategy = _strategy_named(strategy, options, id)
+    elif options:
+        raise ConfigurationError(
+            f"define_memory({id!r}) got {', '.join(sorted(options))} but strategy= is already "
+            "built; pass those options to the strategy (or give strategy= by name).")
     if not isinstance(id, str) or not id.strip():
         raise ConfigurationError(f"define_memory(id={id!r}) needs a non-empty id.")
     if not isinstance(store, MemoryStore):
@@ -116,6 +133,31 @@ def define_memory(
     read, write = _charts(id, type, strategy, store, tier, ttl_ms, frozenset(exclude))
     return MemoryDefinition(id=id, type=type, strategy=strategy, store=store, read=read,
                             write=None if read_only else write, description=description)
+
+
+def _strategy_named(name: str, options: dict[str, Any], memory_id: str) -> Strategy:
+    """A strategy from its name and keyword options (``strategy="window", keep_turns=10``)."""
+    try:
+        if name == "window":
+            if "keep_turns" in options:
+                turns = options.pop("keep_turns")
+                if isinstance(turns, bool) or not isinstance(turns, int) or turns < 1:
+                    raise ConfigurationError(f"keep_turns={turns!r} must be an int >= 1.")
+                options["size"] = 2 * turns
+            return window(**options)
+        if name == "budget":
+            return budget(**options)
+        if name == "summarize":
+            return summarize(**options)
+        if name == "top_k":
+            return top_k(**options)
+    except TypeError as exc:
+        raise ConfigurationError(
+            f"define_memory({memory_id!r}, strategy={name!r}): {exc}; see "
+            "list_memory_strategies() for what each strategy takes.") from exc
+    known = ", ".join(info.kind for info in list_memory_strategies())
+    raise ConfigurationError(
+        f"define_memory({memory_id!r}) strategy={name!r} is not a strategy; use one of {known}.")
 
 
 def _types_to_kinds() -> dict[str, list[str]]:
