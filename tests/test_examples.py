@@ -45,6 +45,11 @@ EXPECTED = {
         "goodwill (",
         "Done — refund of 5000.00 issued on A-9.",
     ],
+    "loop_until_approved.py": [
+        "Final: Your refund for order",
+        "Passes: 5",
+        '"Your refund for order" from body/finalize#',
+    ],
     "pattern_debate.py": [
         " opponent: Invalidation bugs are the usual outage cause.",
         "Verdict: add the cache with a 30 s TTL — 4 arguments weighed.",

@@ -267,6 +267,26 @@ async def test_window_rule_can_put_messages_back_or_refuse_eviction() -> None:
     assert len(refusing.requests[0].messages) == 5
 
 
+async def test_window_allow_keeps_the_plan_ask_and_raising_rule_send_everything() -> None:
+    """At ``window``: allow leaves the strategy's choice; ask (nobody can be asked mid-call)
+    and a raising rule both refuse the eviction, so the whole history is sent."""
+    from agentfootprint.agent import sliding_window
+
+    earlier = {"version": 1, "run_id": "r0", "turn": 2, "history": [
+        {"role": "user", "content": "first"}, {"role": "assistant", "content": "one"},
+        {"role": "user", "content": "second"}, {"role": "assistant", "content": "two"}]}
+    cases = [(lambda c: allow(), "allow", 3), (lambda c: ask("Evict?"), "ask", 5),
+             (boom, "deny", 5)]
+    for rule, decision, sent in cases:
+        provider = mock(reply="ok")
+        agent = Agent(provider=provider, model="m", window=sliding_window(turns=2),
+                      act=[act("window", rule, id="w")])
+        result = await agent.run("third", continue_from=earlier)
+        assert len(provider.requests[0].messages) == sent
+        assert ledger(result)[0]["moment"] == "window"
+        assert ledger(result)[0]["decision"] == decision
+
+
 async def test_before_tool_raising_rule_denies_without_leaking_the_error() -> None:
     agent, provider = agent_with(act("before_tool", boom, id="fragile"),
                                  script=[refund_call(5), "done"])

@@ -115,3 +115,13 @@ def test_bad_shapes_are_refused_at_construction() -> None:
         Parallel(("a", echo("a")), ("a", echo("b")))
     with pytest.raises(ConfigurationError, match="otherwise"):
         Conditional(("otherwise", lambda i: True, echo("a")), otherwise=echo("b"))
+
+
+async def test_loop_wall_time_budget_stops_it_and_a_budget_is_mandatory() -> None:
+    """``max_seconds`` ends the loop after the pass that spent it; no budget at all is refused."""
+    stopped = await Loop(echo("r"), max_seconds=1e-9).run("d")
+    assert stopped.content == "r(d)"
+    with pytest.raises(ConfigurationError, match="needs a budget"):
+        Loop(echo("r"))
+    with pytest.raises(ConfigurationError, match="max_seconds=0"):
+        Loop(echo("r"), max_seconds=0)
