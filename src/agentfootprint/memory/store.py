@@ -39,6 +39,7 @@ __all__ = [
     "ScoredEntry",
     "StoreCapabilities",
     "VectorSearchStore",
+    "check_entries",
     "check_k",
     "check_limit",
 ]
@@ -145,6 +146,13 @@ class VectorSearchStore(MemoryStore, Protocol):
     ) -> list[ScoredEntry]:
         """The ``k`` best live entries by cosine similarity (see module docstring)."""
         ...
+
+
+def check_entries(entries: Sequence[MemoryEntry], *, store: str) -> None:
+    """Refuse a batch holding anything but ``MemoryEntry`` objects, before any write."""
+    for entry in entries:
+        if not isinstance(entry, MemoryEntry):
+            raise TypeError(f"{store} stores MemoryEntry objects, not {type(entry).__name__}.")
 
 
 def check_k(k: int) -> int:

@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["VectorIndex", "rank_cosine", "same_embedder"]
+__all__ = ["VectorIndex", "rank_cosine", "same_embedder", "search_filter"]
 
 
 def _numpy() -> Any:
@@ -125,3 +125,23 @@ class VectorIndex:
             matrix = matrix.reshape(len(positions), dims)
             self._matrices[dims] = (positions, matrix, np.linalg.norm(matrix, axis=1))
         return self._matrices[dims]
+
+
+def search_filter(
+    metas: Sequence[tuple[str | None, int | None, str | None]],
+    *,
+    now: int,
+    tiers: Sequence[str] | None,
+    embedder_id: str | None,
+) -> Callable[[int], bool]:
+    """Which indexed rows a search may rank: live at ``now``, of the tiers asked for, and made
+    by a comparable embedder. ``metas[i]`` is row i's ``(embedding_model, expires_at, tier)``.
+    """
+
+    def keep(position: int) -> bool:
+        model, expires_at, tier = metas[position]
+        return ((expires_at is None or expires_at > now)
+                and (tiers is None or tier in tiers)
+                and same_embedder(model, embedder_id))
+
+    return keep

@@ -14,11 +14,12 @@ from agentfootprint.memory.store import (
     MemoryPage,
     ScoredEntry,
     StoreCapabilities,
+    check_entries,
     check_k,
     check_limit,
 )
 from agentfootprint.memory.stores._keyset import decode_cursor, encode_cursor
-from agentfootprint.memory.stores._vectors import VectorIndex, same_embedder
+from agentfootprint.memory.stores._vectors import VectorIndex, search_filter
 
 __all__ = ["InMemoryStore"]
 
@@ -28,7 +29,8 @@ class _Namespace:
     entries: dict[str, tuple[int, MemoryEntry]] = field(default_factory=dict)
     signatures: set[str] = field(default_factory=set)
     claimed_turns: set[int] = field(default_factory=set)
-    index: tuple[VectorIndex, list[MemoryEntry]] | None = None
+    index: tuple[VectorIndex, list[tuple[str | None, int | None, str | None]],
+                 dict[str, MemoryEntry]] | None = None
     """Vectors ready for search; dropped by every write to the namespace."""
     ordered: list[tuple[tuple[int, int], MemoryEntry]] | None = None
     """Entries in list order, keyed ``(-updated_at, -seq)``; dropped by every write."""
@@ -70,16 +72,17 @@ class InMemoryStore:
         return found[1]
 
     async def put(self, identity: MemoryIdentity, entry: MemoryEntry) -> None:
+        check_entries([entry], store=self.name)
         ns = self._ns(identity)
-        ns.entries[entry.id] = (next(self._seq), _checked(entry))
+        ns.entries[entry.id] = (next(self._seq), entry)
         ns.changed()
 
     async def put_many(self, identity: MemoryIdentity, entries: Sequence[MemoryEntry]) -> None:
-        checked = [_checked(e) for e in entries]
+        check_entries(entries, store=self.name)
         ns = self._ns(identity)
-        for entry in checked:
+        for entry in entries:
             ns.entries[entry.id] = (next(self._seq), entry)
-        if checked:
+        if entries:
             ns.changed()
 
     async def list(
@@ -132,15 +135,11 @@ class InMemoryStore:
         ns = self._ns(identity)
         if ns.index is None:
             held = [e for _, e in ns.entries.values() if e.embedding is not None]
-            ns.index = (VectorIndex([(e.id, e.embedding or []) for e in held]), held)
-        index, held = ns.index
-
-        def keep(position: int) -> bool:
-            entry = held[position]
-            return (not entry.is_expired(now) and (tiers is None or entry.tier in tiers)
-                    and same_embedder(entry.embedding_model, embedder_id))
-
-        by_id = {e.id: e for e in held}
+            ns.index = (VectorIndex([(e.id, e.embedding or []) for e in held]),
+                        [(e.embedding_model, e.expires_at, e.tier) for e in held],
+                        {e.id: e for e in held})
+        index, metas, by_id = ns.index
+        keep = search_filter(metas, now=now, tiers=tiers, embedder_id=embedder_id)
         hits = index.rank(vector, keep=keep, k=k, min_score=min_score)
         return [ScoredEntry(entry=by_id[entry_id], score=score) for entry_id, score in hits]
 
@@ -162,8 +161,3 @@ class InMemoryStore:
         claimed.add(turn)
         return True
 
-
-def _checked(entry: MemoryEntry) -> MemoryEntry:
-    if not isinstance(entry, MemoryEntry):
-        raise TypeError(f"A memory store stores MemoryEntry objects, not {type(entry).__name__}.")
-    return entry

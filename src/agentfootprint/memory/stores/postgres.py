@@ -35,6 +35,7 @@ from agentfootprint.memory.store import (
     MemoryPage,
     ScoredEntry,
     StoreCapabilities,
+    check_entries,
     check_k,
     check_limit,
 )
@@ -288,11 +289,7 @@ class PostgresStore:
 
     async def put_many(self, identity: MemoryIdentity, entries: Sequence[MemoryEntry]) -> None:
         """Write the batch in one transaction, in order: each row draws the next ``seq``."""
-        for entry in entries:
-            if not isinstance(entry, MemoryEntry):
-                raise TypeError(
-                    f"{self.name} stores MemoryEntry objects, not {type(entry).__name__}."
-                )
+        check_entries(entries, store=self.name)
         if not entries:
             return
         namespace = identity.namespace

@@ -37,7 +37,7 @@ from agentfootprint.memory.errors import (
     UnreadableEntryError,
 )
 from agentfootprint.memory.identity import MemoryIdentity
-from agentfootprint.memory.store import MemoryPage, StoreCapabilities, check_limit
+from agentfootprint.memory.store import MemoryPage, StoreCapabilities, check_entries, check_limit
 from agentfootprint.memory.stores._keyset import decode_cursor, encode_cursor
 
 if TYPE_CHECKING:
@@ -253,11 +253,7 @@ class RedisStore:
         await self.put_many(identity, [entry])
 
     async def put_many(self, identity: MemoryIdentity, entries: Sequence[MemoryEntry]) -> None:
-        for entry in entries:
-            if not isinstance(entry, MemoryEntry):
-                raise TypeError(
-                    f"{self.name} stores MemoryEntry objects, not {type(entry).__name__}."
-                )
+        check_entries(entries, store=self.name)
         if not entries:
             return
         client = self._redis("put_many")

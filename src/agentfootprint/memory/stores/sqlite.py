@@ -32,11 +32,12 @@ from agentfootprint.memory.store import (
     MemoryPage,
     ScoredEntry,
     StoreCapabilities,
+    check_entries,
     check_k,
     check_limit,
 )
 from agentfootprint.memory.stores._keyset import decode_cursor, encode_cursor
-from agentfootprint.memory.stores._vectors import VectorIndex, same_embedder
+from agentfootprint.memory.stores._vectors import VectorIndex, search_filter
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
@@ -242,11 +243,7 @@ class SQLiteStore:
         await self.put_many(identity, [entry])
 
     async def put_many(self, identity: MemoryIdentity, entries: Sequence[MemoryEntry]) -> None:
-        for entry in entries:
-            if not isinstance(entry, MemoryEntry):
-                raise TypeError(
-                    f"{self.name} stores MemoryEntry objects, not {type(entry).__name__}."
-                )
+        check_entries(entries, store=self.name)
         if not entries:
             return
         namespace = identity.namespace
@@ -330,12 +327,7 @@ class SQLiteStore:
         def work(conn: sqlite3.Connection) -> builtins.list[tuple[str, float, str, bytes]]:
             index, meta = self._hydrate(conn, namespace)
 
-            def keep(position: int) -> bool:
-                model, expires_at, tier = meta[position]
-                return ((expires_at is None or expires_at > now)
-                        and (tiers is None or tier in tiers)
-                        and same_embedder(model, embedder_id))
-
+            keep = search_filter(meta, now=now, tiers=tiers, embedder_id=embedder_id)
             hits = index.rank(query, keep=keep, k=k, min_score=min_score)
             found: builtins.list[tuple[str, float, str, bytes]] = []
             for entry_id, score in hits:
