@@ -43,7 +43,7 @@ async def main() -> None:
     out = await make_agent().run("Refund 5000 on A-9")
     assert out.paused and out.check_in is not None
     saved = Path(tempfile.mkdtemp()) / "paused.json"
-    saved.write_text(json.dumps(out.checkpoint()))   # plain JSON; hours later, another server:
+    saved.write_text(json.dumps(out.checkpoint))   # plain JSON; hours later, another server:
     print("asks to run:", out.check_in.tool, out.check_in.args)
     drivers = out.check_in.evidence["drivers"]
     print("driven by:", ", ".join(f"{d['id']} ({d['score']:.2f}, {d['tier']})" for d in drivers))

@@ -87,7 +87,7 @@ async def test_checkpoint_adds_the_final_answer_back() -> None:
     agent, _ = weather_agent(call(), "It is sunny in Paris.")
     assert agent.checkpoint() is None
     result = await agent.run("Weather in Paris?")
-    checkpoint = result.checkpoint()
+    checkpoint = result.checkpoint
     assert checkpoint == {
         "version": 1, "run_id": result.run_id, "turn": 1,
         "history": [*result.history, {"role": "assistant", "content": "It is sunny in Paris."}],
@@ -103,11 +103,11 @@ async def test_follow_up_sends_previous_exchange_plus_new_message() -> None:
     first = await agent.run("Weather in Paris?")
     second = await agent.follow_up("Thanks!")
     sent = provider.requests[-1].messages
-    assert sent == [*first.checkpoint()["history"], {"role": "user", "content": "Thanks!"}]
+    assert sent == [*first.checkpoint["history"], {"role": "user", "content": "Thanks!"}]
     assert sent[-2] == {"role": "assistant", "content": "Sunny in Paris."}
     assert second.content == "You are welcome."
     assert second.turn == 2
-    assert agent.checkpoint() == second.checkpoint()
+    assert agent.checkpoint() == second.checkpoint
 
 
 async def test_run_continue_from_checkpoint() -> None:
@@ -115,9 +115,9 @@ async def test_run_continue_from_checkpoint() -> None:
     agent, _ = weather_agent(call(), "Sunny in Paris.")
     first = await agent.run("Weather in Paris?")
     fresh, provider = weather_agent("Still sunny.")
-    result = await fresh.run("And now?", continue_from=first.checkpoint())
+    result = await fresh.run("And now?", continue_from=first.checkpoint)
     assert provider.requests[0].messages == [
-        *first.checkpoint()["history"], {"role": "user", "content": "And now?"}]
+        *first.checkpoint["history"], {"role": "user", "content": "And now?"}]
     assert result.turn == 2
     assert result.history == provider.requests[0].messages
 

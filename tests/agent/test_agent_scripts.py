@@ -27,7 +27,7 @@ async def test_agent_files_rows_and_checkpoint_drops_earlier_text() -> None:
     assert [(r["turn"], r["dispatch"], r["outcome"]) for r in rows] == [(1, 1, "ran")]
     assert rows[0]["text"] == "print(6 * 7)"
     assert "42" in first.history[-1]["content"]
-    saved = first.checkpoint()
+    saved = first.checkpoint
     assert saved["findings_ledger"][0]["text"] == "print(6 * 7)"
     second = await agent.run("again", continue_from=saved)
     rows = second.recording.state["findings_ledger"]

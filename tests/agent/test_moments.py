@@ -216,11 +216,11 @@ async def test_before_tool_ask_pauses_and_a_person_decides() -> None:
                                                      "question": "Approve this refund?"}
     assert ledger(paused)[0]["decision"] == "ask"
     assert ledger(paused)[0]["question"] == "Approve this refund?"
-    done = await agent.resume(paused.checkpoint(), check_in_approved(by="lead"))
+    done = await agent.resume(paused.checkpoint, check_in_approved(by="lead"))
     assert done.content == "done" and ran == [{"amount": 5}]
     assert tool_message(provider, 1) == "refunded 5"
     again = await agent.run("refund me again")
-    declined = await agent.resume(again.checkpoint(), check_in_declined(by="lead",
+    declined = await agent.resume(again.checkpoint, check_in_declined(by="lead",
                                                                         note="not today"))
     assert declined.content == "done again" and ran == [{"amount": 5}]
     assert "lead declined this call" in tool_message(provider, 3)

@@ -50,13 +50,13 @@ async def test_check_in_pauses_before_the_tool_with_an_evidence_pack() -> None:
     assert pack["drivers"][0]["id"] in ("vip-policy", "user")
     assert "vip-policy" in [d["id"] for d in pack["drivers"]]
     assert all(d["tier"] == "proxy" for d in pack["drivers"])
-    json.dumps(result.checkpoint())  # plain JSON
+    json.dumps(result.checkpoint)  # plain JSON
 
 
 async def test_check_in_approved_in_a_fresh_process(tmp_path: Path) -> None:
     """Approve: the tool runs on resume (another interpreter), then its sibling, in order."""
     paused = await build().run("Please refund order A-7 for this VIP customer.")
-    out = resume_in_fresh_process(paused.checkpoint(), check_in_approved(by="ops@acme"),
+    out = resume_in_fresh_process(paused.checkpoint, check_in_approved(by="ops@acme"),
                                   tmp_path)
     assert out["status"] == "done"
     assert out["calls"] == ["refund A-7 250.0", "note refund requested"]
@@ -67,7 +67,7 @@ async def test_check_in_declined_in_a_fresh_process(tmp_path: Path) -> None:
     """Decline: the tool never runs; the model reads who declined and the note."""
     paused = await build().run("Please refund order A-7 for this VIP customer.")
     answer = check_in_declined(by="ops@acme", note="over the desk limit, escalate instead")
-    out = resume_in_fresh_process(paused.checkpoint(), answer, tmp_path)
+    out = resume_in_fresh_process(paused.checkpoint, answer, tmp_path)
     assert out["status"] == "done"
     assert out["calls"] == ["note refund requested"]
     assert out["content"].startswith("Done: ops@acme declined this call, so it did not run: "
@@ -100,7 +100,7 @@ async def test_ask_human_pauses_and_the_answer_is_the_tool_result() -> None:
     assert paused.paused and paused.pause is not None
     assert paused.pause["data"] == {"question": "Which address should we ship to?"}
     assert CALLS == []  # the sibling after the paused call has not run
-    done = await agent.resume(json.loads(json.dumps(paused.checkpoint())), "9 New Road")
+    done = await agent.resume(json.loads(json.dumps(paused.checkpoint)), "9 New Road")
     assert done.content == "Shipping to the confirmed address."
     sent = script.requests[-1].messages
     results = [(m["tool_call_id"], m["content"]) for m in sent if m["role"] == "tool"]
@@ -112,7 +112,7 @@ async def test_resume_refuses_a_finished_checkpoint() -> None:
     agent = Agent(provider=mock(reply="hi"), model="m")
     done = await agent.run("hello")
     with pytest.raises(ConfigurationError, match="continue_from"):
-        await agent.resume(done.checkpoint(), "x")
+        await agent.resume(done.checkpoint, "x")
 
 
 async def test_resume_on_error_keeps_tool_results_and_delivers_nothing_twice() -> None:
@@ -164,7 +164,7 @@ async def test_a_paused_agent_with_memory_resumes_and_remembers() -> None:
         model="m", tools=[confirm_address], memory=[chat], identity=MemoryIdentity("c"))
     paused = await agent.run("ship it")
     assert paused.paused and (await store.list(MemoryIdentity("c"))).entries == []
-    done = await agent.resume(json.loads(json.dumps(paused.checkpoint())), "home")
+    done = await agent.resume(json.loads(json.dumps(paused.checkpoint)), "home")
     assert done.content == "shipped" and done.turn == 1
     page = await store.list(MemoryIdentity("c"))
     assert sorted(e.id for e in page.entries) == ["msg-1-0", "msg-1-1"]

@@ -355,7 +355,7 @@ async def test_replay_from_a_restored_history_delivers_nothing_twice() -> None:
     first_agent, _ = build(lookup(), "A-1 has shipped.")
     first = await first_agent.run("Where is A-1?")
     assert [m.get("injected_by") for m in first.history].count("after-lookup") == 1
-    checkpoint = json.loads(json.dumps(first.checkpoint()))  # as if stored and reloaded
+    checkpoint = json.loads(json.dumps(first.checkpoint))  # as if stored and reloaded
 
     replay_agent, provider = build(lookup(), "Still shipped.")
     replay = await replay_agent.run("And now?", continue_from=checkpoint)

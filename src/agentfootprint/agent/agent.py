@@ -2,9 +2,9 @@
 
 An agent is a chart (``loop.py``) plus the things that are not run state: the provider, the
 tools, listeners. ``run(message)`` is one turn; ``follow_up`` continues the conversation;
-``checkpoint()`` is the conversation as plain JSON (including the final answer, which the loop
-itself never appends to ``history``). Each run is independent, so one agent can serve
-concurrent runs; ``checkpoint()`` refers to the last run that finished.
+``RunResult.checkpoint`` is the conversation as plain JSON (including the final answer, which the
+loop itself never appends to ``history``). Each run is independent, so one agent can serve
+concurrent runs; ``agent.checkpoint()`` is the checkpoint of the last run that finished.
 """
 
 from __future__ import annotations
@@ -85,6 +85,7 @@ class RunResult:
         """The turn in plain English, stage by stage."""
         return self.recording.narrative()
 
+    @property
     def checkpoint(self) -> dict[str, Any]:
         """The conversation after this turn, final answer included, as plain JSON.
 
@@ -185,7 +186,7 @@ class _Runner:
         if (not isinstance(checkpoint, Mapping) or checkpoint.get("status") != "paused"
                 or "flow" not in checkpoint):
             raise ConfigurationError(
-                "resume() takes the checkpoint() of a paused RunResult (status 'paused'); "
+                "resume() takes the checkpoint of a paused RunResult (status 'paused'); "
                 "a finished run is continued with run(..., continue_from=checkpoint)")
         recorders, live = self._recorders()
         token = live_emit.set(live)
@@ -301,7 +302,7 @@ class Agent(_Runner):
     async def run(self, message: str, *, continue_from: Mapping[str, Any] | None = None,
                   run_id: str | None = None, timeout: float | None = None,
                   identity: MemoryIdentity | None = None) -> RunResult:
-        """One turn. ``continue_from`` is a ``checkpoint()`` of an earlier turn.
+        """One turn. ``continue_from`` is the ``checkpoint`` of an earlier turn (``RunResult.checkpoint`` or ``agent.checkpoint()``).
 
         ``identity`` (default: the agent's) says whose conversation the memories read and
         write; the turn number is resolved from what those stores already hold.
@@ -327,7 +328,7 @@ class Agent(_Runner):
 
     def checkpoint(self) -> dict[str, Any] | None:
         """The conversation after the last finished run (final answer included), or None."""
-        return self.last.checkpoint() if self.last is not None else None
+        return self.last.checkpoint if self.last is not None else None
 
 
 class LLMCall(_Runner):
@@ -475,12 +476,12 @@ def _dispatchable(static: tuple[Tool, ...], reader: Tool | None,
 def _history_from(checkpoint: Mapping[str, Any]) -> list[Message]:
     if not isinstance(checkpoint, Mapping) or checkpoint.get("version") != 1:
         raise ConfigurationError(
-            "continue_from must be a checkpoint() of an earlier run (a dict with version 1)")
+            "continue_from must be the checkpoint of an earlier run (a dict with version 1)")
     history = checkpoint.get("history")
     if not isinstance(history, list) or not all(
             isinstance(m, dict) and m.get("role") in ("system", "user", "assistant", "tool")
             and isinstance(m.get("content"), str) for m in history):
         raise ConfigurationError(
             "continue_from['history'] must be a list of messages with a role and str content; "
-            "pass the checkpoint() unchanged")
+            "pass the checkpoint unchanged")
     return [dict(m) for m in history]  # type: ignore[misc]

@@ -504,7 +504,7 @@ def _freeze(index: int, message: str, result: RunResult, *, before_json: str | N
             removed: frozenset[str], session_id: str) -> ChatTurn:
     turn = ChatTurn(index=index, message=message, reply=result.content, run_id=result.run_id,
                     removed=tuple(sorted(removed)), before_json=before_json,
-                    after_json=json.dumps(result.checkpoint(), ensure_ascii=False),
+                    after_json=json.dumps(result.checkpoint, ensure_ascii=False),
                     recording=Recording.of(result, meta={"chat_session": session_id,
                                                          "chat_turn": index}))
     turn._result = result
