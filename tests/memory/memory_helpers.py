@@ -50,7 +50,7 @@ def make_store(kind: str, directory: Path, clock: Clock) -> MemoryStore:
 
 def close(store: object) -> None:
     if isinstance(store, SQLiteStore):
-        store.close()
+        store.close_sync()
     if isinstance(store, RedisStore):
         drop_redis_prefix(store.prefix)
     if isinstance(store, PostgresStore):

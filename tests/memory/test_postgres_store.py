@@ -180,7 +180,7 @@ async def test_closed_store_refuses(url: str, schema: str) -> None:
     store = PostgresStore(url, schema=schema)
     await store.put(ME, entry("a"))
     await store.aclose()
-    with pytest.raises(MemoryStoreError, match="aclose"):
+    with pytest.raises(MemoryStoreError, match="was closed"):
         await store.get(ME, "a")
 
 

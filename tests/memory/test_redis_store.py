@@ -43,7 +43,7 @@ async def raw() -> AsyncIterator[Any]:
 async def store(clock: Clock) -> AsyncIterator[RedisStore]:
     made = RedisStore(redis_url(), prefix=redis_prefix(), clock=clock)
     yield made
-    await made.close()
+    await made.aclose()
     drop_redis_prefix(made.prefix)
 
 
@@ -301,8 +301,8 @@ async def test_close_is_final_and_leaves_a_passed_client_open(raw: Any) -> None:
     prefix = redis_prefix()
     store = RedisStore(client=raw, prefix=prefix)
     await store.record_signature(ALICE, "s")
-    await store.close()
-    with pytest.raises(MemoryStoreError, match=r"after close\(\)"):
+    await store.aclose()
+    with pytest.raises(MemoryStoreError, match="after the store was closed"):
         await store.seen(ALICE, "s")
     assert await raw.ping()
     async with RedisStore(client=raw, prefix=prefix) as again:

@@ -141,7 +141,7 @@ async def test_one_put_many_per_invocation() -> None:
 async def test_store_errors_propagate(tmp_path: Any) -> None:
     """A failing store fails the stage loudly; nothing is guessed around."""
     store = SQLiteStore(tmp_path / "m.db")
-    store.close()
+    store.close_sync()
     with pytest.raises(Exception) as caught:
         await run_stage(write_messages(store), turn=1, new_messages=TURN)
     assert isinstance(caught.value.__cause__, MemoryStoreError)

@@ -50,7 +50,7 @@ def test_not_a_database_refused_by_name(tmp_path: Path) -> None:
 def test_newer_schema_refused(tmp_path: Path) -> None:
     """A file written by a newer schema version is refused, not rewritten."""
     path = tmp_path / "m.db"
-    SQLiteStore(path).close()
+    SQLiteStore(path).close_sync()
     with sqlite3.connect(path) as raw:
         raw.execute("UPDATE af_memory_meta SET value = '99' WHERE key = 'schema_version'")
     raw.close()
@@ -92,8 +92,8 @@ async def test_put_many_is_one_transaction(tmp_path: Path) -> None:
 
 
 async def test_closed_store_refuses(tmp_path: Path) -> None:
-    """Calls after close() raise MemoryStoreError instead of reopening silently."""
+    """Calls after aclose() raise MemoryStoreError instead of reopening silently."""
     store = SQLiteStore(tmp_path / "m.db")
-    store.close()
+    await store.aclose()
     with pytest.raises(MemoryStoreError, match="close"):
         await store.get(ME, "a")

@@ -6,18 +6,21 @@ import asyncio
 import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from memory_helpers import STORE_KINDS, Clock, close, entry, make_store
 
+from agentfootprint.flow.run import run_sync
 from agentfootprint.memory import (
     InvalidCursorError,
     MemoryEntry,
     MemoryIdentity,
     MemorySource,
     MemoryStore,
+    MemoryStoreError,
     VectorSearchStore,
 )
 
@@ -204,6 +207,30 @@ async def test_capabilities_are_declared_not_faked(store: MemoryStore) -> None:
     assert store.capabilities.vector_search is isinstance(store, VectorSearchStore)
     assert store.capabilities.atomic_turn_claim is True
     assert isinstance(store, MemoryStore)
+
+
+async def test_every_store_closes_the_same_way(store: MemoryStore) -> None:
+    """aclose() twice is harmless; afterwards a call names the store instead of reopening."""
+    await store.put(ALICE, entry("a"))
+    closable: Any = store
+    async with closable:
+        assert await store.get(ALICE, "a") is not None
+    await closable.aclose()
+    with pytest.raises(MemoryStoreError, match="after the store was closed"):
+        await store.get(ALICE, "a")
+
+
+def test_close_sync_from_plain_code(kind: str, tmp_path: Path, clock: Clock) -> None:
+    """close_sync() is aclose() for code with no event loop (a script, a sync web handler)."""
+    made: Any = make_store(kind, tmp_path, clock)
+    try:
+        run_sync(made.put(ALICE, entry("a")))
+        made.close_sync()
+        made.close_sync()
+        with pytest.raises(MemoryStoreError, match=made.name.split("(")[0]):
+            run_sync(made.get(ALICE, "a"))
+    finally:
+        close(made)
 
 
 # -- vector search (only stores that declare it) ----------------------------------------------

@@ -48,7 +48,7 @@ class Backend:
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
     if request.param == "sqlite":
         path = tmp_path / "m.db"
-        SQLiteStore(path).close()
+        SQLiteStore(path).close_sync()
         yield Backend("sqlite", str(path))
         return
     if request.param == "postgres":

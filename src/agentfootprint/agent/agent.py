@@ -302,7 +302,8 @@ class Agent(_Runner):
     async def run(self, message: str, *, continue_from: Mapping[str, Any] | None = None,
                   run_id: str | None = None, timeout: float | None = None,
                   identity: MemoryIdentity | None = None) -> RunResult:
-        """One turn. ``continue_from`` is the ``checkpoint`` of an earlier turn (``RunResult.checkpoint`` or ``agent.checkpoint()``).
+        """One turn. ``continue_from`` is the checkpoint of an earlier turn
+        (``RunResult.checkpoint`` or ``agent.checkpoint()``).
 
         ``identity`` (default: the agent's) says whose conversation the memories read and
         write; the turn number is resolved from what those stores already hold.

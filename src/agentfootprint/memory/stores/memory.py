@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from agentfootprint.memory.entry import MemoryEntry, Tier, now_ms
+from agentfootprint.memory.errors import MemoryStoreError
 from agentfootprint.memory.identity import MemoryIdentity
 from agentfootprint.memory.store import (
     MemoryPage,
@@ -48,6 +49,7 @@ class InMemoryStore:
         self._clock = clock
         self._seq = itertools.count(1)
         self._namespaces: dict[str, _Namespace] = {}
+        self._closed = False
 
     @property
     def name(self) -> str:
@@ -57,7 +59,26 @@ class InMemoryStore:
     def capabilities(self) -> StoreCapabilities:
         return StoreCapabilities(vector_search=True, atomic_turn_claim=True)
 
+    async def aclose(self) -> None:
+        """Drop the entries; later calls raise ``MemoryStoreError``, as on every store."""
+        self.close_sync()
+
+    def close_sync(self) -> None:
+        """``aclose`` from synchronous code."""
+        self._closed = True
+        self._namespaces.clear()
+
+    async def __aenter__(self) -> InMemoryStore:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
     def _ns(self, identity: MemoryIdentity) -> _Namespace:
+        if self._closed:
+            raise MemoryStoreError(
+                "InMemoryStore was used after the store was closed; make a new InMemoryStore.",
+                store=self.name)
         return self._namespaces.setdefault(identity.namespace, _Namespace())
 
     async def get(self, identity: MemoryIdentity, entry_id: str) -> MemoryEntry | None:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import ValidationError
 
 from agentfootprint.errors import ConfigurationError
+from agentfootprint.flow.run import run_sync
 from agentfootprint.memory.entry import MemoryEntry, Tier, now_ms
 from agentfootprint.memory.errors import MemoryStoreError, UnreadableEntryError
 from agentfootprint.memory.identity import MemoryIdentity
@@ -168,6 +169,10 @@ class PostgresStore:
             pool, self._pool = self._pool, None
             await pool.close()
 
+    def close_sync(self) -> None:
+        """``aclose`` from synchronous code (on the thread's loop that ``*_sync`` calls use)."""
+        run_sync(self.aclose())
+
     async def __aenter__(self) -> PostgresStore:
         return self
 
@@ -203,7 +208,7 @@ class PostgresStore:
     async def _connection(self, operation: str) -> AsyncIterator[AsyncConnection[Any]]:
         if self._closed:
             raise MemoryStoreError(
-                f"{self.name}.{operation}() after aclose(); make a new PostgresStore.",
+                f"{self.name}.{operation}() after the store was closed; make a new PostgresStore.",
                 store=self.name,
             )
         if self._conn is not None:

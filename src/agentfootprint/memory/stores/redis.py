@@ -30,6 +30,7 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import ValidationError
 
 from agentfootprint.errors import ConfigurationError
+from agentfootprint.flow.run import run_sync
 from agentfootprint.memory.entry import MemoryEntry, Tier, now_ms
 from agentfootprint.memory.errors import (
     InvalidCursorError,
@@ -164,23 +165,27 @@ class RedisStore:
 
     # -- lifecycle ---------------------------------------------------------------------------
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         """Close the client this store opened (a passed-in client stays open); later calls
         raise ``MemoryStoreError``."""
         client, self._client = self._client, None
         if client is not None and self._owns_client:
             await client.aclose()
 
+    def close_sync(self) -> None:
+        """``aclose`` from synchronous code (on the thread's loop that ``*_sync`` calls use)."""
+        run_sync(self.aclose())
+
     async def __aenter__(self) -> RedisStore:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
+        await self.aclose()
 
     def _redis(self, operation: str) -> Redis:
         if self._client is None:
             raise MemoryStoreError(
-                f"{self.name}.{operation}() after close(); open a new RedisStore.",
+                f"{self.name}.{operation}() after the store was closed; open a new RedisStore.",
                 store=self.name,
             )
         return self._client

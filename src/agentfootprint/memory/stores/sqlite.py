@@ -77,8 +77,8 @@ CREATE TABLE IF NOT EXISTS af_memory_turn_claims (
 class SQLiteStore:
     """A durable ``MemoryStore`` in one SQLite file, shareable by threads and processes.
 
-    Calls run in a worker thread, one at a time per instance. Call :meth:`close` (or use
-    ``async with``) when done.
+    Calls run in a worker thread, one at a time per instance. Close it with ``aclose()``,
+    ``close_sync()``, ``with`` or ``async with`` when done.
     """
 
     def __init__(
@@ -159,8 +159,12 @@ class SQLiteStore:
             )
         return conn
 
-    def close(self) -> None:
+    async def aclose(self) -> None:
         """Close the connection; later calls raise ``MemoryStoreError``."""
+        self.close_sync()
+
+    def close_sync(self) -> None:
+        """``aclose`` from synchronous code (closing a SQLite file never waits on I/O)."""
         with self._lock:
             if self._conn is not None:
                 self._conn.close()
@@ -170,20 +174,21 @@ class SQLiteStore:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        self.close()
+        self.close_sync()
 
     async def __aenter__(self) -> SQLiteStore:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
-        self.close()
+        self.close_sync()
 
     async def _run(self, operation: str, work: Callable[[sqlite3.Connection], _T]) -> _T:
         def call() -> _T:
             with self._lock:
                 if self._conn is None:
                     raise MemoryStoreError(
-                        f"{self.name}.{operation}() after close(); open a new SQLiteStore.",
+                        f"{self.name}.{operation}() after the store was closed; "
+                        "open a new SQLiteStore.",
                         store=self.name,
                     )
                 try:
