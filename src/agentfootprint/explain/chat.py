@@ -44,7 +44,7 @@ from ..flow.run import run_sync
 from .backtrack import Backtrack, backtrack
 from .influence import RankedSuspect, RankingConfidence, ranking_confidence
 from .recording import Recording
-from .rerun import Probe, Progress, Verdict, _accepts_seed, _resolve, _Runner, verdict_for
+from .rerun import Probe, Progress, Rerunner, Verdict, accepts_seed, resolve_sources, verdict_for
 from .suspects import Suspect, suspects_of
 
 __all__ = [
@@ -239,7 +239,7 @@ class RecordedChat:
         if not all(isinstance(i, str) and i for i in ids):
             raise ConfigurationError(f"removed={sorted(map(repr, ids))} must be source ids (str)")
         self._make_agent = make_agent
-        self._seeded = make_agent is not None and _accepts_seed(make_agent)
+        self._seeded = make_agent is not None and accepts_seed(make_agent)
         self._seed = seed
         self._removed = ids
         self._turns: tuple[ChatTurn, ...] = _check_chain(tuple(turns))
@@ -358,7 +358,7 @@ class RecordedChat:
         if isinstance(ignore, (str, Suspect, RankedSuspect)):
             ignore = [ignore]
         suspects = suspects_of(turn.recording)
-        chosen = _resolve(ignore, suspects, f"rerun_turn({k})")
+        chosen = resolve_sources(ignore, suspects, f"rerun_turn({k})")
         if not chosen:
             valid = ", ".join(dict.fromkeys(s.id for s in suspects if s.removable)) or "none"
             raise ConfigurationError(
@@ -383,8 +383,8 @@ class RecordedChat:
             produced.setdefault(without, []).append(result)
             return result
 
-        runner = _Runner(rebuild=replay, is_wrong=unchanged, message=turn.message, reruns=reruns,
-                         progress=progress, total=reruns if reruns == 1 else 2 * reruns)
+        runner = Rerunner(rebuild=replay, is_wrong=unchanged, message=turn.message, reruns=reruns,
+                      progress=progress, total=reruns if reruns == 1 else 2 * reruns)
         if not await runner.wrong(turn.reply):
             raise ConfigurationError(
                 f"same_answer({turn.reply!r}) is false for turn {k}'s own recorded reply; it "

@@ -30,11 +30,11 @@ from .rerun import (
     Probe,
     Progress,
     Rebuild,
+    Rerunner,
     Verdict,
-    _answer_of,
-    _check_reruns,
-    _message_of,
-    _Runner,
+    answer_of,
+    check_reruns,
+    message_of,
     verdict_for,
 )
 from .suspects import final_call, log_of
@@ -172,7 +172,7 @@ async def find_dropped_context(
     ``ids`` put back and returns an Agent, a RunResult or the answer (as ``rebuild`` does for
     ablation); ``is_wrong(answer)`` says whether an answer is still the wrong one.
     """
-    answer = _answer_of(result)
+    answer = answer_of(result)
     candidates = dropped_candidates(result)
     report = DroppedContextReport(answer=answer, candidates=candidates)
     if restore is None:
@@ -184,12 +184,12 @@ async def find_dropped_context(
     if is_wrong is None:
         raise ConfigurationError(
             "find_dropped_context(restore=...) also needs is_wrong=: a function answer -> bool")
-    reruns = _check_reruns(reruns)
+    reruns = check_reruns(reruns)
     if not candidates:
         return report
     chosen = candidates[:max_candidates]
-    runner = _Runner(rebuild=restore, is_wrong=is_wrong, message=_message_of(result, message),
-                     reruns=reruns, progress=progress, total=reruns * (1 + len(chosen)))
+    runner = Rerunner(rebuild=restore, is_wrong=is_wrong, message=message_of(result, message),
+                      reruns=reruns, progress=progress, total=reruns * (1 + len(chosen)))
     if not await runner.wrong(answer):
         raise ConfigurationError(
             "is_wrong() says the recorded answer is not wrong; there is nothing to explain — "

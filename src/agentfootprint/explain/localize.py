@@ -34,13 +34,13 @@ from .rerun import (
     Probe,
     Progress,
     Rebuild,
+    Rerunner,
     Verdict,
-    _answer_of,
-    _check_reruns,
-    _message_of,
-    _removable_by_id,
-    _require_wrong,
-    _Runner,
+    answer_of,
+    check_reruns,
+    message_of,
+    removable_by_id,
+    require_wrong,
     verdict_for,
 )
 from .suspects import Suspect, suspects_of
@@ -194,12 +194,12 @@ async def localize_context_bug(
     progress: Progress | None = None,
 ) -> ContextBugReport:
     """Explain ``result``'s wrong answer: slice, rank (proxy), then re-run to convict."""
-    reruns = _check_reruns(reruns)
+    reruns = check_reruns(reruns)
     if isinstance(max_suspects, bool) or not isinstance(max_suspects, int) or max_suspects < 0:
         raise ConfigurationError(f"max_suspects={max_suspects!r} must be an int >= 0")
     chosen = get_strategy(strategy)
-    answer = _answer_of(result)
-    text = _message_of(result, message)
+    answer = answer_of(result)
+    text = message_of(result, message)
     suspects = suspects_of(result)
     ranked = rank_suspects(answer, suspects, chosen)
     confidence = ranking_confidence(ranked)
@@ -209,9 +209,9 @@ async def localize_context_bug(
         sid = item.suspect.id
         if item.suspect.removable and sid not in plan and len(plan) < max_suspects:
             plan.append(sid)
-    runner = _Runner(rebuild=rebuild, is_wrong=is_wrong, message=text, reruns=reruns,
-                     progress=progress, total=reruns * (1 + len(plan)) if plan else 0)
-    await _require_wrong(runner, answer)
+    runner = Rerunner(rebuild=rebuild, is_wrong=is_wrong, message=text, reruns=reruns,
+                      progress=progress, total=reruns * (1 + len(plan)) if plan else 0)
+    await require_wrong(runner, answer)
 
     notes: list[str] = []
     baseline: Probe | None = None
@@ -222,7 +222,7 @@ async def localize_context_bug(
             notes.append(
                 f"[baseline-unstable] the unchanged agent stopped giving the wrong answer in "
                 f"{baseline.fraction} seeded re-runs — all removal verdicts are INCONCLUSIVE.")
-        known = _removable_by_id(suspects)
+        known = removable_by_id(suspects)
         for sid in plan:
             label = known[sid].label
             probe = await runner.probe(frozenset({sid}), f"without {label}")

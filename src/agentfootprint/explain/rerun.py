@@ -5,6 +5,9 @@ This module owns the counterfactual machinery behind ``localize_context_bug``: a
 against the baseline; ``rerun_without_sources`` tests several sources removed at once; and
 ``bisect_culprits`` delta-debugs the suspects down to minimal culprit sets.
 
+``Rerunner`` and the small helpers outside ``__all__`` are shared with the explain modules
+that probe the same way (localize, dropped, chat); they are not re-exported to users.
+
 The verdict rules are the same in every function of this module:
 
 * at least 2 re-runs (``reruns < 2`` is refused);
@@ -100,7 +103,7 @@ def verdict_for(probe: Probe, baseline: Probe, label: str) -> tuple[Verdict, str
         "re-runs — its score remains a correlational proxy only.")
 
 
-def _check_reruns(reruns: Any) -> int:
+def check_reruns(reruns: Any) -> int:
     if isinstance(reruns, bool) or not isinstance(reruns, int) or reruns < 2:
         raise ConfigurationError(
             f"reruns={reruns!r}: a verdict needs at least 2 seeded re-runs per probe (3 is the "
@@ -108,7 +111,7 @@ def _check_reruns(reruns: Any) -> int:
     return reruns
 
 
-def _accepts_seed(fn: Callable[..., Any]) -> bool:
+def accepts_seed(fn: Callable[..., Any]) -> bool:
     try:
         parameters = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
@@ -127,7 +130,7 @@ class _BudgetExceeded(Exception):
     pass
 
 
-class _Runner:
+class Rerunner:
     """Runs probes: ``reruns`` fresh, seeded re-runs each, cached by the removed set."""
 
     def __init__(self, *, rebuild: Rebuild, is_wrong: IsWrong, message: str, reruns: int,
@@ -148,7 +151,7 @@ class _Runner:
         self.progress = progress
         self.total = total
         self.max_probes = max_probes
-        self.seeded = _accepts_seed(rebuild)
+        self.seeded = accepts_seed(rebuild)
         self.done = 0
         self.cache: dict[frozenset[str], Probe] = {}
         self.order: list[Probe] = []
@@ -194,7 +197,7 @@ class _Runner:
             ".run(message)), a RunResult, or the answer text")
 
 
-def _message_of(result: Any, message: str | None) -> str:
+def message_of(result: Any, message: str | None) -> str:
     if message is not None:
         if not isinstance(message, str):
             raise ConfigurationError(f"message={message!r} must be a str")
@@ -207,7 +210,7 @@ def _message_of(result: Any, message: str | None) -> str:
     return found
 
 
-def _answer_of(result: Any) -> str:
+def answer_of(result: Any) -> str:
     content = getattr(result, "content", None)
     if not isinstance(content, str):
         raise ConfigurationError(
@@ -215,14 +218,14 @@ def _answer_of(result: Any) -> str:
     return content
 
 
-async def _require_wrong(runner: _Runner, answer: str) -> None:
+async def require_wrong(runner: Rerunner, answer: str) -> None:
     if not await runner.wrong(answer):
         raise ConfigurationError(
             f"is_wrong(result.content) is false for {answer!r}: there is no wrong answer to "
             "explain (check is_wrong, or pass the run whose answer was wrong)")
 
 
-def _removable_by_id(suspects: Iterable[Suspect]) -> dict[str, Suspect]:
+def removable_by_id(suspects: Iterable[Suspect]) -> dict[str, Suspect]:
     out: dict[str, Suspect] = {}
     for suspect in suspects:
         if suspect.removable:
@@ -274,9 +277,9 @@ class RerunResult:
         return f"{head} seeded re-runs (baseline {self.baseline.fraction})\n{self.why}"
 
 
-def _resolve(sources: Iterable[str | Suspect | RankedSuspect], suspects: list[Suspect],
+def resolve_sources(sources: Iterable[str | Suspect | RankedSuspect], suspects: list[Suspect],
              what: str) -> list[Suspect]:
-    removable = _removable_by_id(suspects)
+    removable = removable_by_id(suspects)
     every = {s.id: s for s in suspects}
     out: list[Suspect] = []
     for source in sources:
@@ -310,16 +313,16 @@ async def rerun_without_sources(
     progress: Progress | None = None,
 ) -> RerunResult:
     """Re-run without all ``sources`` at once (after a baseline) and judge it like any probe."""
-    reruns = _check_reruns(reruns)
+    reruns = check_reruns(reruns)
     if isinstance(sources, str):
         sources = [sources]
-    chosen = _resolve(sources, suspects_of(result), "rerun_without_sources")
+    chosen = resolve_sources(sources, suspects_of(result), "rerun_without_sources")
     if not chosen:
         raise ConfigurationError("rerun_without_sources: sources= is empty; name what to remove")
-    answer = _answer_of(result)
-    runner = _Runner(rebuild=rebuild, is_wrong=is_wrong, message=_message_of(result, message),
-                     reruns=reruns, progress=progress, total=2 * reruns)
-    await _require_wrong(runner, answer)
+    answer = answer_of(result)
+    runner = Rerunner(rebuild=rebuild, is_wrong=is_wrong, message=message_of(result, message),
+                      reruns=reruns, progress=progress, total=2 * reruns)
+    await require_wrong(runner, answer)
     removed = frozenset(s.id for s in chosen)
     labels = tuple(s.label for s in chosen)
     baseline = await runner.probe(frozenset(), "baseline (nothing removed)")
@@ -383,29 +386,29 @@ async def bisect_culprits(
     sets. Each probe is ``reruns`` seeded re-runs judged by strict majority; probes are cached
     and capped by ``max_probes`` (running out → INCONCLUSIVE, no partial claim).
     """
-    reruns = _check_reruns(reruns)
+    reruns = check_reruns(reruns)
     if isinstance(max_probes, bool) or not isinstance(max_probes, int) or max_probes < 2:
         raise ConfigurationError(
             f"max_probes={max_probes!r} must be an int >= 2 (a baseline and a reproduction probe)")
     if isinstance(max_culprits, bool) or not isinstance(max_culprits, int) or max_culprits < 1:
         raise ConfigurationError(f"max_culprits={max_culprits!r} must be an int >= 1")
-    answer = _answer_of(result)
+    answer = answer_of(result)
     every = suspects_of(result)
     if suspects is None:
         ranked = rank_suspects(answer, every, strategy)
         order = [r.suspect for r in ranked if r.suspect.removable]
-        candidates = _resolve(order, every, "bisect_culprits")
+        candidates = resolve_sources(order, every, "bisect_culprits")
     else:
-        candidates = _resolve(list(suspects), every, "bisect_culprits")
+        candidates = resolve_sources(list(suspects), every, "bisect_culprits")
     if not candidates:
         raise ConfigurationError(
             "bisect_culprits: no removable suspect reached the final call; nothing to bisect")
     ids = [s.id for s in candidates]
     labels = {s.id: s.label for s in candidates}
-    runner = _Runner(rebuild=rebuild, is_wrong=is_wrong, message=_message_of(result, message),
-                     reruns=reruns, progress=progress, total=max_probes * reruns,
-                     max_probes=max_probes)
-    await _require_wrong(runner, answer)
+    runner = Rerunner(rebuild=rebuild, is_wrong=is_wrong, message=message_of(result, message),
+                      reruns=reruns, progress=progress, total=max_probes * reruns,
+                      max_probes=max_probes)
+    await require_wrong(runner, answer)
 
     async def flips(removed: Iterable[str]) -> bool:
         key = frozenset(removed)
