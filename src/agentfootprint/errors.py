@@ -117,3 +117,17 @@ class CircuitOpenError(ProviderError):
 
     def __init__(self, message: str, *, provider: str) -> None:
         super().__init__(message, provider=provider, retryable=False)
+
+
+def listed(value: Any, *, argument: str, example: str) -> tuple[Any, ...]:
+    """``value`` as a tuple, refusing what would iterate into nonsense.
+
+    A string is iterable, so ``tools="refund"`` would otherwise arrive as ``'r', 'e', ...``, and
+    a single item (``tools=my_tool``) would fail deep inside with a bare ``TypeError``.
+    """
+    if isinstance(value, str | bytes) or not hasattr(value, "__iter__"):
+        shown = repr(value)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        raise ConfigurationError(
+            f"{argument}={shown} must be a list, e.g. {argument}=[{example}]")
+    return tuple(value)

@@ -183,6 +183,33 @@ def test_agent_requires_provider_and_model() -> None:
         Agent(provider=mock(reply="x"), model="")
 
 
+def _add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"tools": tool(_add)}, r"tools=Tool\(.* must be a list, e.g. tools=\[_add\]"),
+    ({"tools": "lookup"}, "tools='lookup' must be a list"),
+    ({"tools": [_add]}, "tools entry <function _add .* is not a Tool; decorate the function"),
+    ({"context": "be nice"}, "context='be nice' must be a list"),
+    ({"memory": "chat"}, "memory='chat' must be a list"),
+])
+def test_list_arguments_refuse_a_string_or_a_single_item(options: dict[str, Any],
+                                                          message: str) -> None:
+    """A string would otherwise be iterated letter by letter, a lone Tool fail deep inside."""
+    with pytest.raises(ConfigurationError, match=message):
+        Agent(provider=mock(reply="x"), model="m", **options)
+
+
+def test_reprs_are_short() -> None:
+    """An agent names its model and tools; a result leaves its (large) recording out."""
+    agent = Agent(provider=mock(reply="hi"), model="m", tools=[tool(_add)])
+    assert repr(agent) == "<Agent 'Agent' model='m' provider='mock' tools=[_add]>"
+    shown = repr(agent.run_sync("x"))
+    assert shown.startswith("RunResult(content='hi'") and "recording" not in shown
+
+
 # -- iteration accounting (spec §4.6) --------------------------------------------------------
 
 

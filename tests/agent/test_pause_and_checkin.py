@@ -115,6 +115,37 @@ async def test_resume_refuses_a_finished_checkpoint() -> None:
         await agent.resume(done.checkpoint, "x")
 
 
+@pytest.mark.parametrize("answer", [True, "yes", {"approved": True}, None])
+async def test_a_check_in_accepts_only_a_verdict(answer: Any) -> None:
+    """Anything but check_in_approved/declined is refused before the run moves: a stray True
+    must not be read as a silent 'declined'."""
+    paused = await build().run("Please refund order A-7 for this VIP customer.")
+    with pytest.raises(ConfigurationError, match="check_in_approved"):
+        await build().resume(paused.checkpoint, answer)
+    assert CALLS == []
+    done = await build().resume(paused.checkpoint, check_in_declined(by="ops", note="no"))
+    assert not done.paused and CALLS == ["note refund requested"]  # the sibling, not refund
+
+
+async def test_resume_refuses_an_agent_without_the_paused_tool() -> None:
+    """The paused call must be dispatchable here; otherwise the model would read 'unknown
+    tool' and the consent would have been for nothing."""
+    paused = await build().run("Please refund order A-7 for this VIP customer.")
+    other = Agent(provider=mock(reply="hi"), model="m")
+    with pytest.raises(ConfigurationError, match="'refund', which this agent does not have"):
+        await other.resume(paused.checkpoint, check_in_approved(by="ops"))
+
+
+async def test_resume_and_continue_from_say_how_to_pass_the_checkpoint() -> None:
+    """The two near-misses (the RunResult itself, the saved JSON text) name the fix."""
+    agent = Agent(provider=mock(reply="hi"), model="m")
+    done = await agent.run("hello")
+    with pytest.raises(ConfigurationError, match="result.checkpoint, not the RunResult"):
+        await agent.run("again", continue_from=done)  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="json.loads the saved text first"):
+        await agent.resume(json.dumps(done.checkpoint))  # type: ignore[arg-type]
+
+
 async def test_resume_on_error_keeps_tool_results_and_delivers_nothing_twice() -> None:
     """A provider that fails once on iteration 3: the replay finishes, no tool runs twice,
     and the messages-slot instruction is in the conversation exactly once."""

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..context.injection import Injection
 from ..context.skills import READ_SKILL, SKIP_STEP, read_skill_tool, skip_step_tool
-from ..errors import AgentFootprintError, ConfigurationError, StageError
+from ..errors import AgentFootprintError, ConfigurationError, StageError, listed
 from ..events.dispatcher import AgentEvent, EventBridge, EventDispatcher
 from ..flow import Chart, FlowRun, RedactionPolicy, deferred
 from ..flow.run import run_sync
@@ -54,7 +54,7 @@ class RunResult:
     """The final answer (may be empty when the budget ran out; see ``stopped_early``)."""
     run_id: str
     turn: int
-    recording: FlowRun
+    recording: FlowRun = field(repr=False)
     """The run's complete record: chart, commit log, state."""
     input_tokens: int = 0
     output_tokens: int = 0
@@ -125,6 +125,11 @@ class _Runner:
         self.redaction = redaction
         self.last: RunResult | None = None
 
+    def __repr__(self) -> str:
+        tools = ", ".join(self.spec.registry.tools)
+        return (f"<{type(self).__name__} {self.name!r} model={self.spec.model!r} "
+                f"provider={self.spec.provider.name!r} tools=[{tools}]>")
+
     def on(self, pattern: str, listener: Callable[[AgentEvent], Any]) -> Callable[[], None]:
         """Listen to events by name (``"stream.token"``), domain (``"stream.*"``) or ``"*"``."""
         return self.events.on(pattern, listener)
@@ -182,12 +187,13 @@ class _Runner:
 
     async def resume(self, checkpoint: Mapping[str, Any], answer: Any = None, *,
                      timeout: float | None = None) -> RunResult:
-        """Continue a paused run with the person's ``answer`` (a check-in verdict, a reply)."""
-        if (not isinstance(checkpoint, Mapping) or checkpoint.get("status") != "paused"
-                or "flow" not in checkpoint):
-            raise ConfigurationError(
-                "resume() takes the checkpoint of a paused RunResult (status 'paused'); "
-                "a finished run is continued with run(..., continue_from=checkpoint)")
+        """Continue a paused run with the person's ``answer`` (a check-in verdict, a reply).
+
+        A checkpoint is not used up by resuming it: resume the same one twice and the paused
+        tool runs twice. A handler that may be retried should remember the ``run_id`` it
+        resumed.
+        """
+        self._check_resumable(checkpoint, answer)
         recorders, live = self._recorders()
         token = live_emit.set(live)
         try:
@@ -199,6 +205,34 @@ class _Runner:
         finally:
             live_emit.reset(token)
         return self._result(run)
+
+    def _check_resumable(self, checkpoint: Any, answer: Any) -> None:
+        """Refuse, before anything runs, a resume that could only go wrong."""
+        if isinstance(checkpoint, str | bytes):
+            raise ConfigurationError(
+                "resume() takes the checkpoint as a dict; json.loads the saved text first")
+        if isinstance(checkpoint, RunResult):
+            raise ConfigurationError("resume() takes result.checkpoint, not the RunResult")
+        if (not isinstance(checkpoint, Mapping) or checkpoint.get("status") != "paused"
+                or "flow" not in checkpoint):
+            raise ConfigurationError(
+                "resume() takes the checkpoint of a paused RunResult (status 'paused'); "
+                "a finished run is continued with run(..., continue_from=checkpoint)")
+        pause = checkpoint.get("pause")
+        if not isinstance(pause, Mapping):
+            return
+        tool_name = pause.get("tool_name")
+        if tool_name and tool_name not in self.spec.registry.tools:
+            raise ConfigurationError(
+                f"this run paused at tool {tool_name!r}, which this agent does not have; "
+                "resume it with an agent built like the one that paused")
+        if pause.get("kind") == "check_in" and not (
+                isinstance(answer, Mapping)
+                and answer.get("check_in") in ("approved", "declined")):
+            raise ConfigurationError(
+                f"this run paused for consent to call {tool_name!r}; answer with "
+                "check_in_approved(by=...) or check_in_declined(by=..., note=...), "
+                f"not {answer!r}")
 
     def resume_sync(self, checkpoint: Mapping[str, Any], answer: Any = None,
                     **options: Any) -> RunResult:
@@ -274,7 +308,7 @@ class Agent(_Runner):
             raise ConfigurationError(f"max_iterations={max_iterations!r} must be an int >= 1")
         if react_mode not in ("dynamic", "classic"):
             raise ConfigurationError(f"react_mode={react_mode!r} must be 'dynamic' or 'classic'")
-        static = tuple(tools)
+        static = _check_tools(tools)
         injections = _check_context(context, static)
         skills = [i for i in injections if i.flavor == "skill"]
         reader = read_skill_tool(skills) if skills else None
@@ -384,9 +418,19 @@ def _check_provider(provider: Any, model: Any) -> None:
         raise ConfigurationError(f"model={model!r} must be the model's name, e.g. 'gpt-4o-mini'")
 
 
+def _check_tools(tools: Iterable[Tool]) -> tuple[Tool, ...]:
+    static = listed(tools, argument="tools", example=getattr(tools, "name", "my_tool"))
+    for item in static:
+        if not isinstance(item, Tool):
+            raise ConfigurationError(
+                f"tools entry {item!r} is not a Tool; decorate the function with @tool or "
+                "build it with define_tool(...)")
+    return static
+
+
 def _check_context(context: Iterable[Injection], tools: tuple[Tool, ...]
                    ) -> tuple[Injection, ...]:
-    injections = tuple(context)
+    injections = listed(context, argument="context", example="define_fact(...)")
     seen: set[str] = set()
     for item in injections:
         if not isinstance(item, Injection):
@@ -424,7 +468,7 @@ def _is_window(value: Any) -> bool:
 
 def _check_memories(memory: Iterable[MemoryDefinition], injections: tuple[Injection, ...]
                     ) -> tuple[MemoryDefinition, ...]:
-    memories = tuple(memory)
+    memories = listed(memory, argument="memory", example="define_memory(...)")
     if not memories:  # an agent without memory never loads the memory package (cold start)
         return memories
     from ..memory.define import MemoryDefinition
@@ -475,6 +519,11 @@ def _dispatchable(static: tuple[Tool, ...], reader: Tool | None,
 
 
 def _history_from(checkpoint: Mapping[str, Any]) -> list[Message]:
+    if isinstance(checkpoint, RunResult):
+        raise ConfigurationError("continue_from takes result.checkpoint, not the RunResult")
+    if isinstance(checkpoint, str | bytes):
+        raise ConfigurationError(
+            "continue_from takes the checkpoint as a dict; json.loads the saved text first")
     if not isinstance(checkpoint, Mapping) or checkpoint.get("version") != 1:
         raise ConfigurationError(
             "continue_from must be the checkpoint of an earlier run (a dict with version 1)")
