@@ -140,9 +140,9 @@ async def test_resume_and_continue_from_say_how_to_pass_the_checkpoint() -> None
     """The two near-misses (the RunResult itself, the saved JSON text) name the fix."""
     agent = Agent(provider=mock(reply="hi"), model="m")
     done = await agent.run("hello")
-    with pytest.raises(ConfigurationError, match="result.checkpoint, not the RunResult"):
+    with pytest.raises(ConfigurationError, match=r"result\.checkpoint, not the RunResult"):
         await agent.run("again", continue_from=done)  # type: ignore[arg-type]
-    with pytest.raises(ConfigurationError, match="json.loads the saved text first"):
+    with pytest.raises(ConfigurationError, match=r"json\.loads the saved text first"):
         await agent.resume(json.dumps(done.checkpoint))  # type: ignore[arg-type]
 
 
