@@ -279,5 +279,19 @@ def test_strategy_by_name_with_options() -> None:
         define_memory(type="episodic", strategy="sliding", store=store)
     with pytest.raises(ConfigurationError, match="keep_turns but strategy= is already built"):
         define_memory(type="episodic", strategy=window(3), store=store, keep_turns=2)
-    with pytest.raises(ConfigurationError, match="list_memory_strategies"):
+    with pytest.raises(ConfigurationError, match="needs keep_turns=N"):
         define_memory(type="episodic", strategy="window", store=store, turns=2)
+    with pytest.raises(ConfigurationError, match="list_memory_strategies"):
+        define_memory(type="episodic", strategy="budget", store=store, turns=2)
+
+
+def test_type_and_store_are_checked_before_the_strategy() -> None:
+    """A wrong type or a path for a store is named as such, never as a strategy's TypeError or
+    a bare KeyError."""
+    with pytest.raises(ConfigurationError, match=r"is not a memory type; use one of episodic"):
+        define_memory(type="chat", strategy=window(10), store=InMemoryStore())  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="type='chat'"):
+        define_memory(type="chat", strategy="window", store=InMemoryStore())  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match=r"store=SQLiteStore\('chat.db'\)"):
+        define_memory(type="episodic", strategy="window", store="chat.db",  # type: ignore[arg-type]
+                      keep_turns=2)

@@ -86,21 +86,30 @@ def define_memory(
     type. ``exclude`` lists entry ids this memory never recalls — the seam a re-run uses to
     prove that one stored entry caused an answer (``memory:<id>#<entry id>`` suspects).
     """
+    types = _types_to_kinds()
+    if type not in types:
+        raise ConfigurationError(
+            f"define_memory(type={type!r}) is not a memory type; use one of "
+            f"{', '.join(types)}.")
     if id is None:
         id = str(type)
+    if not isinstance(id, str) or not id.strip():
+        raise ConfigurationError(f"define_memory(id={id!r}) needs a non-empty id.")
+    if isinstance(store, str):
+        raise ConfigurationError(
+            f"define_memory({id!r}) store={store!r} is a path, not a store; pass "
+            f"store=SQLiteStore({store!r}).")
+    if not isinstance(store, MemoryStore):
+        raise ConfigurationError(
+            f"define_memory({id!r}) store={store!r} is not a MemoryStore; use SQLiteStore(path), "
+            "InMemoryStore() or another store."
+        )
     if isinstance(strategy, str):
         strategy = _strategy_named(strategy, options, id)
     elif options:
         raise ConfigurationError(
             f"define_memory({id!r}) got {', '.join(sorted(options))} but strategy= is already "
             "built; pass those options to the strategy (or give strategy= by name).")
-    if not isinstance(id, str) or not id.strip():
-        raise ConfigurationError(f"define_memory(id={id!r}) needs a non-empty id.")
-    if not isinstance(store, MemoryStore):
-        raise ConfigurationError(
-            f"define_memory({id!r}) store={store!r} is not a MemoryStore; use SQLiteStore(path), "
-            "InMemoryStore() or another store."
-        )
     kind = getattr(strategy, "kind", None)
     allowed = {info.kind: info.types for info in list_memory_strategies()}
     if kind not in allowed:
@@ -139,6 +148,10 @@ def _strategy_named(name: str, options: dict[str, Any], memory_id: str) -> Strat
     """A strategy from its name and keyword options (``strategy="window", keep_turns=10``)."""
     try:
         if name == "window":
+            if "keep_turns" not in options and "size" not in options:
+                raise ConfigurationError(
+                    f"define_memory({memory_id!r}, strategy='window') needs keep_turns=N "
+                    "(the last N turns) or size=N (the last N entries).")
             if "keep_turns" in options:
                 turns = options.pop("keep_turns")
                 if isinstance(turns, bool) or not isinstance(turns, int) or turns < 1:
