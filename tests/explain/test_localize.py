@@ -294,6 +294,15 @@ async def test_an_answer_that_is_not_wrong_is_refused() -> None:
         await localize(scenario, result)
 
 
+async def test_a_rebuild_that_ignores_without_is_refused_not_acquitted() -> None:
+    """A rebuild that keeps the source it was asked to drop would clear the culprit (0/3 →
+    NOT CONFIRMED); the re-run's own prompt shows it, so the call fails naming it."""
+    result, scenario = await original()
+    with pytest.raises(ConfigurationError, match=r"still gave the model \['vip-override'\]"):
+        await localize_context_bug(result, rebuild=lambda without, seed=0: scenario.agent(),
+                                   is_wrong=is_wrong)
+
+
 async def test_a_bad_rebuild_return_value_fails_loud() -> None:
     """A rebuild returning something that is neither an agent nor an answer is refused."""
     result, _ = await original()

@@ -35,8 +35,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..errors import ConfigurationError
+from ..flow import FlowRun
 from .influence import InfluenceStrategy, RankedSuspect, rank_suspects
-from .suspects import Suspect, suspects_of
+from .suspects import Suspect, is_stage, log_of, suspects_of
 
 __all__ = [
     "BisectionResult",
@@ -191,10 +192,31 @@ class Rerunner:
                 return made
         content = getattr(made, "content", None)
         if isinstance(content, str):
+            _check_left_out(made, removed)
             return content
         raise ConfigurationError(
             f"rebuild() returned {made!r}; it must return an Agent (we await "
             ".run(message)), a RunResult, or the answer text")
+
+
+def _check_left_out(result: Any, removed: frozenset[str]) -> None:
+    """Refuse a re-run whose model still read a context source it was meant to go without.
+
+    A ``rebuild`` that ignores ``without`` would report every suspect NOT CONFIRMED, the
+    culprit included: a false all-clear. Injections (and memory entries) are checked in the
+    prompt of the call that answered; a bare answer text carries no recording to check.
+    """
+    if not removed or not isinstance(getattr(result, "recording", None), FlowRun):
+        return
+    log = log_of(result)
+    if not any(is_stage(record, "call_llm") for record in log.records):
+        return
+    kept = sorted(removed & {s.id for s in suspects_of(result)
+                             if s.kind in ("injection", "message")})
+    if kept:
+        raise ConfigurationError(
+            f"rebuild(without={sorted(removed)}) still gave the model {kept}; build the agent "
+            "without the sources named in `without` (leave them out of context= / memory)")
 
 
 def message_of(result: Any, message: str | None) -> str:
