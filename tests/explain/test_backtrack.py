@@ -70,8 +70,8 @@ async def test_the_demo_verdict_follows_the_context_not_constants(tmp_path: Path
     """Moving the planted sentence changes the verdict; a harmless profile leaves no bug."""
     moved = await demo(profile=HARMLESS, style=PLANTED.split(". ", 1)[1],
                        store_path=tmp_path / "a.db")
-    assert "CAUSAL        injection 'style'" in moved
-    assert "not confirmed injection 'customer-profile'" in moved
+    assert "CAUSAL        fact 'style'" in moved
+    assert "not confirmed fact 'customer-profile'" in moved
     clean = await demo(profile=HARMLESS, store_path=tmp_path / "b.db")
     assert "Refund DENIED" in clean and "no context bug to localize" in clean
     assert "CAUSAL " not in clean

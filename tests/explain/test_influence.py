@@ -144,7 +144,7 @@ def test_ranking_confidence_names_ranked_suspects() -> None:
     """Given ranked suspects, the reason names the shortlisted labels."""
     ranked = [RankedSuspect(suspect("a", "x"), 0.5, "x"), RankedSuspect(suspect("b", "y"), 0.49,
                                                                          "y")]
-    assert "injection 'a', injection 'b'" in ranking_confidence(ranked).reason
+    assert "fact 'a', fact 'b'" in ranking_confidence(ranked).reason
 
 
 # -- semantic_alignment ----------------------------------------------------------------------

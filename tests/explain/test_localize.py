@@ -225,12 +225,12 @@ async def test_the_report_prints_tiers_ranking_and_verdict_lines() -> None:
     text = str(await localize(scenario, result))
     lines = text.splitlines()
     assert "scores are a correlational proxy; only re-runs say CAUSAL" in lines[1]
-    assert ("CAUSAL        injection 'vip-override'   flipped 3/3 seeded re-runs (baseline 0/3)"
+    assert ("CAUSAL        fact 'vip-override'   flipped 3/3 seeded re-runs (baseline 0/3)"
             in lines)
-    assert "not confirmed injection 'style'          0/3" in lines
-    assert "not confirmed tool 'lookup_order'        0/3" in lines
-    assert "no verdict    base 'base'                cannot be removed by a rebuild" in lines
-    assert any(line.startswith("   1. ") and "injection 'vip-override'" in line
+    assert "not confirmed fact 'style'          0/3" in lines
+    assert "not confirmed tool 'lookup_order'   0/3" in lines  # USAGE §4, to the character
+    assert "no verdict    base 'base'           cannot be removed by a rebuild" in lines
+    assert any(line.startswith("   1. ") and "fact 'vip-override'" in line
                and f"“{VIP}”" in line for line in lines)
 
 
@@ -373,7 +373,7 @@ async def test_bisection_finds_the_planted_fact_alone() -> None:
     assert found.probes[0].removed == frozenset() and found.probes[0].flips == 0
     assert found.probes[1].removed == frozenset({"vip-override", "style", "lookup_order"})
     assert found.runs_used == 3 * len(found.probes)
-    assert "culprit set: injection 'vip-override'" in str(found)
+    assert "culprit set: fact 'vip-override'" in str(found)
 
 
 async def test_bisection_returns_two_independent_culprits_as_two_sets() -> None:

@@ -41,7 +41,9 @@ class Suspect:
 
     @property
     def label(self) -> str:
-        return f"{self.kind} {self.id!r}"
+        """``fact 'vip-override'``: an injection is named by its flavor, as it was defined."""
+        kind = self.flavor if self.kind == "injection" and self.flavor else self.kind
+        return f"{kind} {self.id!r}"
 
 
 def log_of(source: RunResult | FlowRun | CommitLog | Any) -> CommitLog:
