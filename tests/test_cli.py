@@ -72,10 +72,27 @@ def test_report_writes_one_self_contained_html_file(tmp_path: Path,
     html = target.read_text(encoding="utf-8")
     assert html.startswith("<!DOCTYPE html>") and 'id="board"' in html
     assert "https://" not in html and "http://" not in html
-    with pytest.raises(SystemExit):
-        main(["--store", str(store), "report", run_id])  # -o is required
-    assert "-o" in capsys.readouterr().err
     assert main(["--store", str(store), "report", "nope", "-o", str(target)]) == 1
     assert "no run 'nope'" in capsys.readouterr().err
     assert main(["--store", str(store), "report", run_id, "-o", str(tmp_path)]) == 1
     assert "cannot write the report to" in capsys.readouterr().err
+
+
+def test_store_goes_before_or_after_the_command_and_is_never_created_by_a_read(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`runs list --store F` works like `--store F runs list`; reading a store that does not
+    exist says so and leaves no file behind; `report RUN_ID` defaults to RUN_ID.html here."""
+    store = tmp_path / "runs.db"
+    assert main(["demo", "--store", str(store)]) == 0
+    capsys.readouterr()
+    assert main(["runs", "list", "--store", str(store)]) == 0
+    run_id = capsys.readouterr().out.split()[0]
+    monkeypatch.chdir(tmp_path)
+    assert main(["report", run_id, "--store", str(store)]) == 0
+    assert (tmp_path / f"{run_id}.html").read_text(encoding="utf-8").startswith("<!DOCTYPE")
+    missing = tmp_path / "elsewhere" / "runs.db"
+    for command in (["runs", "list"], ["explain", run_id], ["report", run_id]):
+        assert main(["--store", str(missing), *command]) == 1
+        assert "no run store at" in capsys.readouterr().err
+    assert not missing.parent.exists()

@@ -12,27 +12,39 @@ __all__ = ["main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="agentfootprint",
+    # --store is accepted before or after the command (`runs list --store x.db`); a subcommand
+    # only sets it when given, so it never hides the one given before.
+    store_option = argparse.ArgumentParser(add_help=False)
+    store_option.add_argument("--store", default=argparse.SUPPRESS,
+                       help="run store file (default .agentfootprint/runs.db)")
+    parser = argparse.ArgumentParser(prog="agentfootprint", parents=[store_option],
                                      description="The explainable AI-agent framework.")
-    parser.add_argument("--store", default=None,
-                        help="run store file (default .agentfootprint/runs.db)")
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("demo", help="run the offline refunds demo and explain its answer")
-    runs = commands.add_parser("runs", help="recorded runs")
+    commands.add_parser("demo", parents=[store_option],
+                        help="run the offline refunds demo and explain its answer")
+    runs = commands.add_parser("runs", parents=[store_option], help="recorded runs")
     runs_commands = runs.add_subparsers(dest="runs_command", required=True)
-    listing = runs_commands.add_parser("list", help="the most recent runs")
+    listing = runs_commands.add_parser("list", parents=[store_option], help="the most recent runs")
     listing.add_argument("--limit", type=int, default=20)
-    explain = commands.add_parser("explain", help="backtrack a recorded run's answer")
+    explain = commands.add_parser("explain", parents=[store_option],
+                                  help="backtrack a recorded run's answer")
     explain.add_argument("run_id")
-    report = commands.add_parser("report", help="write a recorded run's HTML report")
+    report = commands.add_parser("report", parents=[store_option],
+                                 help="write a recorded run's HTML report")
     report.add_argument("run_id")
-    report.add_argument("-o", "--output", required=True, metavar="FILE.html",
-                        help="the HTML file to write (one self-contained page)")
+    report.add_argument("-o", "--output", default=None, metavar="FILE.html",
+                        help="the HTML file to write (default RUN_ID.html here)")
     options = parser.parse_args(argv)
 
     from .explain.runstore import DEFAULT_RUN_STORE, RunStore
 
-    store_path = Path(options.store) if options.store else DEFAULT_RUN_STORE
+    given = getattr(options, "store", None)
+    store_path = Path(given) if given else DEFAULT_RUN_STORE
+    if options.command != "demo" and not store_path.exists():
+        print(f"no run store at {str(store_path)!r}: nothing has been recorded there yet. "
+              "Record a run with RunStore(path).save(result), or pass --store FILE",
+              file=sys.stderr)
+        return 1
     if options.command == "demo":
         from .demo import run_demo
 
@@ -52,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f"{run.preview[:60]}")
         return 0
     if options.command == "report":
-        return _report(store_path, options.run_id, options.output)
+        return _report(store_path, options.run_id, options.output or f"{options.run_id}.html")
     from .explain.backtrack import backtrack
 
     with RunStore(store_path) as store:

@@ -14,6 +14,9 @@
             └── CircuitOpenError             a circuit breaker is refusing calls for now
 
 Pausing is not an error: a paused run returns normally with ``paused=True``.
+As with Python's own containers, a lookup by id that finds nothing (a run in a store, a suspect
+in a report) raises ``KeyError``, and a value of the wrong kind where an object is expected
+``TypeError``; their messages name the fix too.
 This module imports nothing from the package, so every layer may import it.
 """
 
