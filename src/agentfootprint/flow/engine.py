@@ -291,7 +291,8 @@ class _Engine:
         if not isinstance(branch, str) or (branch not in node.branches and node.default is None):
             known = ", ".join(map(repr, node.branches))
             message = (f"decider {node.name!r} chose {branch!r}, which is not one of its branches "
-                       f"({known}) and it has no default; return a branch id or add .default()")
+                       f"({known}); fix the branch id it returns (a rule's 'then', or the "
+                       "default= given to decide()), or give the chart a .default(branch)")
             self.commit(scope, node, frame, "decider", parent, control, passes,
                         decision=decision, error=f"ValueError: {message}")
             raise StageError(message, stage_id=node.id, runtime_stage_id=rid)
