@@ -62,6 +62,25 @@ async def test_conditional_routes_on_the_first_true_predicate_and_records_why() 
         in calm.narrative()
 
 
+async def test_a_predicate_reads_the_pipelines_original_message_at_any_depth() -> None:
+    """``.message`` is the previous answer; ``.original`` is what the pipeline was run with,
+    handed down through nested compositions (agents still receive only their message)."""
+    seen: list[tuple[str, str]] = []
+
+    def urgent(i: Any) -> bool:
+        seen.append((i.message, i.original))
+        return bool(i.original.startswith("URGENT"))
+
+    router = Conditional(("urgent", urgent, fixed("u", "escalated")),
+                         otherwise=fixed("o", "queued"))
+    inner = Sequence(("summarize", fixed("s", "a calm summary")), ("route", router))
+    pipeline = Sequence(("classify", fixed("c", "billing")), ("handle", inner))
+    assert (await pipeline.run("URGENT: chargeback")).content == "escalated"
+    assert (await pipeline.run("when you can")).content == "queued"
+    assert seen == [("a calm summary", "URGENT: chargeback"),
+                    ("a calm summary", "when you can")]
+
+
 async def test_loop_repeats_on_its_own_answer_until_done() -> None:
     """A loop feeds the answer back; it stops after `times` passes or when `until` holds."""
     assert (await Loop(echo("r"), times=3).run("d")).content == "r(r(r(d)))"

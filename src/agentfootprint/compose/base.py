@@ -30,19 +30,27 @@ class Runner(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Input:
-    """What a routing predicate sees: the message arriving at that point of the pipeline."""
+    """What a routing predicate sees."""
 
     message: str
+    """The message arriving at this point: the previous step's answer."""
+    original: str
+    """The message the whole pipeline was run with (the user's request)."""
 
 
-def mount_options(*, collect: str | None = None, key: str | None = None) -> dict[str, Any]:
+def mount_options(runner: Any, *, collect: str | None = None,
+                  key: str | None = None) -> dict[str, Any]:
     """Input/output mapping for a mounted runner: the message in, its answer out.
 
     The answer becomes the pipeline's ``current`` message and its ``final_content``; with
-    ``collect``, it is also stored under ``outputs[key]`` (parallel branches).
+    ``collect``, it is also stored under ``outputs[key]`` (parallel branches). A nested
+    composition also receives the pipeline's ``original`` message (agents take only theirs).
     """
+    nested = isinstance(runner, Composition)
 
     def take_message(parent: Any) -> Mapping[str, Any]:
+        if nested:
+            return {"message": parent["current"], "original": parent["original"]}
         return {"message": parent["current"]}
 
     def give_answer(inner: Any) -> Mapping[str, Any]:
@@ -67,7 +75,10 @@ def start(scope: Any) -> None:
     """The pipeline's input becomes the current message (and the answer, if nothing runs).
 
     It is kept under ``current``: ``message`` is the read-only input of a nested pipeline.
+    ``original`` is the outermost pipeline's message, handed down to nested compositions.
     """
+    if "original" not in scope.args:  # nested: it arrived as a (read-only) input
+        scope["original"] = scope.args["message"]
     scope["current"] = scope.args["message"]
     scope["final_content"] = scope.args["message"]
 

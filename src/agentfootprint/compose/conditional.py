@@ -18,7 +18,8 @@ OTHERWISE = "otherwise"
 class Conditional(Composition):
     """``Conditional(("urgent", lambda i: i.message.startswith("URGENT"), a), otherwise=b)``.
 
-    Predicates see an ``Input`` (``.message``); the first that holds wins, and the decision is
+    Predicates see an ``Input``: ``.message`` (the previous step's answer) and ``.original``
+    (the message the pipeline was run with); the first that holds wins, and the decision is
     recorded with the predicates it evaluated (a predicate that raises counts as false, with
     its error on the record).
     """
@@ -39,7 +40,7 @@ class Conditional(Composition):
         routes = [(b[0], b[1]) for b in branches]
 
         def route(scope: Any) -> Decision:
-            message = str(scope["current"])
+            message, original = str(scope["current"]), str(scope["original"])
             rules = []
             for index, (branch_id, predicate) in enumerate(routes):
                 rule: dict[str, Any] = {"type": "function", "rule": index, "branch": branch_id,
@@ -47,7 +48,7 @@ class Conditional(Composition):
                                         "inputs": [{"key": "message",
                                                     "value": summarize(message)}]}
                 try:
-                    rule["matched"] = bool(predicate(Input(message)))
+                    rule["matched"] = bool(predicate(Input(message, original)))
                 except Exception as exc:
                     rule["error"] = f"{type(exc).__name__}: {exc}"
                 rules.append(rule)
@@ -63,8 +64,8 @@ class Conditional(Composition):
         for branch_id, _, runner in branches:
             builder = builder.branch(branch_id, branch_id,
                                      check_runner(runner, f"Conditional branch {branch_id!r}"),
-                                     **mount_options())
+                                     **mount_options(runner))
         builder = builder.branch(OTHERWISE, OTHERWISE,
                                  check_runner(otherwise, "Conditional otherwise"),
-                                 **mount_options())
+                                 **mount_options(otherwise))
         self.chart = builder.default(OTHERWISE).end().build(description=name)

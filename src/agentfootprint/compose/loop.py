@@ -73,7 +73,7 @@ class Loop(Composition):
         self.runners = [runner]
         self.chart = (
             flow_chart("Start", begin, id="start", description="Take the message")
-            .subflow("body", chart, name="Body", **mount_options())
+            .subflow("body", chart, name="Body", **mount_options(runner))
             .decide("Again", again, id="again", description="Run again or stop")
             .branch("again", "Again", lambda scope: None, id="repeat", loop_to="body")
             .branch("done", "Done", finish, id="done")

@@ -50,7 +50,7 @@ class Parallel(Composition):
 
         self.runners = [runner for _, runner in branches]
         children = [(branch_id, check_runner(runner, f"Parallel branch {branch_id!r}"),
-                     {**mount_options(collect="outputs", key=branch_id), "name": branch_id})
+                     {**mount_options(runner, collect="outputs", key=branch_id), "name": branch_id})
                     for branch_id, runner in branches]
         self.chart = (
             flow_chart("Start", start, id="start", description="Take the message")

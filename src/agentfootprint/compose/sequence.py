@@ -24,6 +24,6 @@ class Sequence(Composition):
                 raise ConfigurationError(f"Sequence step {step!r} must be (id, runner)")
             step_id, runner = step
             chart = check_runner(runner, f"Sequence step {step_id!r}")
-            builder = builder.subflow(step_id, chart, name=step_id, **mount_options())
+            builder = builder.subflow(step_id, chart, name=step_id, **mount_options(runner))
             self.runners.append(runner)
         self.chart = builder.build(description=name)
