@@ -13,8 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from agentfootprint import Agent, define_fact, tool
-from agentfootprint.agent import check_in_approved
+from agentfootprint import Agent, check_in_approved, define_fact, tool
 from agentfootprint.providers import mock
 from agentfootprint.providers.base import LLMRequest
 

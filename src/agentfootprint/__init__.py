@@ -5,6 +5,8 @@ answer can be walked back to the exact context that caused it. The flowchart eng
 records it all lives in ``agentfootprint.flow``.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from .agent import Agent, LLMCall, RunResult
 from .context import (
     define_fact,
@@ -29,6 +31,9 @@ from .errors import (
 )
 from .tools import Tool, ToolContext, define_tool, tool
 
+if TYPE_CHECKING:
+    from .agent.checkin import check_in_approved, check_in_declined
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -50,6 +55,8 @@ __all__ = [
     "Tool",
     "ToolContext",
     "__version__",
+    "check_in_approved",
+    "check_in_declined",
     "define_fact",
     "define_injection",
     "define_instruction",
@@ -58,3 +65,15 @@ __all__ = [
     "define_tool",
     "tool",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The check-in answers load on first use, like the rest of ``agentfootprint.agent``'s
+    governance names (most agents never pause for consent)."""
+    if name in ("check_in_approved", "check_in_declined"):
+        from .agent import checkin
+
+        value = getattr(checkin, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
