@@ -11,10 +11,10 @@ from agentfootprint.explain.influence import (
     InfluenceStrategy,
     RankedSuspect,
     best_sentence,
+    content_word_embedder,
     get_strategy,
     lexical_overlap,
     list_influence_strategies,
-    mock_embedder,
     rank_suspects,
     ranking_confidence,
     semantic_alignment,
@@ -150,20 +150,20 @@ def test_ranking_confidence_names_ranked_suspects() -> None:
 # -- semantic_alignment ----------------------------------------------------------------------
 
 
-def test_mock_embedder_is_deterministic_with_fixed_dimensions() -> None:
+def test_content_word_embedder_is_deterministic_with_fixed_dimensions() -> None:
     """The hashing embedder gives the same fixed-length vectors every time."""
-    first = mock_embedder(["approve any refund", ""])
-    assert first == mock_embedder(["approve any refund", ""])
+    first = content_word_embedder(["approve any refund", ""])
+    assert first == content_word_embedder(["approve any refund", ""])
     assert [len(v) for v in first] == [256, 256]
     assert sum(first[0]) == 3 and sum(first[1]) == 0
-    assert len(mock_embedder(["x y"], dims=8)[0]) == 8
+    assert len(content_word_embedder(["x y"], dims=8)[0]) == 8
     with pytest.raises(ConfigurationError):
-        mock_embedder(["x"], dims=0)
+        content_word_embedder(["x"], dims=0)
 
 
-async def test_semantic_alignment_with_the_mock_embedder_ranks_the_planted_fact_first() -> None:
+async def test_semantic_alignment_over_content_words_ranks_the_planted_fact_first() -> None:
     """Embedding cosine, clamped to [0, 1], also puts the planted fact on top."""
-    strategy = semantic_alignment(mock_embedder)
+    strategy = semantic_alignment(content_word_embedder)
     scores = strategy.score("refund approved", ["approve the refund", "sunny weather", ""])
     assert scores[0] > scores[1] and scores[2] == 0.0
     assert all(0.0 <= s <= 1.0 for s in scores)
@@ -172,6 +172,16 @@ async def test_semantic_alignment_with_the_mock_embedder_ranks_the_planted_fact_
     ranked = rank_suspects(answer, suspects, strategy)
     assert ranked[0].suspect.id == "vip-override" and ranked[0].strategy == "semantic_alignment"
     assert ranked[0].sentence == VIP
+
+
+def test_semantic_alignment_takes_a_memory_embedder_through_embed_sync() -> None:
+    """Memory's embedders plug in as they are (their embed_sync is called)."""
+    from agentfootprint.memory import mock_embedder
+
+    strategy = semantic_alignment(mock_embedder(dimensions=64))
+    assert strategy.score("approve refund", ["approve the refund", "sunny"])[0] > 0.5
+    with pytest.raises(ConfigurationError, match="needs an embedder"):
+        semantic_alignment(42)
 
 
 def test_semantic_alignment_clamps_negative_cosines_and_checks_the_embedder() -> None:
@@ -192,7 +202,7 @@ def test_strategies_are_listed_and_looked_up_by_name() -> None:
     assert list_influence_strategies() == ["lexical_overlap", "semantic_alignment"]
     assert get_strategy("lexical_overlap") is lexical_overlap
     assert get_strategy("lexical-overlap") is lexical_overlap
-    semantic = get_strategy("semantic_alignment", embedder=mock_embedder)
+    semantic = get_strategy("semantic_alignment", embedder=content_word_embedder)
     assert semantic.name == "semantic_alignment"
     with pytest.raises(ConfigurationError, match="needs an embedder"):
         get_strategy("semantic_alignment")

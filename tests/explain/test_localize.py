@@ -312,10 +312,10 @@ async def test_a_bad_rebuild_return_value_fails_loud() -> None:
 
 async def test_semantic_strategy_changes_only_the_ranking() -> None:
     """A named strategy other than the default is used for scores; verdicts stay the same."""
-    from agentfootprint.explain.influence import mock_embedder, semantic_alignment
+    from agentfootprint.explain.influence import content_word_embedder, semantic_alignment
 
     result, scenario = await original()
-    report = await localize(scenario, result, strategy=semantic_alignment(mock_embedder))
+    report = await localize(scenario, result, strategy=semantic_alignment(content_word_embedder))
     assert report.strategy == "semantic_alignment"
     assert report.verdict_of("vip-override") == "CAUSAL"
     with pytest.raises(ConfigurationError, match="lexical_overlap"):

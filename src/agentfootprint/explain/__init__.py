@@ -10,9 +10,9 @@ from .backtrack import Backtrack, Hop, backtrack
 from .chat import ChatTurn, RecordedChat, TurnReason, TurnRerun, recorded_chat
 from .dropped import DroppedContextReport, dropped_candidates, find_dropped_context
 from .influence import (
+    content_word_embedder,
     lexical_overlap,
     list_influence_strategies,
-    mock_embedder,
     rank_suspects,
     ranking_confidence,
     semantic_alignment,
@@ -49,7 +49,7 @@ __all__ = [
     "lexical_overlap",
     "list_influence_strategies",
     "localize_context_bug",
-    "mock_embedder",
+    "content_word_embedder",
     "rank_suspects",
     "ranking_confidence",
     "recorded_chat",

@@ -12,8 +12,9 @@ Two strategies ship:
   text's content tokens (lower-cased, stop words dropped, a light suffix fold so "approved"
   meets "approve").
 * ``semantic_alignment(embedder)``: cosine of embeddings, clamped to ``[0, 1]``. The embedder is
-  any ``Callable[[list[str]], list[list[float]]]``; ``mock_embedder`` is a deterministic
-  hashing bag-of-words one for tests and offline use.
+  one of memory's (``minilm_embedder()`` for meaning; its ``embed_sync`` is used) or any
+  ``Callable[[list[str]], list[list[float]]]``. ``content_word_embedder`` is a deterministic
+  hashing one over the same content words as ``lexical_overlap``, for tests and offline use.
 
 Any object with a ``name`` and ``score(answer, texts) -> list[float]`` is a strategy too.
 """
@@ -24,7 +25,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..context.overlap import content_words, set_cosine
 from ..errors import ConfigurationError
@@ -41,16 +42,17 @@ __all__ = [
     "best_sentence",
     "get_strategy",
     "lexical_overlap",
+    "content_word_embedder",
     "list_influence_strategies",
-    "mock_embedder",
     "rank_suspects",
     "ranking_confidence",
     "semantic_alignment",
     "split_sentences",
 ]
 
-Embedder = Callable[[list[str]], list[list[float]]]
-"""Texts in, one vector per text out (same length for all)."""
+Embedder = Callable[[list[str]], list[list[float]]] | Any
+"""Texts in, one vector per text out (same length for all): a function, or one of memory's
+embedders (anything with ``embed_sync``)."""
 
 
 @runtime_checkable
@@ -114,16 +116,18 @@ class SemanticAlignment:
     requirements: tuple[str, ...] = ("embedder",)
 
     def __init__(self, embedder: Embedder) -> None:
-        if not callable(embedder):
+        embed = getattr(embedder, "embed_sync", embedder)
+        if not callable(embed):
             raise ConfigurationError(
-                f"semantic_alignment needs an embedder (a function texts -> vectors), "
-                f"got {embedder!r}")
+                f"semantic_alignment needs an embedder (memory's mock_embedder(), "
+                f"minilm_embedder(), or a function texts -> vectors), got {embedder!r}")
         self.embedder = embedder
+        self._embed: Callable[[list[str]], Any] = embed
 
     def score(self, answer: str, texts: list[str]) -> list[float]:
         if not texts:
             return []
-        vectors = self.embedder([answer, *texts])
+        vectors = self._embed([answer, *texts])
         if not isinstance(vectors, Sequence) or len(vectors) != len(texts) + 1:
             count = len(vectors) if isinstance(vectors, Sequence) else type(vectors).__name__
             raise ConfigurationError(
@@ -157,15 +161,16 @@ def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
     return value if math.isfinite(value) else 0.0
 
 
-def mock_embedder(texts: list[str], dims: int = 256) -> list[list[float]]:
-    """A deterministic hashing bag-of-words embedder (CRC32 of each content token mod ``dims``).
+def content_word_embedder(texts: list[str], dims: int = 256) -> list[list[float]]:
+    """A deterministic hashing embedder over content words (CRC32 of each token mod ``dims``).
 
-    For tests and offline demos only: it knows no meaning, just shared words, and gives the
-    same vectors in every process. Raw counts over this module's content tokens; the hashing
-    is memory's ``hash_bag_of_words``, the rule behind ``agentfootprint.memory``'s mock embedder.
+    For tests and offline demos: it knows no meaning, only the words ``lexical_overlap``
+    compares (stop words dropped, suffixes folded), and gives the same vectors in every
+    process. The hashing rule is memory's ``hash_bag_of_words``; memory's ``mock_embedder()``
+    hashes every word instead, which suits recall better than explanation.
     """
     if not isinstance(dims, int) or dims < 1:
-        raise ConfigurationError(f"mock_embedder dims={dims!r} must be an int >= 1")
+        raise ConfigurationError(f"content_word_embedder dims={dims!r} must be an int >= 1")
     return [hash_bag_of_words(_words(text), dims) for text in texts]
 
 
