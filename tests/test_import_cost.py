@@ -2,8 +2,8 @@
 
 Each check runs in a fresh interpreter and reads ``sys.modules``: provider adapters and their
 SDKs, optional backends and the heavy optional subpackages load only when used, and the parts
-a plain run does not need (causal chains, checkpoints, event payload models, the code runner)
-load on first use. The lazy names still resolve to the same objects as before.
+a plain run does not need (causal chains, checkpoints, the narrative, event payload models,
+the code runner) load on first use. The lazy names still resolve to the same objects as before.
 """
 
 from __future__ import annotations
@@ -33,6 +33,9 @@ NOT_FOR_A_PLAIN_RUN = [
     # governance and windows load only for agents that use them
     "agentfootprint.agent.moments", "agentfootprint.agent.permissions",
     "agentfootprint.agent.checkin", "agentfootprint.agent.window",
+    # reading a run back (narrative, context report) and check-in evidence load on first use
+    "agentfootprint.flow.narrative", "agentfootprint.context.record",
+    "agentfootprint.context.overlap",
 ]
 
 PLAIN_RUN = '''
@@ -81,8 +84,8 @@ def test_a_plain_agent_run_loads_only_what_it_uses() -> None:
 
 
 @pytest.mark.parametrize("package", [
-    "agentfootprint.events", "agentfootprint.flow", "agentfootprint.providers",
-    "agentfootprint.tools",
+    "agentfootprint.context", "agentfootprint.events", "agentfootprint.flow",
+    "agentfootprint.providers", "agentfootprint.tools",
 ])
 def test_lazy_names_resolve_and_star_import_gives_all(package: str) -> None:
     """Every name in __all__ resolves on first use, and `import *` binds exactly __all__."""
@@ -97,14 +100,17 @@ def test_lazy_names_resolve_and_star_import_gives_all(package: str) -> None:
 def test_factories_keep_their_names_after_their_submodule_loads() -> None:
     """Importing a submodule never rebinds the same-named function on its package."""
     loaded, _ = _fresh('''
-        import agentfootprint.providers.openai, agentfootprint.tools.code_runner
-        from agentfootprint import providers, tools
+        import agentfootprint.flow.narrative, agentfootprint.providers.openai
+        import agentfootprint.tools.code_runner
+        from agentfootprint import flow, providers, tools
+        from agentfootprint.flow.narrative import narrative
         from agentfootprint.providers.openai import OpenAIProvider
         from agentfootprint.tools.code_runner import code_runner
+        assert flow.narrative is narrative
         assert callable(providers.openai) and providers.openai is not OpenAIProvider
         assert tools.code_runner is code_runner
     ''')
-    assert "agentfootprint.tools.code_runner" in loaded
+    assert {"agentfootprint.flow.narrative", "agentfootprint.tools.code_runner"} <= loaded
 
 
 def test_the_payload_catalogue_is_built_once_on_first_use() -> None:

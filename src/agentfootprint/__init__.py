@@ -5,8 +5,9 @@ answer can be walked back to the exact context that caused it. The flowchart eng
 records it all lives in ``agentfootprint.flow``.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ._lazy import lazy_names as _lazy_names
 from .agent import Agent, LLMCall, RunResult
 from .context import (
     define_fact,
@@ -67,13 +68,6 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """The check-in answers load on first use, like the rest of ``agentfootprint.agent``'s
-    governance names (most agents never pause for consent)."""
-    if name in ("check_in_approved", "check_in_declined"):
-        from .agent import checkin
-
-        value = getattr(checkin, name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# The check-in answers load on first use, like agentfootprint.agent's other governance names.
+__getattr__, __dir__ = _lazy_names(__name__, dict.fromkeys(
+    ("check_in_approved", "check_in_declined"), "agent.checkin"))

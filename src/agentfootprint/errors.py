@@ -22,6 +22,7 @@ This module imports nothing from the package, so every layer may import it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 __all__ = [
@@ -126,9 +127,10 @@ def listed(value: Any, *, argument: str, example: str) -> tuple[Any, ...]:
     """``value`` as a tuple, refusing what would iterate into nonsense.
 
     A string is iterable, so ``tools="refund"`` would otherwise arrive as ``'r', 'e', ...``, and
-    a single item (``tools=my_tool``) would fail deep inside with a bare ``TypeError``.
+    a single item (``tools=my_tool``) would fail deep inside with a bare ``TypeError``, and a
+    dict would give its keys.
     """
-    if isinstance(value, str | bytes) or not hasattr(value, "__iter__"):
+    if isinstance(value, str | bytes | Mapping) or not hasattr(value, "__iter__"):
         shown = repr(value)
         shown = shown if len(shown) <= 60 else shown[:57] + "..."
         raise ConfigurationError(

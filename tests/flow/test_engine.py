@@ -178,7 +178,8 @@ async def test_decider_choosing_an_unknown_branch_fails_with_a_record() -> None:
         flow_chart("Start", noop).decide("Route", lambda s: "zzz").branch("a", "A", noop).end()
         .build()
     )
-    with pytest.raises(StageError, match=r"chose 'zzz'.*a rule's 'then'.*\.default\(branch\)") as err:
+    with pytest.raises(StageError,
+                       match=r"chose 'zzz'.*a rule's 'then'.*\.default\(branch\)") as err:
         await chart.run()
     record = err.value.run.records[-1]
     assert record.decision == {"chosen": "zzz"}

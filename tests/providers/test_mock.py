@@ -114,6 +114,26 @@ async def test_bad_reply_type_is_a_configuration_error() -> None:
         await mock(reply=42).complete(request())  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(("reply", "message"), [
+    ({"tool_call": [{"name": "x"}]}, "unknown key.* 'tool_call'; it takes 'content', 'tool_calls'"),
+    ({"tool_calls": [{"name": "x", "arguments": {}}]}, "unknown key.* 'arguments'; it takes"),
+    ({"tool_calls": [{"args": {}}]}, "must be a dict with a 'name'"),
+    ({"tool_calls": {"name": "x"}}, "tool_calls=.* must be a list"),
+])
+async def test_a_misspelt_reply_is_refused_not_emptied(reply: dict[str, Any],
+                                                       message: str) -> None:
+    """An unknown key would be dropped and the reply come out empty (or run a tool with no
+    arguments); the mock names the key and what it takes instead."""
+    with pytest.raises(ConfigurationError, match=message):
+        await mock(reply=reply).complete(request())
+
+
+def test_script_must_be_a_list() -> None:
+    """A bare string would be read as one reply per character."""
+    with pytest.raises(ConfigurationError, match=r"script='hello' must be a list"):
+        mock(script="hello")  # type: ignore[arg-type]
+
+
 async def test_default_usage_counts_characters() -> None:
     """Default usage is ceil(chars / 4) of system + messages in, and of content out."""
     response = await mock(reply="12345").complete(request("abcdefghi", system="sys"))

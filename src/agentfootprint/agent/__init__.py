@@ -1,12 +1,13 @@
 """Agents: ``LLMCall`` (one call) and ``Agent`` (the ReAct loop as a recorded flowchart)."""
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from .._lazy import lazy_names as _lazy_names
 from .agent import Agent, LLMCall, RunResult
 from .loop import WRAP_UP_INSTRUCTION
 
 if TYPE_CHECKING:
-    from .checkin import check_in_approved, check_in_declined
+    from .checkin import CheckInRequest, check_in_approved, check_in_declined
     from .moments import act, allow, ask, deny
     from .permissions import PermissionPolicy, PermissionRule
     from .window import (
@@ -23,13 +24,14 @@ _LAZY = {
                      "token_budget", "windowed_messages"), "window"),
     **dict.fromkeys(("act", "allow", "ask", "deny"), "moments"),
     **dict.fromkeys(("PermissionPolicy", "PermissionRule"), "permissions"),
-    **dict.fromkeys(("check_in_approved", "check_in_declined"), "checkin"),
+    **dict.fromkeys(("CheckInRequest", "check_in_approved", "check_in_declined"), "checkin"),
 }
 """Names loaded on first use: most agents set no window, rules or check-ins."""
 
 __all__ = [
     "WRAP_UP_INSTRUCTION",
     "Agent",
+    "CheckInRequest",
     "LLMCall",
     "PermissionPolicy",
     "PermissionRule",
@@ -49,13 +51,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """Governance and window names load on first use (see ``_LAZY``)."""
-    module = _LAZY.get(name)
-    if module is not None:
-        import importlib
-
-        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = _lazy_names(__name__, _LAZY)

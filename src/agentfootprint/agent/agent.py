@@ -29,21 +29,12 @@ from .loop import AgentSpec, build_agent_chart, live_emit
 if TYPE_CHECKING:
     from ..memory.define import MemoryDefinition
     from ..memory.identity import MemoryIdentity
+    from .checkin import CheckInRequest
     from .moments import ActRule
     from .permissions import PermissionChecker
     from .window import WindowStrategy
 
-__all__ = ["Agent", "CheckInRequest", "LLMCall", "RunResult"]
-
-
-@dataclass(frozen=True, slots=True)
-class CheckInRequest:
-    """What a person is asked to consent to (see ``checkin.py`` for the evidence pack)."""
-
-    tool: str
-    args: dict[str, Any]
-    evidence: dict[str, Any]
-    """``will_do``, ``context_consumed``, ``drivers`` (ranked, tier proxy) and ``trail``."""
+__all__ = ["Agent", "LLMCall", "RunResult"]
 
 
 @dataclass(slots=True, eq=False)
@@ -76,6 +67,8 @@ class RunResult:
         """When the run paused for consent: the tool, its arguments and the evidence pack."""
         if self.pause is None or self.pause.get("kind") != "check_in":
             return None
+        from .checkin import CheckInRequest  # only a consent pause builds one
+
         pack = self.pause.get("data") or {}
         will = pack.get("will_do") or {}
         return CheckInRequest(tool=str(will.get("tool", self.pause.get("tool_name", ""))),

@@ -17,11 +17,22 @@ Both are recorded (``pause.check_in_settled``) with who decided.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigurationError
 
-__all__ = ["check_in_approved", "check_in_declined"]
+__all__ = ["CheckInRequest", "check_in_approved", "check_in_declined"]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckInRequest:
+    """What a person is asked to consent to: ``RunResult.check_in`` of a consent pause."""
+
+    tool: str
+    args: dict[str, Any]
+    evidence: dict[str, Any]
+    """``will_do``, ``context_consumed``, ``drivers`` (ranked, tier proxy) and ``trail``."""
 
 
 def _who(by: Any) -> str:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["AgentSpec", "emit"]
 
 
-@dataclass(slots=True, eq=False)
+@dataclass(slots=True, eq=False, repr=False)
 class AgentSpec:
     """Everything the loop's stages need that is not run state (and so not in the log)."""
 

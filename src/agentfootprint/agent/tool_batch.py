@@ -15,7 +15,6 @@ import json
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ..context.overlap import overlap_scores
 from ..context.skills import READ_SKILL, SKIP_STEP, step_sentence
 from ..flow import Pause, Scope, pause
 from ..providers.base import Message, ToolCall
@@ -164,6 +163,8 @@ class ToolBatchStages:
     def _evidence_pack(self, scope: Scope, call: ToolCall) -> dict[str, Any]:
         """What a person needs to consent: the call, the context the run consumed, and which
         context drove the choice (ranked by token overlap with the call — no model call)."""
+        from ..context.overlap import overlap_scores  # loaded by the first check-in
+
         found = self.spec.registry.tools[call["name"]]
         args = call.get("args") or {}
         choice = f"{call['name']} {json.dumps(args, ensure_ascii=False, sort_keys=True)}"

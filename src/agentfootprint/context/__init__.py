@@ -1,5 +1,10 @@
 """Context engineering: injections (slot × trigger × cache), skills, delivery, slot records."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_names as _lazy_names
 from .injection import (
     Injection,
     InjectionContext,
@@ -11,7 +16,9 @@ from .injection import (
     define_steering,
     evaluate_injections,
 )
-from .record import context_report
+
+if TYPE_CHECKING:
+    from .record import context_report
 
 __all__ = [
     "Injection",
@@ -25,3 +32,7 @@ __all__ = [
     "define_steering",
     "evaluate_injections",
 ]
+
+
+# reading a recording back: loaded on first use
+__getattr__, __dir__ = _lazy_names(__name__, {"context_report": "record"})

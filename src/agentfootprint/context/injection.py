@@ -39,7 +39,7 @@ DEFAULT_CACHE: dict[str, CachePolicy] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class InjectionContext:
     """What a rule sees when deciding whether its injection fires this iteration."""
 
@@ -80,7 +80,7 @@ class Trigger:
         return self.kind
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Injection:
     """One declared piece of context (see the module docstring)."""
 

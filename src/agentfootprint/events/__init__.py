@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from . import catalogue
+from .._lazy import lazy_names as _lazy_names
 from .catalogue import full_name, payload_model
 from .dispatcher import AgentEvent, EventBridge, EventDispatcher
 
@@ -14,7 +14,5 @@ if TYPE_CHECKING:
 __all__ = ["EVENTS", "AgentEvent", "EventBridge", "EventDispatcher", "full_name", "payload_model"]
 
 
-def __getattr__(name: str) -> Any:
-    if name == "EVENTS":  # the payload models are built on first use
-        return catalogue.EVENTS
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# the payload models are built on first use
+__getattr__, __dir__ = _lazy_names(__name__, {"EVENTS": "catalogue"})

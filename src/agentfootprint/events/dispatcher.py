@@ -23,7 +23,7 @@ from .catalogue import PREFIX, full_name, payload_model
 __all__ = ["AgentEvent", "EventBridge", "EventDispatcher"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class AgentEvent:
     """One event: its name, JSON payload, and where in which run it happened."""
 

@@ -7,14 +7,13 @@ flowcharts, so every trace in the product is a commit log of this kind.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from .._lazy import lazy_names as _lazy_names
 from .builder import BranchBuilder, FlowBuilder, flow_chart
 from .chart import Chart, Node
 from .commitlog import Change, CommitLog, CommitRecord
 from .decide import Decision, Selection, decide, select
-from .narrative import NarrativeEntry, NarrativeRecorder, narrative
 from .pause import Pause, pause
 from .recorders import Deferred, FlowEvent, ObserverFailure, deferred
 from .redact import REDACTED, RedactionPolicy
@@ -24,6 +23,7 @@ from .scope import Scope
 if TYPE_CHECKING:
     from .causal import CausalChain, CausalEdge, CausalNode, causal_chain, format_causal_chain
     from .checkpoint import Checkpoint, load_checkpoint
+    from .narrative import NarrativeEntry, NarrativeRecorder, narrative
 
 __all__ = [
     "REDACTED",
@@ -60,22 +60,14 @@ __all__ = [
     "select",
 ]
 
-# Loaded on first use: a run only needs them to pause (checkpoint) or to be explained (causal).
+# Loaded on first use: a run only needs them to pause (checkpoint) or to be explained (causal,
+# narrative).
 _LAZY = {
     "CausalChain": "causal", "CausalEdge": "causal", "CausalNode": "causal",
     "causal_chain": "causal", "format_causal_chain": "causal",
     "Checkpoint": "checkpoint", "load_checkpoint": "checkpoint",
+    "NarrativeEntry": "narrative", "NarrativeRecorder": "narrative", "narrative": "narrative",
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = _lazy_names(__name__, _LAZY, keep=("narrative",))

@@ -20,7 +20,7 @@ from .decide import Rule, check_rules, decide, select
 __all__ = ["BranchBuilder", "FlowBuilder", "flow_chart"]
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class _Draft:
     id: str
     name: str

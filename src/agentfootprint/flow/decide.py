@@ -43,7 +43,7 @@ OPERATORS: Final[dict[str, Callable[[Any, Any], bool]]] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Decision:
     """What a decider chose, and why (``evidence`` is JSON, stored on the step's record)."""
 
@@ -51,7 +51,7 @@ class Decision:
     evidence: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Selection:
     """What a selector chose, and why."""
 

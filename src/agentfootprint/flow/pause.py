@@ -8,7 +8,7 @@ from typing import Any
 __all__ = ["Pause", "pause"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Pause:
     """A request to pause, carrying JSON data for whoever resumes (a question, a form)."""
 

@@ -41,7 +41,7 @@ class Recorder(Protocol):
     """Anything with ``on_<event>(event)`` methods; every hook is optional."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class FlowEvent:
     """One thing that happened in a run. Values are redacted before the event is built."""
 
@@ -68,7 +68,7 @@ class ObserverFailure:
     error: str
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class Deferred:
     """Queues a recorder's events and delivers them later, in order.
 

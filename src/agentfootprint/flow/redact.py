@@ -24,7 +24,7 @@ labels ("assistant", "balance") that would blank out ordinary words everywhere."
 REDACTED: Final = "[REDACTED]"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class RedactionPolicy:
     """Keys by exact name, keys by regular expression, and emitted event names by expression."""
 

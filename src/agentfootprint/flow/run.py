@@ -24,7 +24,7 @@ from .engine import Frame, _Engine, _frozen_state, _Paused
 from .recorders import FlowEvent, ObserverFailure
 from .redact import REDACTED, RedactionPolicy
 from .scope import frozen_mapping
-from .values import MISSING, check_json_value, copy_value
+from .values import MISSING, check_json_value, copy_value, summarize
 
 if TYPE_CHECKING:
     from .chart import Chart
@@ -36,7 +36,7 @@ __all__ = ["FlowRun", "RunOptions", "resume_chart", "run_chart", "run_sync"]
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class RunOptions:
     """Per-run settings shared by ``run`` and ``resume``."""
 
@@ -59,7 +59,7 @@ class RunOptions:
 
 
 
-@dataclass(slots=True, eq=False)
+@dataclass(slots=True, eq=False, repr=False)
 class FlowRun:
     """The outcome of one run: its output, final state, and the complete commit log."""
 
@@ -75,6 +75,10 @@ class FlowRun:
     observer_stats: dict[str, dict[str, int]] = field(default_factory=dict)
     redaction: RedactionPolicy | None = None
     """The policy the run was recorded under (a recording scrubs the output with it)."""
+
+    def __repr__(self) -> str:  # the log can be megabytes: show what identifies the run
+        return (f"FlowRun(run_id={self.run_id!r}, status={self.status!r}, "
+                f"steps={len(self.log.records)}, output={summarize(self.output)})")
 
     @property
     def paused(self) -> bool:

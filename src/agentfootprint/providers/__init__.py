@@ -7,10 +7,10 @@
 from __future__ import annotations
 
 import importlib
-import sys
 from types import ModuleType
 from typing import Any
 
+from .._lazy import keep_bound as _keep_bound
 from .base import (
     LLMRequest,
     LLMResponse,
@@ -72,14 +72,4 @@ def ollama(**options: Any) -> Provider:
     return provider
 
 
-class _Package(ModuleType):
-    """This package's module type: an adapter submodule, once imported, is not bound over its
-    factory (the import system sets a package attribute for every submodule it loads)."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in _ADAPTERS and isinstance(value, ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
+_keep_bound(__name__, _ADAPTERS)

@@ -16,7 +16,7 @@ import re
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, listed
 from .base import LLMRequest, LLMResponse, Provider, StreamChunk, ToolCall, Usage
 
 __all__ = ["MockProvider", "mock"]
@@ -32,7 +32,8 @@ class MockProvider(Provider):
     def __init__(self, *, script: Sequence[Reply] | None = None, reply: Reply | None = None,
                  respond: Callable[[LLMRequest], Any] | None = None, name: str = "mock") -> None:
         self.name = name
-        self.script = list(script) if script is not None else None
+        self.script = (list(listed(script, argument="script", example="'hello'"))
+                       if script is not None else None)
         self.reply = reply
         self.respond = respond
         self.requests: list[LLMRequest] = []
@@ -85,8 +86,14 @@ class MockProvider(Provider):
             raise ConfigurationError(
                 f"mock reply {item!r} must be a str, a dict with content/tool_calls, "
                 "an LLMResponse or an exception")
+        _check_keys(item, _REPLY_KEYS, "mock reply")
         calls: list[ToolCall] = []
-        for raw in item.get("tool_calls", ()):
+        for raw in listed(item.get("tool_calls", ()), argument="tool_calls",
+                          example="{'name': 'lookup', 'args': {...}}"):
+            if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
+                raise ConfigurationError(
+                    f"mock tool call {raw!r} must be a dict with a 'name' (and 'args')")
+            _check_keys(raw, _CALL_KEYS, "mock tool call")
             self._call_ids += 1
             calls.append({"id": raw.get("id") or f"call_{self._call_ids}", "name": raw["name"],
                           "args": dict(raw.get("args", {}))})
@@ -100,6 +107,19 @@ class MockProvider(Provider):
         return LLMResponse(content=content, tool_calls=calls, usage=usage,
                            stop_reason=item.get("stop_reason", "tool_use" if calls else "stop"),
                            model=request.model)
+
+
+_REPLY_KEYS = ("content", "tool_calls", "usage", "stop_reason")
+_CALL_KEYS = ("id", "name", "args")
+
+
+def _check_keys(item: dict[str, Any], known: tuple[str, ...], what: str) -> None:
+    """A misspelt key would otherwise be dropped and the reply silently come out empty."""
+    unknown = sorted(set(item) - set(known))
+    if unknown:
+        raise ConfigurationError(
+            f"{what} {item!r} has unknown key(s) {', '.join(map(repr, unknown))}; it takes "
+            f"{', '.join(map(repr, known))}")
 
 
 def mock(*, script: Sequence[Reply] | None = None, reply: Reply | None = None,

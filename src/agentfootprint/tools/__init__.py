@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
-import sys
-from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from .._lazy import lazy_names as _lazy_names
 from .pause import PauseRequest, ask_human, pause_here
 from .registry import ToolOutcome, ToolRegistry
 from .tool import Tool, ToolContext, define_tool, tool
@@ -67,27 +65,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
-
-
-class _Package(ModuleType):
-    """This package's module type: importing the ``code_runner`` submodule never binds it over
-    the ``code_runner`` function (the import system sets a package attribute per submodule)."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name == "code_runner" and isinstance(value, ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
+__getattr__, __dir__ = _lazy_names(__name__, _LAZY, keep=("code_runner",))

@@ -25,7 +25,7 @@ __all__ = ["ToolOutcome", "ToolRegistry", "cap_result", "result_text"]
 NO_VALUE = "(this tool returned no value)"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ToolOutcome:
     """What one call produced, as the model will read it."""
 

@@ -25,7 +25,7 @@ __all__ = ["Tool", "ToolContext", "define_tool", "tool"]
 _NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class ToolContext:
     """What a running tool may know about its call."""
 
@@ -34,7 +34,7 @@ class ToolContext:
     run_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Tool:
     """A callable the model can ask for, with the schema it is shown."""
 

@@ -1,0 +1,58 @@
+"""Names a package serves from a submodule loaded on first use (PEP 562).
+
+A plain agent run should not pay for what it never touches: the code runner, governance, the
+causal walk, a provider SDK. A package lists those names and the submodule each comes from;
+``lazy_names`` gives it the module ``__getattr__`` and ``__dir__`` that import the submodule
+the first time a name is read and cache the value in the package's namespace.
+
+Where a lazy name is also a submodule's name (``flow.narrative`` the function and
+``flow/narrative.py``), the import system would bind the module over the function the moment
+the submodule loads; ``keep`` names the attributes the package must not let it replace.
+
+This module imports nothing from the package, so every layer may use it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable, Collection, Mapping
+from types import ModuleType
+from typing import Any
+
+__all__ = ["keep_bound", "lazy_names"]
+
+
+def lazy_names(package: str, names: Mapping[str, str], *, keep: Collection[str] = ()
+               ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """``(__getattr__, __dir__)`` for ``package``: ``names`` maps a public name to the
+    submodule (relative to the package) that defines it."""
+    namespace = vars(sys.modules[package])
+
+    def __getattr__(name: str) -> Any:
+        module = names.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(f"{package}.{module}"), name)
+        namespace[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted(set(namespace) | set(namespace.get("__all__", ())))
+
+    if keep:
+        keep_bound(package, keep)
+    return __getattr__, __dir__
+
+
+def keep_bound(package: str, names: Collection[str]) -> None:
+    """Give ``package`` a module type that ignores a submodule bound over one of ``names``."""
+    kept = frozenset(names)
+
+    class Package(ModuleType):
+        def __setattr__(self, name: str, value: Any) -> None:
+            if name in kept and isinstance(value, ModuleType):
+                return
+            super().__setattr__(name, value)
+
+    sys.modules[package].__class__ = Package
