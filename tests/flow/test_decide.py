@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
+from agentfootprint.errors import ConfigurationError, StageError
 from agentfootprint.flow import Decision, Selection, decide, flow_chart, select
 from agentfootprint.flow.decide import OPERATORS
 
@@ -104,13 +106,24 @@ async def test_empty_filter_never_matches() -> None:
     assert decision.evidence["rules"][0]["conditions"] == []
 
 
-async def test_filter_with_no_evaluable_conditions_never_matches() -> None:
-    """A filter whose keys have no {op: value} mapping has no conditions, so it never matches."""
+@pytest.mark.parametrize(("when", "message"), [
+    ({"x": 5}, r"key 'x' needs \{op: value\}, e.g. \{'eq': 5\}"),
+    ({"x": {"about": 5}}, "unknown operator 'about' on 'x'; use one of eq"),
+])
+async def test_a_malformed_rule_is_refused_at_run_time(when: Any, message: str) -> None:
+    """decide() given its rules at run time checks them as the builder does at build time:
+    a misspelt operator or a bare value is a mistake in the code, not a non-match (the
+    reference records it as false with a console warning; here it fails the step)."""
 
     def route(scope: Any) -> Decision:
-        return decide(scope, [{"when": {"x": 5}, "then": "hit"}], default="fallback")
+        return decide(scope, [{"when": when, "then": "hit"}], default="fallback")
 
-    assert (await evaluate_with(route, {"x": 5})).branch == "fallback"
+    with pytest.raises(StageError) as caught:
+        await evaluate_with(route, {"x": 5})
+    assert isinstance(caught.value.__cause__, ConfigurationError)
+    assert re.search(message, str(caught.value.__cause__))
+    with pytest.raises(ConfigurationError, match="must be a dict with 'when' and 'then'"):
+        decide(None, [{"if": {"x": {"eq": 1}}, "then": "hit"}], default="no")
 
 
 async def test_missing_key_makes_the_condition_false() -> None:
@@ -129,17 +142,6 @@ async def test_type_errors_make_the_condition_false() -> None:
         decision = await decision_of(condition("gt", 5), {"x": actual})
         assert decision["chosen"] == "fallback"
         assert decision["evidence"]["rules"][0]["conditions"][0]["result"] is False
-
-
-async def test_unknown_operator_at_runtime_is_false() -> None:
-    """decide() called directly with an unknown operator records that condition as false."""
-
-    def route(scope: Any) -> Decision:
-        return decide(scope, [{"when": {"x": {"about": 5}}, "then": "hit"}], default="no")
-
-    decision = await evaluate_with(route, {"x": 5})
-    assert decision.branch == "no"
-    assert decision.evidence["rules"][0]["conditions"][0]["result"] is False
 
 
 # -- first match vs all matches ---------------------------------------------------------------

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ..errors import ChartBuildError
+from ..errors import ChartBuildError, ConfigurationError
 from .values import MISSING, summarize
 
 __all__ = ["OPERATORS", "Decision", "Rule", "Selection", "check_rules", "decide", "select"]
@@ -61,6 +61,7 @@ class Selection:
 
 def decide(scope: Any, rules: Sequence[Rule], default: str) -> Decision:
     """First rule that matches wins; none matching gives ``default``."""
+    _check_shapes(rules, "decide()")
     evidence: list[dict[str, Any]] = []
     for index, rule in enumerate(rules):
         result = _evaluate(scope, index, rule)
@@ -73,6 +74,7 @@ def decide(scope: Any, rules: Sequence[Rule], default: str) -> Decision:
 
 def select(scope: Any, rules: Sequence[Rule]) -> Selection:
     """Every rule that matches contributes its branch (once, in rule order)."""
+    _check_shapes(rules, "select()")
     evidence = [_evaluate(scope, index, rule) for index, rule in enumerate(rules)]
     chosen: list[str] = []
     for result in evidence:
@@ -84,28 +86,44 @@ def select(scope: Any, rules: Sequence[Rule]) -> Selection:
 def check_rules(rules: Sequence[Rule], branches: Sequence[str], *, where: str) -> None:
     """Build-time check of declarative rules: known branches, known operators, a ``when``."""
     for index, rule in enumerate(rules):
-        if not isinstance(rule, Mapping) or "when" not in rule or "then" not in rule:
-            raise ChartBuildError(f"{where}: rule {index} must be a dict with 'when' and 'then'")
+        problem = _shape_problem(index, rule)
+        if problem is not None:
+            raise ChartBuildError(f"{where}: {problem}")
         if rule["then"] not in branches:
             raise ChartBuildError(
                 f"{where}: rule {index} goes to unknown branch {rule['then']!r}; "
                 f"branches are {', '.join(map(repr, branches))}"
             )
-        when = rule["when"]
-        if isinstance(when, Mapping):
-            for key, ops in when.items():
-                if not isinstance(ops, Mapping):
-                    raise ChartBuildError(
-                        f"{where}: rule {index} key {key!r} needs {{op: value}}, e.g. {{'gt': 5}}"
-                    )
-                for op in ops:
-                    if op not in OPERATORS:
-                        raise ChartBuildError(
-                            f"{where}: rule {index} uses unknown operator {op!r} on {key!r}; "
-                            f"use one of {', '.join(OPERATORS)}"
-                        )
-        elif not callable(when):
-            raise ChartBuildError(f"{where}: rule {index} 'when' must be a filter dict or callable")
+
+
+def _check_shapes(rules: Sequence[Rule], where: str) -> None:
+    """The same checks when ``decide``/``select`` get their rules at run time.
+
+    A misspelt operator or ``{"x": 1}`` for ``{"x": {"eq": 1}}`` is a mistake in the code, not
+    a fact about the data: it is refused instead of silently never matching.
+    """
+    for index, rule in enumerate(rules):
+        problem = _shape_problem(index, rule)
+        if problem is not None:
+            raise ConfigurationError(f"{where}: {problem}")
+
+
+def _shape_problem(index: int, rule: Any) -> str | None:
+    if not isinstance(rule, Mapping) or "when" not in rule or "then" not in rule:
+        return f"rule {index} must be a dict with 'when' and 'then'"
+    when = rule["when"]
+    if callable(when):
+        return None
+    if not isinstance(when, Mapping):
+        return f"rule {index} 'when' must be a filter dict or callable"
+    for key, ops in when.items():
+        if not isinstance(ops, Mapping):
+            return f"rule {index} key {key!r} needs {{op: value}}, e.g. {{'eq': {ops!r}}}"
+        for op in ops:
+            if op not in OPERATORS:
+                return (f"rule {index} uses unknown operator {op!r} on {key!r}; "
+                        f"use one of {', '.join(OPERATORS)}")
+    return None
 
 
 def _evaluate(scope: Any, index: int, rule: Rule) -> dict[str, Any]:
