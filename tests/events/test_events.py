@@ -201,8 +201,10 @@ async def test_every_payload_validates_against_its_model() -> None:
 # -- isolation -------------------------------------------------------------------------------
 
 
-async def test_raising_listener_does_not_break_the_run() -> None:
-    """A listener that raises is recorded in agent.events.errors; the run and others go on."""
+async def test_raising_listener_does_not_break_the_run(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A listener that raises is recorded in agent.events.errors and logged as a warning (not
+    silent); the run and the other listeners go on."""
     agent = make_agent()
 
     def broken(event: AgentEvent) -> None:
@@ -216,6 +218,9 @@ async def test_raising_listener_does_not_break_the_run() -> None:
     assert agent.events.errors == [
         ("agentfootprint.stream.llm_end", "RuntimeError: listener bug")] * 2
     assert short(after).count("stream.llm_end") == 2
+    logged = [r for r in caplog.records if r.name == "agentfootprint.events"]
+    assert len(logged) == 2 and logged[0].levelname == "WARNING"
+    assert "listener bug" in str(logged[0].exc_info[1] if logged[0].exc_info else "")
 
 
 async def test_async_listeners_are_scheduled() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -19,6 +20,8 @@ from pydantic import BaseModel
 
 from ..flow import FlowEvent
 from .catalogue import PREFIX, full_name, payload_model
+
+logger = logging.getLogger("agentfootprint.events")
 
 __all__ = ["AgentEvent", "EventBridge", "EventDispatcher"]
 
@@ -90,11 +93,15 @@ class EventDispatcher:
                         task.add_done_callback(self._settled)
                 except Exception as exc:
                     self.errors.append((event.type, f"{type(exc).__name__}: {exc}"))
+                    logger.warning("a listener of %r raised; the run goes on without it",
+                                   event.type, exc_info=exc)
 
     def _settled(self, task: asyncio.Task[Any]) -> None:
         self._tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
             self.errors.append(("async listener", repr(task.exception())))
+            logger.warning("an async listener raised; the run went on without it",
+                           exc_info=task.exception())
 
     async def drain(self) -> None:
         """Wait for async listeners still running."""
