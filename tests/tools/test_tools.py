@@ -114,8 +114,9 @@ async def test_wrong_argument_type_names_the_field() -> None:
     result, _, _ = await run_agent([forecast], calls(("forecast", {"city": 12, "days": "many"})))
     [message] = tool_messages(result)
     lines = message["content"].splitlines()
-    assert any(line.startswith("- 'city': expected") and "int" in line for line in lines)
-    assert any(line.startswith("- 'days': expected") and "str" in line for line in lines)
+    assert "- 'city': expected a valid string, got int" in lines
+    assert ("- 'days': expected a valid integer, unable to parse string as an integer, got str"
+            in lines)
     assert lines[-1] == "Fix the arguments and call the tool again."
 
 
@@ -328,6 +329,22 @@ def test_tool_refuses_bad_names() -> None:
         def fine(x: int) -> int:
             """Fine."""
             return x
+
+
+def test_tool_refuses_a_parameter_without_a_type_hint() -> None:
+    """An unannotated parameter would reach the model as an empty schema; Any is the way to
+    say 'anything' on purpose."""
+    def weather(city):  # type: ignore[no-untyped-def]
+        """Current weather."""
+
+    with pytest.raises(ConfigurationError, match="parameter 'city' has no type hint"):
+        tool(weather)
+
+    def anything(value: Any) -> str:
+        """Echo anything."""
+        return str(value)
+
+    assert tool(anything).input_schema["properties"]["value"] == {}
 
 
 def test_tool_refuses_missing_description() -> None:

@@ -118,7 +118,11 @@ def _from_function(func: Callable[..., Any], *, name: str | None, description: s
     fields: dict[str, Any] = {}
     context_param: str | None = None
     for param in inspect.signature(func).parameters.values():
-        annotation = hints.get(param.name, Any)
+        if param.name not in hints:
+            raise ConfigurationError(
+                f"tool {tool_name!r}: parameter {param.name!r} has no type hint; annotate it "
+                f"(e.g. {param.name}: str) so the model knows what to send, or Any for anything")
+        annotation = hints[param.name]
         if annotation is ToolContext:
             context_param = param.name
             continue
@@ -156,8 +160,11 @@ def _issue(error: Any) -> ArgumentIssue:
         return {"path": path, "expected": "a value", "got": "missing"}
     if kind == "extra_forbidden":
         return {"path": path, "expected": "no such field", "got": type(error.get("input")).__name__}
-    return {"path": path, "expected": str(error.get("msg", kind)),
-            "got": type(error.get("input")).__name__}
+    message = str(error.get("msg", kind))
+    for lead in ("Input should be ", "Value should be "):  # pydantic's phrasing, minus the lead
+        if message.startswith(lead):
+            message = message[len(lead):]
+    return {"path": path, "expected": message, "got": type(error.get("input")).__name__}
 
 
 def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
