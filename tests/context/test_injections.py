@@ -261,6 +261,8 @@ def test_define_skill_refuses_bad_surface_and_non_tools() -> None:
         skill(surface="prompt")
     with pytest.raises(ConfigurationError, match="is not a Tool; use @tool"):
         skill(tools=[lambda: None])
+    with pytest.raises(ConfigurationError, match="tools='refund' must be a list"):
+        skill(tools="refund")
 
 
 def test_duplicate_injection_ids_are_refused() -> None:

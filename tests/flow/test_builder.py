@@ -456,3 +456,17 @@ def test_one_chart_can_be_mounted_twice_under_different_ids() -> None:
     inner = flow_chart("Work", noop).build()
     chart = flow_chart("Start", noop).subflow("one", inner).subflow("two", inner).build()
     assert {"one/Work", "two/Work"} <= set(chart.nodes)
+
+
+def test_build_with_the_branch_list_open_says_end_first() -> None:
+    """Forgetting .end() is named as such, not an AttributeError on BranchBuilder."""
+    open_list = flow_chart("A", noop).decide("Route", lambda s: "a").branch("a", "A2", noop)
+    with pytest.raises(ChartBuildError, match=r"branch list open; call \.end\(\) before"):
+        open_list.build()
+
+
+def test_run_refuses_args_that_are_not_a_dict() -> None:
+    """chart.run_sync('hello') names the fix instead of failing on str.items."""
+    chart = flow_chart("A", noop).build()
+    with pytest.raises(ConfigurationError, match=r"args='hello'\) must be a dict.*'message'"):
+        chart.run_sync("hello")  # type: ignore[arg-type]

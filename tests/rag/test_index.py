@@ -209,6 +209,9 @@ async def test_bad_input_is_refused_before_any_work(store: Any) -> None:
     with pytest.raises(ConfigurationError, match="single Document"):
         await index_documents(store, CORPUS, Document(uri="a", text="x"),  # type: ignore[arg-type]
                               embedder=CountingEmbedder())
+    with pytest.raises(ConfigurationError, match="got the string 'docs'; load a folder"):
+        await index_documents(store, CORPUS, "docs",  # type: ignore[arg-type]
+                              embedder=CountingEmbedder())
     with pytest.raises(ConfigurationError, match="is not an embedder"):
         await index_documents(store, CORPUS, corpus(), embedder=object())  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError, match="batch_size"):

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, listed
 from ..tools.tool import Tool
 
 __all__ = [
@@ -211,6 +211,7 @@ def define_skill(*, id: str, description: str, body: str, tools: Sequence[Tool] 
     text = _check_text("define_skill", id, "body", body)
     if surface not in ("system", "tool", "both"):
         raise ConfigurationError(f"define_skill {id!r}: surface must be system, tool or both")
+    tools = listed(tools, argument="tools", example="refund_tool")
     for item in tools:
         if not isinstance(item, Tool):
             raise ConfigurationError(f"define_skill {id!r}: {item!r} is not a Tool; use @tool")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 from ..errors import ChartBuildError
 from .chart import Chart, Mount, Node, NodeKind, StageFn
@@ -432,3 +432,9 @@ class BranchBuilder:
         if owner.rules is not None:
             check_rules(owner.rules, known, where=f"{owner.kind} {owner.name!r}")
         return self._parent
+
+    def build(self, *args: object, **kwargs: object) -> NoReturn:
+        """Not here: the branch list is still open (a common slip, so it gets its own message)."""
+        raise ChartBuildError(
+            f"{self._draft.kind} {self._draft.name!r} still has its branch list open; "
+            "call .end() before .build()")

@@ -211,6 +211,11 @@ def _root_frame(engine: _Engine, state: Mapping[str, Any] | None, args: Mapping[
 async def run_chart(chart: Chart, *, args: Mapping[str, Any] | None,
                     state: Mapping[str, Any] | None, env: Mapping[str, Any] | None,
                     options: RunOptions, run_id: str | None) -> FlowRun:
+    for name, given in (("args", args), ("state", state), ("env", env)):
+        if given is not None and not isinstance(given, Mapping):
+            raise ConfigurationError(
+                f"chart.run({name}={given!r}) must be a dict of named values, e.g. "
+                f"{{'message': {given!r}}}")
     engine = _Engine(chart, options, run_id or uuid.uuid4().hex)
     root = _root_frame(engine, state, args, env, options.redaction)
     policy = options.redaction

@@ -146,6 +146,10 @@ def _checked_documents(documents: Iterable[Document]) -> list[Document]:
         raise ConfigurationError(
             "index_documents takes a list of documents, got a single Document; wrap it: "
             "[document]")
+    if isinstance(documents, str):
+        raise ConfigurationError(
+            f"index_documents takes Document objects, got the string {documents!r}; load a "
+            "folder with load_folder(path) or a file with load_file(path)")
     docs = list(documents)
     seen: set[str] = set()
     for document in docs:
