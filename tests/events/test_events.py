@@ -223,6 +223,15 @@ async def test_raising_listener_does_not_break_the_run(
     assert "listener bug" in str(logged[0].exc_info[1] if logged[0].exc_info else "")
 
 
+def test_listening_for_tokens_without_streaming_is_refused() -> None:
+    """stream.token only fires for a streaming agent; asking for it otherwise names the fix
+    (a domain pattern like 'stream.*' stays allowed: it has other events)."""
+    agent = make_agent()
+    with pytest.raises(ConfigurationError, match="stream=True"):
+        agent.on("stream.token", print)
+    agent.on("stream.*", print)
+
+
 async def test_async_listeners_are_scheduled() -> None:
     """Async listeners are scheduled (not awaited by the run) and settle on drain()."""
     agent = make_agent()

@@ -125,6 +125,11 @@ class _Runner:
 
     def on(self, pattern: str, listener: Callable[[AgentEvent], Any]) -> Callable[[], None]:
         """Listen to events by name (``"stream.token"``), domain (``"stream.*"``) or ``"*"``."""
+        if (pattern in ("stream.token", "agentfootprint.stream.token")
+                and not self.spec.stream):
+            raise ConfigurationError(
+                f"{self.name!r} does not stream, so 'stream.token' would never fire; build it "
+                "with stream=True (or listen to 'stream.llm_end' for whole answers)")
         return self.events.on(pattern, listener)
 
     def _recorders(self) -> tuple[list[Any], Callable[[Any], None]]:
