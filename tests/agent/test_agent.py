@@ -11,6 +11,7 @@ import pytest
 from agentfootprint import (
     Agent,
     ConfigurationError,
+    LLMCall,
     ProviderError,
     RunResult,
     StageError,
@@ -208,6 +209,23 @@ def test_reprs_are_short() -> None:
     assert repr(agent) == "<Agent 'Agent' model='m' provider='mock' tools=[_add]>"
     shown = repr(agent.run_sync("x"))
     assert shown.startswith("RunResult(content='hi'") and "recording" not in shown
+
+
+def test_the_model_is_named_once_on_the_agent_or_on_the_provider() -> None:
+    """Without model= the agent asks for the provider's model; naming two different ones is
+    refused (a swapped-in provider must never be asked for 'mock')."""
+    pytest.importorskip("openai")
+    from agentfootprint.providers import openai
+
+    assert Agent(provider=mock(reply="x")).spec.model == "mock"
+    assert Agent(provider=openai(model="gpt-4o", api_key="k")).spec.model == "gpt-4o"
+    assert Agent(provider=openai(api_key="k")).spec.model == "gpt-4o-mini"  # its default
+    assert Agent(provider=openai(api_key="k"), model="gpt-4.1").spec.model == "gpt-4.1"
+    with pytest.raises(ConfigurationError, match="names model='mock' but its provider was "
+                                                 "built with model='gpt-4o-mini'"):
+        Agent(provider=openai(model="gpt-4o-mini", api_key="k"), model="mock")
+    with pytest.raises(ConfigurationError, match="name the model once"):
+        LLMCall(provider=openai(model="a", api_key="k"), model="b")
 
 
 # -- iteration accounting (spec §4.6) --------------------------------------------------------

@@ -275,7 +275,7 @@ class Agent(_Runner):
         self,
         *,
         provider: Provider,
-        model: str,
+        model: str | None = None,
         system: str = "",
         tools: Iterable[Tool] = (),
         context: Iterable[Injection] = (),
@@ -296,7 +296,7 @@ class Agent(_Runner):
         act: Iterable[ActRule] = (),
         permissions: PermissionChecker | None = None,
     ) -> None:
-        _check_provider(provider, model)
+        model = _model_for(provider, model)
         rules = _check_governance(act, permissions)
         if window is not None and not _is_window(window):
             raise ConfigurationError(
@@ -367,13 +367,13 @@ class Agent(_Runner):
 class LLMCall(_Runner):
     """One model call, no tools: a system prompt and the user's message in, the answer out."""
 
-    def __init__(self, *, provider: Provider, model: str, system: str = "",
+    def __init__(self, *, provider: Provider, model: str | None = None, system: str = "",
                  watch: Sequence[Any] = (), name: str = "LLMCall",
                  temperature: float | None = None, max_tokens: int | None = None,
                  stream: bool = False,
                  observer_delivery: Literal["inline", "deferred"] = "inline",
                  redaction: RedactionPolicy | None = None) -> None:
-        _check_provider(provider, model)
+        model = _model_for(provider, model)
         spec = AgentSpec(provider=provider, model=model, system=system,
                          registry=ToolRegistry(()), max_iterations=1, temperature=temperature,
                          max_tokens=max_tokens, stream=stream, with_tools=False, wrap_up=False)
@@ -407,13 +407,29 @@ def raise_framework_cause(exc: StageError) -> None:
         raise cause from exc
 
 
-def _check_provider(provider: Any, model: Any) -> None:
+def _model_for(provider: Any, model: Any) -> str:
+    """The model this agent asks for: its own ``model=``, else the provider's.
+
+    Naming one model on the agent and another on the provider is refused: which one was meant
+    cannot be guessed, and a silent choice is how a swapped-in provider gets asked for "mock".
+    """
     if not isinstance(provider, Provider):
         raise ConfigurationError(
             f"provider={provider!r} is not a Provider; use agentfootprint.providers.mock(...), "
             "openai(...), anthropic(...) or ollama(...)")
+    if model is None:
+        model = provider.model
+        if not model:
+            raise ConfigurationError(
+                f"{provider!r} has no default model; pass model='...' to name one")
     if not isinstance(model, str) or not model:
         raise ConfigurationError(f"model={model!r} must be the model's name, e.g. 'gpt-4o-mini'")
+    pinned = provider.configured_model
+    if pinned and pinned != model:
+        raise ConfigurationError(
+            f"the agent names model={model!r} but its provider was built with "
+            f"model={pinned!r}; name the model once (drop one of the two)")
+    return model
 
 
 def _check_tools(tools: Iterable[Tool]) -> tuple[Tool, ...]:

@@ -94,11 +94,12 @@ class AnthropicProvider(Provider):
     """Claude models through ``anthropic.AsyncAnthropic``."""
 
     streams = True
+    model: str
 
     def __init__(
         self,
         *,
-        model: str = "claude-sonnet-4-6",
+        model: str | None = None,
         api_key: str | None = None,
         max_tokens: int = 4096,
         timeout: float | None = None,
@@ -115,7 +116,8 @@ class AnthropicProvider(Provider):
                 'pip install "agentfootprint[anthropic]"') from exc
         self._sdk: Any = sdk
         self.name = name
-        self.model = model
+        self.model = model or "claude-sonnet-4-6"
+        self.configured_model = model
         self.max_tokens = max_tokens
         self.parallel_tool_calls = parallel_tool_calls
         if client is None:

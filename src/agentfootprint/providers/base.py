@@ -124,6 +124,11 @@ class Provider:
     """Base class of every provider. Subclasses implement ``complete``; ``stream`` is optional."""
 
     name: str = "provider"
+    model: str | None = None
+    """The model used when a request names none (an agent built without ``model=``)."""
+    configured_model: str | None = None
+    """The model the caller named when building the provider (``openai(model=...)``), if any:
+    an agent naming a different one is refused rather than silently overriding it."""
     streams: bool = False
     """True when ``stream`` yields tokens as they arrive (not just one terminal chunk)."""
 

@@ -28,6 +28,7 @@ class MockProvider(Provider):
     """Scripted or function-backed replies; records every request."""
 
     streams = True
+    model = "mock"
 
     def __init__(self, *, script: Sequence[Reply] | None = None, reply: Reply | None = None,
                  respond: Callable[[LLMRequest], Any] | None = None, name: str = "mock") -> None:

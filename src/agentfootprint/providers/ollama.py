@@ -83,11 +83,12 @@ class OllamaProvider(Provider):
     """Chat with a model served by Ollama, streamed or not, with tool calls."""
 
     streams = True
+    model: str
 
     def __init__(
         self,
         *,
-        model: str = "llama3.2",
+        model: str | None = None,
         base_url: str | None = None,
         timeout: float = 10.0,
         keep_alive: str | int | None = None,
@@ -95,7 +96,8 @@ class OllamaProvider(Provider):
         name: str = "ollama",
     ) -> None:
         self.name = name
-        self.model = model
+        self.model = model or "llama3.2"
+        self.configured_model = model
         self.base_url = resolve_base_url(base_url)
         self.timeout = timeout
         self.keep_alive = keep_alive

@@ -120,11 +120,12 @@ class OpenAIProvider(Provider):
     """
 
     streams = True
+    model: str
 
     def __init__(
         self,
         *,
-        model: str = "gpt-4o-mini",
+        model: str | None = None,
         base_url: str | None = None,
         api_key: str | None = None,
         timeout: float | None = None,
@@ -139,7 +140,8 @@ class OpenAIProvider(Provider):
             raise ConfigurationError(
                 f"the openai provider needs the openai SDK: {_INSTALL}") from exc
         self.name = name
-        self.model = model
+        self.model = model or "gpt-4o-mini"
+        self.configured_model = model
         self.base_url = base_url
         self.stream_usage = stream_usage
         self._openai = openai
