@@ -1,7 +1,8 @@
 """First agent, offline (USAGE.md §1): a scripted model calls a weather tool, then answers.
 
 Run: python examples/quickstart_agent.py
-Swap ``mock(...)`` for ``openai(model="gpt-4o-mini")`` to use a real model.
+Swap ``mock(...)`` for ``openai(model="gpt-4o-mini")`` to use a real model: the agent names no
+model of its own, so it asks for the provider's (USAGE writes ``model="mock"``, which works too).
 """
 
 import asyncio
@@ -21,7 +22,6 @@ agent = Agent(
         {"tool_calls": [{"name": "weather", "args": {"city": "Paris"}}]},
         "It is 22°C and sunny in Paris.",
     ]),
-    model="mock",
     system="You answer weather questions with the weather tool.",
     tools=[weather],
 )
