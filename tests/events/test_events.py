@@ -266,9 +266,9 @@ async def test_deferred_delivery_is_off_the_stage() -> None:
     """In deferred mode a listener hears a stage's events after the stage, not inside it."""
     heard: list[str] = []
 
-    @tool
+    @tool(blocking=False)
     def probe(city: str) -> str:
-        """Say what has been heard so far (sync: the stage never yields to the loop)."""
+        """Say what has been heard so far (inline: the stage never yields to the loop)."""
         return ",".join(heard)
 
     script = [{"tool_calls": [{"name": "probe", "args": {"city": "x"}}]}, "done"]

@@ -43,6 +43,44 @@ def tool_messages(result: Any) -> list[dict[str, Any]]:
 # -- dispatch inside the agent ---------------------------------------------------------------
 
 
+async def test_a_sync_tool_runs_off_the_event_loop() -> None:
+    """Two agents run concurrently; one's sync tool waits for the other's to set an event.
+    Were sync tools run on the loop, the first would hold it and the second never start (the
+    wait would time out); in worker threads both finish. blocking=False keeps one inline."""
+    import threading
+
+    ready = threading.Event()
+
+    @tool
+    def wait_for_peer(x: int) -> str:
+        """Wait until the other agent's tool has run."""
+        return "peer seen" if ready.wait(timeout=5) else "timed out"
+
+    @tool
+    def signal_peer(x: int) -> str:
+        """Let the waiting agent go on."""
+        ready.set()
+        return "signalled"
+
+    waiting = run_agent([wait_for_peer], calls(("wait_for_peer", {"x": 1})))
+    signalling = run_agent([signal_peer], calls(("signal_peer", {"x": 1})))
+    (first, _, _), _ = await asyncio.gather(waiting, signalling)
+    assert tool_messages(first)[0]["content"] == "peer seen"
+    assert wait_for_peer.blocking
+
+    @tool(blocking=False)
+    def quick(x: int) -> int:
+        """Return x."""
+        return x
+
+    @tool
+    async def awaited(x: int) -> int:
+        """Return x."""
+        return x
+
+    assert not quick.blocking and not awaited.blocking
+
+
 async def test_calls_in_one_response_run_sequentially_in_order() -> None:
     """Several calls in one response run one after another, in order, one tool message each."""
     trace: list[str] = []

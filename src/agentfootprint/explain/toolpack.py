@@ -183,4 +183,4 @@ def _tool(name: str, description: str, properties: dict[str, Any], required: lis
                            "run_overview or other arguments."), f"{name}(...)"
         return page(text, cap=cap, offset=offset, again=again)
 
-    return define_tool(name, description, schema, execute)
+    return define_tool(name, description, schema, execute, blocking=False)  # reads in memory

@@ -8,6 +8,7 @@ else as JSON. An over-size result is replaced by a marker holding its head.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 from collections.abc import Iterable
@@ -75,7 +76,10 @@ class ToolRegistry:
             return ToolOutcome(describe_issues(found.name, issues), error=True, status="invalid",
                                issues=tuple(issues))
         try:
-            value = found.execute(args, ctx)
+            if found.blocking:
+                value = await asyncio.to_thread(found.execute, args, ctx)
+            else:
+                value = found.execute(args, ctx)
             if inspect.isawaitable(value):
                 value = await value
         except PauseRequest:

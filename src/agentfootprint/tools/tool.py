@@ -47,6 +47,9 @@ class Tool:
     """Returns the argument issues (empty when the arguments are fine)."""
     check_in: Any = None
     """Reserved for consent gates (check-in); ``None`` = no consent needed."""
+    blocking: bool = False
+    """True for a sync function that may block (network, disk, a subprocess): it runs in a
+    worker thread, so other runs and parallel branches on the event loop go on meanwhile."""
 
     def schema(self) -> ToolSchema:
         return {"name": self.name, "description": self.description,
@@ -61,8 +64,12 @@ def _check_name(name: str) -> None:
 
 
 def define_tool(name: str, description: str, input_schema: Mapping[str, Any] | None,
-                execute: Callable[..., Any]) -> Tool:
-    """A tool from a JSON Schema; ``execute(args)`` or ``execute(args, ctx)``."""
+                execute: Callable[..., Any], *, blocking: bool | None = None) -> Tool:
+    """A tool from a JSON Schema; ``execute(args)`` or ``execute(args, ctx)``.
+
+    A sync ``execute`` runs in a worker thread (``blocking``, the default for sync functions)
+    unless ``blocking=False`` says it returns at once.
+    """
     _check_name(name)
     if not description:
         raise ConfigurationError(f"tool {name!r} needs a description; the model reads it")
@@ -74,7 +81,14 @@ def define_tool(name: str, description: str, input_schema: Mapping[str, Any] | N
     def run(args: dict[str, Any], ctx: ToolContext) -> Any:
         return execute(args, ctx) if takes_ctx else execute(args)
 
-    return Tool(name, description, schema, run, lambda args: check_arguments(schema, args))
+    return Tool(name, description, schema, run, lambda args: check_arguments(schema, args),
+                blocking=_blocking(execute, blocking))
+
+
+def _blocking(fn: Callable[..., Any], given: bool | None) -> bool:
+    if given is not None:
+        return given
+    return not inspect.iscoroutinefunction(fn)
 
 
 def _arity(fn: Callable[..., Any]) -> int:
@@ -89,21 +103,28 @@ def _arity(fn: Callable[..., Any]) -> int:
 def tool(fn: Callable[..., Any], /) -> Tool: ...
 @overload
 def tool(*, name: str | None = None, description: str | None = None,
-         check_in: Any = None) -> Callable[[Callable[..., Any]], Tool]: ...
+         check_in: Any = None, blocking: bool | None = None
+         ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
 def tool(fn: Callable[..., Any] | None = None, /, *, name: str | None = None,
-         description: str | None = None, check_in: Any = None) -> Any:
-    """Turn a typed function (sync or async) into a ``Tool``."""
+         description: str | None = None, check_in: Any = None,
+         blocking: bool | None = None) -> Any:
+    """Turn a typed function (sync or async) into a ``Tool``.
+
+    A sync function runs in a worker thread, so a slow one (an HTTP call, a query) never stalls
+    other runs on the event loop; ``blocking=False`` runs a quick pure one inline instead.
+    """
 
     def make(func: Callable[..., Any]) -> Tool:
-        return _from_function(func, name=name, description=description, check_in=check_in)
+        return _from_function(func, name=name, description=description, check_in=check_in,
+                              blocking=_blocking(func, blocking))
 
     return make(fn) if fn is not None else make
 
 
 def _from_function(func: Callable[..., Any], *, name: str | None, description: str | None,
-                   check_in: Any) -> Tool:
+                   check_in: Any, blocking: bool) -> Tool:
     tool_name = name or func.__name__
     _check_name(tool_name)
     summary, param_docs = _parse_docstring(inspect.getdoc(func) or "")
@@ -150,7 +171,7 @@ def _from_function(func: Callable[..., Any], *, name: str | None, description: s
             kwargs[context_param] = ctx
         return func(**kwargs)
 
-    return Tool(tool_name, text, schema, run, validate, check_in)
+    return Tool(tool_name, text, schema, run, validate, check_in, blocking)
 
 
 def _issue(error: Any) -> ArgumentIssue:
