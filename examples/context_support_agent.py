@@ -52,7 +52,7 @@ agent = Agent(
                            on_tool_return="lookup_order"),
         define_skill(id="billing", description="Refunds, charges, billing questions.",
                      body="Confirm identity first, then refund at most the order total.",
-                     tools=[refund_tool], auto_activate=True),
+                     tools=[refund_tool], tools_while_active=True),
     ],
     tools=[lookup_order],
 )

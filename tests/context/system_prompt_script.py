@@ -65,7 +65,7 @@ def build() -> tuple[Agent, Any]:
             define_fact(id="ack", data="Let me check.", slot="messages", role="assistant"),
             define_skill(id="billing", description="Refunds and charges.",
                          body="Confirm identity first, then refund at most the total.",
-                         tools=[refund], auto_activate=True),
+                         tools=[refund], tools_while_active=True),
             define_skill(id="escalation", description="When a human is needed.",
                          body="Escalate only after two failed attempts.", tools=[escalate]),
             define_injection(id="house-style", system="Sign off as Support."),

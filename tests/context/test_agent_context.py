@@ -98,7 +98,7 @@ def support_agent() -> tuple[Agent, MockProvider]:
             define_instruction(id="late-turn", prompt=LATE,
                                active_when=lambda ctx: ctx.iteration >= 3),
             define_instruction(id="cite-orders", prompt=CITE, on_tool_return="lookup_order"),
-            billing(auto_activate=True),
+            billing(tools_while_active=True),
         ],
     )
     return agent, provider
@@ -229,7 +229,7 @@ def reports_skill() -> Any:
     """A skill gating four tools: nothing but read_skill is offered until it is read."""
     tools = [report_tool(name) for name in ("sales", "costs", "margin", "forecast")]
     return define_skill(id="reports", description="Quarterly reports.",
-                        body="Always state the quarter.", tools=tools, auto_activate=True)
+                        body="Always state the quarter.", tools=tools, tools_while_active=True)
 
 
 async def run_reports(mode: str) -> tuple[Any, MockProvider]:
@@ -291,7 +291,7 @@ def evaluation(result: Any, injection_id: str) -> list[bool]:
 async def test_activation_applies_from_the_next_iteration_and_lasts_the_turn() -> None:
     """read_skill at iteration 1 activates from 2 on, through later tool batches, to the end."""
     agent, provider = skill_agent(
-        billing(auto_activate=True), read("billing"), calls("refund", order_id="A-1"),
+        billing(tools_while_active=True), read("billing"), calls("refund", order_id="A-1"),
         calls("refund", order_id="A-2"), "Both refunded.")
     result = await agent.run("Refund A-1 and A-2.")
     assert evaluation(result, "billing") == [False, True, True, True]
@@ -302,7 +302,7 @@ async def test_activation_applies_from_the_next_iteration_and_lasts_the_turn() -
 async def test_activation_does_not_carry_into_the_next_turn() -> None:
     """A follow_up starts with no skill active: no body, no gated tools, reason restated."""
     agent, provider = skill_agent(
-        billing(auto_activate=True), read("billing"), "Ready.", "Sure, which order?")
+        billing(tools_while_active=True), read("billing"), "Ready.", "Sure, which order?")
     await agent.run("I need a refund.")
     second = await agent.follow_up("Another one, please.")
     last = provider.requests[-1]
@@ -348,17 +348,17 @@ async def test_surface_system_read_skill_says_activated() -> None:
     assert result.history[2]["content"] == "Skill 'billing' activated for the next step."
 
 
-async def test_non_auto_activate_skill_tools_are_offered_from_iteration_1() -> None:
-    """Without auto_activate a skill's tools are in the list before it is read."""
+async def test_ungated_skill_tools_are_offered_from_iteration_1() -> None:
+    """Without tools_while_active a skill's tools are in the list before it is read."""
     agent, provider = skill_agent(billing(), calls("refund", order_id="A-1"), "Refunded.",
                                   tools=[lookup_order])
     await agent.run("Refund A-1.")
     assert names(provider) == [["lookup_order", "read_skill", "refund"]] * 2
 
 
-async def test_auto_activate_skill_tools_wait_for_read_skill() -> None:
-    """With auto_activate a skill's tools appear only once the skill is active."""
-    agent, provider = skill_agent(billing(auto_activate=True), read("billing"), "Done.")
+async def test_tools_while_active_wait_for_read_skill() -> None:
+    """With tools_while_active a skill's tools appear only once the skill is active."""
+    agent, provider = skill_agent(billing(tools_while_active=True), read("billing"), "Done.")
     await agent.run("Refund please.")
     assert names(provider) == [["read_skill"], ["read_skill", "refund"]]
 
@@ -453,7 +453,7 @@ async def test_context_events_fire_and_validate_against_the_catalogue() -> None:
 async def test_wrap_up_call_records_no_tools_offered() -> None:
     """On the wrap-up call the provider gets no tools, so the record must not claim any landed."""
     agent, provider = skill_agent(
-        billing(auto_activate=True), read("billing"), calls("refund", order_id="A-1"),
+        billing(tools_while_active=True), read("billing"), calls("refund", order_id="A-1"),
         "Refund started; confirm identity next.", max_iterations=2)
     result = await agent.run("Refund A-1.")
     assert result.stopped_early == "max-iterations"

@@ -121,7 +121,7 @@ def test_define_skill_defaults() -> None:
         "skill", "llm_activated", "Confirm identity first.", "while_active")
     assert billing.tools == (refund,)
     assert billing.trigger.describe() == "llm_activated(read_skill)"
-    assert (billing.surface, billing.auto_activate) == ("system", False)
+    assert (billing.surface, billing.tools_while_active) == ("system", False)
 
 
 def test_define_skill_surface_tool_keeps_the_body_out_of_the_system_slot() -> None:

@@ -31,7 +31,7 @@ def notify(text: str) -> str:
 def billing(**options: Any) -> Any:
     return define_skill(
         id="billing", description="Refunds and charges.", body="Follow the billing procedure.",
-        tools=[verify, refund, notify], auto_activate=True,
+        tools=[verify, refund, notify], tools_while_active=True,
         steps=[("verify", "confirm identity"), ("refund", "issue the refund"),
                ("notify", "tell the customer")], **options)
 

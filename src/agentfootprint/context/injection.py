@@ -96,7 +96,7 @@ class Injection:
     cache: CachePolicy = "never"
     surface: Literal["system", "tool", "both"] = "system"
     """Skills: where the body goes once activated (system prompt, read_skill's result, both)."""
-    auto_activate: bool = False
+    tools_while_active: bool = False
     """Skills: offer the skill's tools only while it is active (else from iteration 1)."""
     metadata: dict[str, Any] = field(default_factory=dict)
 
@@ -195,16 +195,18 @@ def define_instruction(*, id: str, prompt: str, description: str | None = None,
 
 def define_skill(*, id: str, description: str, body: str, tools: Sequence[Tool] = (),
                  surface: Literal["system", "tool", "both"] = "system",
-                 auto_activate: bool = False, cache: CachePolicy | None = None,
+                 tools_while_active: bool = False, cache: CachePolicy | None = None,
                  steps: Sequence[tuple[str, str]] = ()) -> Injection:
     """A capability the model switches on with ``read_skill``: a body of guidance plus tools.
 
     Activation applies from the next iteration and lasts the turn. ``surface`` puts the body
-    in the system prompt (default), in ``read_skill``'s result (``"tool"``), or both. With
-    ``auto_activate`` the skill's tools are offered only while it is active. ``steps`` is an
-    ordered procedure ``[(tool_name, note), ...]``: while the skill is active, only the current
-    step's tool (with a banner) and ``skip_step`` are offered among its step tools, and a model
-    that stops early is nudged once.
+    in the system prompt (default), in ``read_skill``'s result (``"tool"``), or both. The
+    skill's tools are offered from the first iteration; with ``tools_while_active=True`` only
+    while the skill is active, so its body is read before its tools can be used (the
+    reference's ``autoActivate``). ``steps`` is an ordered procedure
+    ``[(tool_name, note), ...]``: while the skill is active, only the current step's tool (with
+    a banner) and ``skip_step`` are offered among its step tools, and a model that stops early
+    is nudged once.
     """
     _check_id("define_skill", id)
     _check_text("define_skill", id, "description", description)
@@ -233,7 +235,7 @@ def define_skill(*, id: str, description: str, body: str, tools: Sequence[Tool] 
                      system=text if surface in ("system", "both") else None,
                      tools=tuple(tools), description=description,
                      cache=cache or DEFAULT_CACHE["skill"], surface=surface,
-                     auto_activate=auto_activate, metadata=metadata)
+                     tools_while_active=tools_while_active, metadata=metadata)
 
 
 def define_injection(*, id: str, flavor: Flavor = "custom", trigger: Trigger | None = None,

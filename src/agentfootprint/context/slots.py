@@ -52,10 +52,10 @@ def compose_tools(static: Sequence[Tool], read_skill: Tool | None,
     if read_skill is not None:
         entries.append((read_skill, "read_skill"))
     for skill in skills:
-        if not skill.auto_activate:
+        if not skill.tools_while_active:
             entries.extend((t, skill.id) for t in skill.tools)
     for injection in active:
-        if injection.flavor != "skill" or injection.auto_activate:
+        if injection.flavor != "skill" or injection.tools_while_active:
             entries.extend((t, injection.id) for t in injection.tools)
     schemas: list[ToolSchema] = []
     rows: list[dict[str, Any]] = []
