@@ -9,7 +9,7 @@ concurrent runs; ``agent.checkpoint()`` is the checkpoint of the last run that f
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -154,11 +154,16 @@ class _Runner:
             args["identity"] = _check_identity(identity)
         if ledger:
             args[LEDGER_KEY] = ledger
+        return await self._drive(lambda recorders: self.chart.run(
+            args, recorders=recorders, redaction=self.redaction, timeout=timeout, run_id=run_id))
+
+    async def _drive(self, start: Callable[[list[Any]], Awaitable[FlowRun]]) -> RunResult:
+        """Walk the chart (``start(recorders)``) with this agent's listeners live; a failure of
+        ours (a provider's, a store's) surfaces as itself, not as the engine's StageError."""
         recorders, live = self._recorders()
         token = live_emit.set(live)
         try:
-            run = await self.chart.run(args, recorders=recorders,
-                                       redaction=self.redaction, timeout=timeout, run_id=run_id)
+            run = await start(recorders)
         except StageError as exc:
             raise_framework_cause(exc)
             raise
@@ -192,17 +197,9 @@ class _Runner:
         resumed.
         """
         self._check_resumable(checkpoint, answer)
-        recorders, live = self._recorders()
-        token = live_emit.set(live)
-        try:
-            run = await self.chart.resume(checkpoint["flow"], answer, recorders=recorders,
-                                          redaction=self.redaction, timeout=timeout)
-        except StageError as exc:
-            raise_framework_cause(exc)
-            raise
-        finally:
-            live_emit.reset(token)
-        return self._result(run)
+        return await self._drive(lambda recorders: self.chart.resume(
+            checkpoint["flow"], answer, recorders=recorders, redaction=self.redaction,
+            timeout=timeout))
 
     def _check_resumable(self, checkpoint: Any, answer: Any) -> None:
         """Refuse, before anything runs, a resume that could only go wrong."""
@@ -255,17 +252,8 @@ class _Runner:
         args: dict[str, Any] = {"message": state["user_message"], "resume_state": saved}
         if self.spec.memories:
             args["identity"] = _check_identity(getattr(self, "identity", None))
-        recorders, live = self._recorders()
-        token = live_emit.set(live)
-        try:
-            replay = await self.chart.run(args, recorders=recorders, redaction=self.redaction,
-                                          timeout=timeout)
-        except StageError as exc:
-            raise_framework_cause(exc)
-            raise
-        finally:
-            live_emit.reset(token)
-        return self._result(replay)
+        return await self._drive(lambda recorders: self.chart.run(
+            args, recorders=recorders, redaction=self.redaction, timeout=timeout))
 
 
 class Agent(_Runner):
