@@ -19,6 +19,7 @@ from agentfootprint.memory.store import (
     check_k,
     check_limit,
 )
+from agentfootprint.memory.stores._closing import Closing
 from agentfootprint.memory.stores._keyset import decode_cursor, encode_cursor
 from agentfootprint.memory.stores._vectors import VectorIndex, search_filter
 
@@ -41,7 +42,7 @@ class _Namespace:
         self.ordered = None
 
 
-class InMemoryStore:
+class InMemoryStore(Closing):
     """A ``MemoryStore`` kept in a dict. Every method completes without yielding to the loop,
     so ``claim_turn`` is atomic for every task of the process (and only that process)."""
 
@@ -68,11 +69,6 @@ class InMemoryStore:
         self._closed = True
         self._namespaces.clear()
 
-    async def __aenter__(self) -> InMemoryStore:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
     def _ns(self, identity: MemoryIdentity) -> _Namespace:
         if self._closed:

@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import ValidationError
 
 from agentfootprint.errors import ConfigurationError
-from agentfootprint.flow.run import run_sync
 from agentfootprint.memory.entry import MemoryEntry, Tier, now_ms
 from agentfootprint.memory.errors import MemoryStoreError, UnreadableEntryError
 from agentfootprint.memory.identity import MemoryIdentity
@@ -40,6 +39,7 @@ from agentfootprint.memory.store import (
     check_k,
     check_limit,
 )
+from agentfootprint.memory.stores._closing import Closing
 from agentfootprint.memory.stores._keyset import decode_cursor, encode_cursor
 from agentfootprint.memory.stores._pgschema import (
     MAX_PREFIX,
@@ -78,7 +78,7 @@ def _import_driver() -> Any:
     return psycopg, psycopg_pool
 
 
-class PostgresStore:
+class PostgresStore(Closing):
     """A durable ``MemoryStore`` in PostgreSQL with pgvector search, shared by any number of
     processes.
 
@@ -169,15 +169,6 @@ class PostgresStore:
             pool, self._pool = self._pool, None
             await pool.close()
 
-    def close_sync(self) -> None:
-        """``aclose`` from synchronous code (on the thread's loop that ``*_sync`` calls use)."""
-        run_sync(self.aclose())
-
-    async def __aenter__(self) -> PostgresStore:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
     async def _open_pool(self) -> AsyncConnectionPool[Any]:
         async with self._setup_lock:

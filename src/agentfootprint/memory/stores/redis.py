@@ -30,7 +30,6 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import ValidationError
 
 from agentfootprint.errors import ConfigurationError
-from agentfootprint.flow.run import run_sync
 from agentfootprint.memory.entry import MemoryEntry, Tier, now_ms
 from agentfootprint.memory.errors import (
     InvalidCursorError,
@@ -39,6 +38,7 @@ from agentfootprint.memory.errors import (
 )
 from agentfootprint.memory.identity import MemoryIdentity
 from agentfootprint.memory.store import MemoryPage, StoreCapabilities, check_entries, check_limit
+from agentfootprint.memory.stores._closing import Closing
 from agentfootprint.memory.stores._keyset import decode_cursor, encode_cursor
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ return redis.call('DEL', KEYS[2])
 """
 
 
-class RedisStore:
+class RedisStore(Closing):
     """A ``MemoryStore`` on Redis; needs ``pip install "agentfootprint[redis]"``.
 
     Pass ``url`` (the store opens and closes its own client) or ``client`` (yours; ``close``
@@ -172,15 +172,6 @@ class RedisStore:
         if client is not None and self._owns_client:
             await client.aclose()
 
-    def close_sync(self) -> None:
-        """``aclose`` from synchronous code (on the thread's loop that ``*_sync`` calls use)."""
-        run_sync(self.aclose())
-
-    async def __aenter__(self) -> RedisStore:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
     def _redis(self, operation: str) -> Redis:
         if self._client is None:

@@ -36,6 +36,7 @@ from agentfootprint.memory.store import (
     check_k,
     check_limit,
 )
+from agentfootprint.memory.stores._closing import Closing
 from agentfootprint.memory.stores._keyset import decode_cursor, encode_cursor
 from agentfootprint.memory.stores._vectors import VectorIndex, search_filter
 
@@ -74,7 +75,7 @@ CREATE TABLE IF NOT EXISTS af_memory_turn_claims (
 """
 
 
-class SQLiteStore:
+class SQLiteStore(Closing):
     """A durable ``MemoryStore`` in one SQLite file, shareable by threads and processes.
 
     Calls run in a worker thread, one at a time per instance. Close it with ``aclose()``,
@@ -176,11 +177,6 @@ class SQLiteStore:
     def __exit__(self, *exc_info: object) -> None:
         self.close_sync()
 
-    async def __aenter__(self) -> SQLiteStore:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        self.close_sync()
 
     async def _run(self, operation: str, work: Callable[[sqlite3.Connection], _T]) -> _T:
         def call() -> _T:
