@@ -51,6 +51,7 @@ from agentfootprint.memory.stores._pgschema import (
     prepare,
     server_label,
 )
+from agentfootprint.memory.stores._rows import entry_row
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection, AsyncCursor
@@ -289,19 +290,7 @@ class PostgresStore(Closing):
         if not entries:
             return
         namespace = identity.namespace
-        rows = [
-            (
-                namespace,
-                e.id,
-                e.updated_at,
-                e.expires_at,
-                e.tier,
-                e.model_dump_json(exclude={"embedding"}),
-                None if e.embedding is None else format_vector(e.embedding),
-                e.embedding_model,
-            )
-            for e in entries
-        ]
+        rows = [entry_row(namespace, e, format_vector) for e in entries]
 
         async def work(cur: AsyncCursor[TupleRow], t: Tables) -> None:
             await cur.executemany(

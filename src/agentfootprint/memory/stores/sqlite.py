@@ -38,6 +38,7 @@ from agentfootprint.memory.store import (
 )
 from agentfootprint.memory.stores._closing import Closing
 from agentfootprint.memory.stores._keyset import decode_cursor, encode_cursor
+from agentfootprint.memory.stores._rows import entry_row
 from agentfootprint.memory.stores._vectors import VectorIndex, search_filter
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
@@ -248,19 +249,7 @@ class SQLiteStore(Closing):
         if not entries:
             return
         namespace = identity.namespace
-        rows = [
-            (
-                namespace,
-                e.id,
-                e.updated_at,
-                e.expires_at,
-                e.tier,
-                e.model_dump_json(exclude={"embedding"}),
-                None if e.embedding is None else _pack(e.embedding),
-                e.embedding_model,
-            )
-            for e in entries
-        ]
+        rows = [entry_row(namespace, e, _pack) for e in entries]
 
         def work(conn: sqlite3.Connection) -> None:
             self._vectors.pop(namespace, None)
