@@ -71,32 +71,23 @@ def entries(n: int, *, with_vectors: bool, seed: int = 7) -> list[MemoryEntry]:
 
 @asynccontextmanager
 async def open_store(kind: str, directory: Path) -> AsyncIterator[MemoryStore]:
+    store: Any
     if kind == "memory":
-        yield InMemoryStore()
+        store = InMemoryStore()
     elif kind == "sqlite":
         store = SQLiteStore(directory / f"bench-{time.time_ns()}.db")
-        try:
-            yield store
-        finally:
-            store.close()
     elif kind == "redis":
         from agentfootprint.memory.stores.redis import RedisStore
 
-        redis = RedisStore(os.environ["AGENTFOOTPRINT_REDIS_URL"],
+        store = RedisStore(os.environ["AGENTFOOTPRINT_REDIS_URL"],
                            prefix=f"bench{time.time_ns()}")
-        try:
-            yield redis
-        finally:
-            await redis.close()
     else:
         from agentfootprint.memory.stores.postgres import PostgresStore
 
-        pg = PostgresStore(os.environ["AGENTFOOTPRINT_PG_URL"],
-                           table_prefix=f"bench{time.time_ns() % 10**9}")
-        try:
-            yield pg
-        finally:
-            await pg.aclose()
+        store = PostgresStore(os.environ["AGENTFOOTPRINT_PG_URL"],
+                              table_prefix=f"bench{time.time_ns() % 10**9}")
+    async with store:  # every built-in store closes the same way
+        yield store
 
 
 async def timed(fn: Callable[[], Awaitable[Any]]) -> float:

@@ -389,12 +389,19 @@ class PostgresStore(Closing):
         if min_score is not None:
             outer.append("score >= %s")
             params.append(float(min_score))
-        params.append(k)
+        params += [k, identity.namespace]
+        # Score once per row (OFFSET 0 keeps the planner from inlining the CASE into every
+        # filter and sort key), keep the top k, and only then fetch body and vector text for
+        # those k: casting every row's vector to text first made a 100k scan 4x slower.
         template = sql.SQL(
-            "SELECT id, body, embedding::text, score FROM (SELECT id, body, embedding, "
+            "SELECT e.id, e.body, e.embedding::text, top.score FROM ("
+            "SELECT id, score FROM (SELECT id, "
             "CASE WHEN {dims}(embedding) = %s AND {norm}(embedding) > 0 "
             "THEN 1 - (embedding {cosine} %s::{vector}) END AS score FROM {entries} "
-            'WHERE {where}) AS scored WHERE {outer} ORDER BY score DESC, id COLLATE "C" LIMIT %s'
+            "WHERE {where} OFFSET 0) AS scored "
+            'WHERE {outer} ORDER BY score DESC, id COLLATE "C" LIMIT %s) AS top '
+            "JOIN {entries} AS e ON e.namespace = %s AND e.id = top.id "
+            'ORDER BY top.score DESC, top.id COLLATE "C"'
         )
         conditions = sql.SQL(" AND ").join(sql.SQL(w) for w in where)
         kept = sql.SQL(" AND ").join(sql.SQL(w) for w in outer)
