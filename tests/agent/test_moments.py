@@ -106,6 +106,18 @@ async def test_input_deny_stops_before_any_model_call() -> None:
     assert ledger(result)[0]["reason"] == "off topic"
 
 
+async def test_a_denied_input_still_ends_the_turn_with_agent_turn_end() -> None:
+    """No model call, but the turn is over: turn_end says so, with stopped_early."""
+    agent, _ = agent_with(act("input", lambda c: deny("off topic"), id="topic"),
+                          script=["never"])
+    ends: list[Any] = []
+    agent.on("agent.turn_end", ends.append)
+    result = await agent.run("tell me a joke")
+    assert [(e.payload["stopped_early"], e.payload["iterations"]) for e in ends] == [
+        ("input-denied", result.iterations)]
+    ends[0].model()
+
+
 async def test_input_ask_is_recorded_then_refused() -> None:
     agent, provider = agent_with(act("input", lambda c: ask("Is this OK?"), id="check"),
                                  script=["never"])

@@ -114,6 +114,17 @@ async def test_halt_stops_cleanly_and_the_model_never_sees_the_tools_output() ->
         event.model()
 
 
+async def test_a_halted_turn_still_ends_with_agent_turn_end() -> None:
+    """A listener counting turns sees the halted one too, with why it stopped."""
+    agent, _, _ = build(POLICY, [calls(("c2", "delete_account", {"user": "bob"})), "never"])
+    ends: list[AgentEvent] = []
+    agent.on("agent.turn_end", ends.append)
+    await agent.run("x")
+    assert [(e.payload["stopped_early"], e.payload["content"]) for e in ends] == [
+        ("permission-halt", "")]
+    ends[0].model()
+
+
 async def test_halt_text_never_carries_the_telemetry_reason() -> None:
     class Checker:
         name = "custom"

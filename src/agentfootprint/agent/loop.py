@@ -28,7 +28,7 @@ from ..providers.base import LLMRequest, LLMResponse, Message, wire_messages
 from ..providers.resilience import resilience_reports
 from ..tools.script_keys import LEDGER_KEY
 from .memory_mount import MemoryStages, mount_memories
-from .spec import AgentSpec
+from .spec import AgentSpec, emit_turn_end
 from .spec import emit as _emit
 from .tool_batch import ToolBatchStages
 
@@ -426,10 +426,7 @@ class _Stages(MemoryStages, ToolBatchStages):
             if any(m.type == "causal" for m in self.spec.memories):
                 scope["run_evidence"] = self._run_evidence(scope, iteration)
         _emit(scope, "agent.iteration_end", {"iteration": iteration, "tool_call_count": 0})
-        _emit(scope, "agent.turn_end", {
-            "turn": scope["turn"], "content": content, "iterations": iteration,
-            "input_tokens": scope["input_tokens"], "output_tokens": scope["output_tokens"],
-            "stopped_early": scope.get("stopped_early")})
+        emit_turn_end(scope, content)
         return str(content)
 
 

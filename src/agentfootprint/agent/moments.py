@@ -70,6 +70,7 @@ from ..flow import Scope
 from ..providers.base import Message, ToolCall
 from ..tools.registry import ToolOutcome
 from .permissions import PermissionChecker, PermissionRequest, check_permission
+from .spec import emit_turn_end
 
 __all__ = [
     "LEDGER",
@@ -313,6 +314,7 @@ class ActRules:
             scope["history"] = history[:-1]
             scope["final_content"] = ""
             scope["stopped_early"] = "input-denied"
+            emit_turn_end(scope, "")
             scope.break_("input-denied")
         elif judged.value != message:
             scope["user_message"] = judged.value

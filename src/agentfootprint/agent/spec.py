@@ -74,3 +74,11 @@ class AgentSpec:
 def emit(scope: Scope, name: str, payload: dict[str, Any]) -> None:
     """Emit an agent event (the catalogue's ``agentfootprint.`` prefix added)."""
     scope.emit(PREFIX + name, payload)
+
+
+def emit_turn_end(scope: Scope, content: str) -> None:
+    """``agent.turn_end``: every turn that ends says so, answered or stopped by a rule."""
+    emit(scope, "agent.turn_end", {
+        "turn": scope["turn"], "content": content, "iterations": scope.get("iteration") or 0,
+        "input_tokens": scope["input_tokens"], "output_tokens": scope["output_tokens"],
+        "stopped_early": scope.get("stopped_early")})

@@ -22,6 +22,7 @@ from ..tools.pause import PauseRequest
 from ..tools.registry import ToolOutcome, result_text
 from ..tools.tool import ToolContext
 from .spec import emit as _emit
+from .spec import emit_turn_end
 
 if TYPE_CHECKING:
     from .spec import AgentSpec
@@ -228,6 +229,7 @@ class ToolBatchStages:
         _emit(scope, "permission.halt", {**halt, "sequence_length": len(answered)})
         scope["stopped_early"] = "permission-halt"
         scope["final_content"] = ""
+        emit_turn_end(scope, "")
         scope.break_("permission-halt")
 
     def _follow_steps(self, scope: Scope, call: ToolCall, outcome: ToolOutcome,
