@@ -544,3 +544,11 @@ async def test_registry_dispatch_outcomes() -> None:
     invalid = await registry.dispatch({"id": "c", "name": "weather", "args": {}}, ctx)
     assert (invalid.error, invalid.status) == (True, "invalid")
     assert invalid.issues == ({"path": "city", "expected": "a value", "got": "missing"},)
+
+
+@pytest.mark.parametrize("schema", [{"type": "string"}, {"properties": {}},
+                                    {"type": "object", "properties": ["city"]}])
+def test_define_tool_refuses_a_schema_that_is_not_an_object(schema: dict[str, Any]) -> None:
+    """Tool arguments are named: a model is shown an object schema, nothing else."""
+    with pytest.raises(ConfigurationError, match="must describe an object of named arguments"):
+        define_tool("x", "Does x.", schema, lambda args: None)

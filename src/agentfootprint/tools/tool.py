@@ -76,6 +76,10 @@ def define_tool(name: str, description: str, input_schema: Mapping[str, Any] | N
     if not callable(execute):
         raise ConfigurationError(f"tool {name!r}: execute must be callable, got {execute!r}")
     schema = dict(input_schema or {"type": "object", "properties": {}})
+    if schema.get("type") != "object" or not isinstance(schema.get("properties", {}), Mapping):
+        raise ConfigurationError(
+            f"tool {name!r}: input_schema must describe an object of named arguments, e.g. "
+            "{'type': 'object', 'properties': {'city': {'type': 'string'}}}")
     takes_ctx = _arity(execute) >= 2
 
     def run(args: dict[str, Any], ctx: ToolContext) -> Any:
