@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..context.injection import Injection
 from ..context.skills import READ_SKILL, SKIP_STEP, read_skill_tool, skip_step_tool
-from ..errors import AgentFootprintError, ConfigurationError, StageError, listed
+from ..errors import AgentFootprintError, ConfigurationError, RunError, StageError, listed
 from ..events.dispatcher import AgentEvent, EventBridge, EventDispatcher
 from ..flow import Chart, FlowRun, RedactionPolicy, deferred
 from ..flow.run import run_sync
@@ -105,10 +105,15 @@ class _Runner:
 
     def __init__(self, spec: AgentSpec, *, name: str, watch: Sequence[Any],
                  observer_delivery: Literal["inline", "deferred"],
-                 redaction: RedactionPolicy | None) -> None:
+                 redaction: RedactionPolicy | None, run_store: Any = None) -> None:
         if observer_delivery not in ("inline", "deferred"):
             raise ConfigurationError(
                 f"observer_delivery={observer_delivery!r} must be 'inline' or 'deferred'")
+        if run_store is not None and not callable(getattr(run_store, "save", None)):
+            raise ConfigurationError(
+                f"run_store={run_store!r} cannot save runs; pass a RunStore(path) or a "
+                "PostgresRunStore(...) from agentfootprint.explain")
+        self.run_store = run_store
         self.name = name
         self.spec = spec
         self.chart: Chart = build_agent_chart(spec, name=name)
@@ -164,12 +169,31 @@ class _Runner:
         token = live_emit.set(live)
         try:
             run = await start(recorders)
-        except StageError as exc:
-            raise_framework_cause(exc)
+        except RunError as exc:
+            self._record_failure(exc)
+            if isinstance(exc, StageError):
+                raise_framework_cause(exc)
             raise
         finally:
             live_emit.reset(token)
-        return self._result(run)
+        result = self._result(run)
+        if self.run_store is not None:
+            try:
+                self.run_store.save(result)
+            except Exception as exc:
+                exc.add_note(f"run {result.run_id} finished, but {self.run_store!r} could not "
+                             "record it")
+                raise
+        return result
+
+    def _record_failure(self, error: RunError) -> None:
+        """A failed run is evidence too: the run store keeps what was recorded up to it."""
+        if self.run_store is None or not isinstance(error.run, FlowRun):
+            return
+        try:
+            self.run_store.save(error.run)
+        except Exception as exc:  # never hide the run's own error behind the store's
+            error.add_note(f"{self.run_store!r} could not record this failed run: {exc!r}")
 
     def _result(self, run: FlowRun) -> RunResult:
         state = run.state
@@ -257,7 +281,11 @@ class _Runner:
 
 
 class Agent(_Runner):
-    """A ReAct agent: the model reasons, calls tools, and answers; every step recorded."""
+    """A ReAct agent: the model reasons, calls tools, and answers; every step recorded.
+
+    With ``run_store=`` (``agentfootprint.explain.RunStore``) each run is saved as it ends,
+    failed runs included, for ``agentfootprint runs list`` / ``explain`` / ``report``.
+    """
 
     def __init__(
         self,
@@ -283,6 +311,7 @@ class Agent(_Runner):
         window: WindowStrategy | None = None,
         act: Iterable[ActRule] = (),
         permissions: PermissionChecker | None = None,
+        run_store: Any = None,
     ) -> None:
         model = _model_for(provider, model)
         rules = _check_governance(act, permissions)
@@ -317,7 +346,7 @@ class Agent(_Runner):
             static_tools=static, read_skill=reader, skip_step=skipper, memories=memories,
             window=window, act=rules)
         super().__init__(spec, name=name, watch=watch, observer_delivery=observer_delivery,
-                         redaction=redaction)
+                         redaction=redaction, run_store=run_store)
 
     async def run(self, message: str, *, continue_from: Mapping[str, Any] | None = None,
                   run_id: str | None = None, timeout: float | None = None,
@@ -360,13 +389,13 @@ class LLMCall(_Runner):
                  temperature: float | None = None, max_tokens: int | None = None,
                  stream: bool = False,
                  observer_delivery: Literal["inline", "deferred"] = "inline",
-                 redaction: RedactionPolicy | None = None) -> None:
+                 redaction: RedactionPolicy | None = None, run_store: Any = None) -> None:
         model = _model_for(provider, model)
         spec = AgentSpec(provider=provider, model=model, system=system,
                          registry=ToolRegistry(()), max_iterations=1, temperature=temperature,
                          max_tokens=max_tokens, stream=stream, with_tools=False, wrap_up=False)
         super().__init__(spec, name=name, watch=watch, observer_delivery=observer_delivery,
-                         redaction=redaction)
+                         redaction=redaction, run_store=run_store)
 
     async def run(self, message: str, *, run_id: str | None = None,
                   timeout: float | None = None) -> RunResult:
