@@ -17,9 +17,11 @@ from memory_helpers import Clock, drop_redis_prefix, entry, redis_prefix, redis_
 from agentfootprint.errors import ConfigurationError
 from agentfootprint.memory import (
     InvalidCursorError,
+    MemoryEntry,
     MemoryIdentity,
     MemoryStoreError,
     UnreadableEntryError,
+    VectorSearchStore,
 )
 from agentfootprint.memory.stores.redis import CLEANUP_GRACE_MS, RedisStore
 
@@ -92,12 +94,28 @@ def test_missing_redis_package_says_how_to_install(monkeypatch: pytest.MonkeyPat
         RedisStore("redis://localhost")
 
 
-def test_capabilities_declare_no_vector_search() -> None:
-    """No search method, no claim of one; turn claims are atomic."""
+def test_capabilities_declare_vector_search_and_atomic_claims() -> None:
+    """Vector search is declared (exact cosine, computed client-side); claims are atomic."""
     store = RedisStore("redis://localhost")
-    assert store.capabilities.vector_search is False
-    assert not hasattr(store, "search")
+    assert store.capabilities.vector_search is True
+    assert isinstance(store, VectorSearchStore)
     assert store.capabilities.atomic_turn_claim is True
+
+
+async def test_the_vector_index_follows_writes_from_another_process(raw: Any) -> None:
+    """The cached index is re-read when the namespace's write sequence moves: a put or a
+    delete by another store object (standing in for another process) shows in the next search."""
+    prefix = redis_prefix()
+    here, there = RedisStore(client=raw, prefix=prefix), RedisStore(client=raw, prefix=prefix)
+    try:
+        await there.put(ALICE, MemoryEntry(id="a", value="x", embedding=[1.0, 0.0]))
+        assert [h.entry.id for h in await here.search(ALICE, [1.0, 0.0], k=5)] == ["a"]
+        await there.put(ALICE, MemoryEntry(id="b", value="y", embedding=[0.9, 0.1]))
+        assert [h.entry.id for h in await here.search(ALICE, [1.0, 0.0], k=5)] == ["a", "b"]
+        await there.delete(ALICE, "a")
+        assert [h.entry.id for h in await here.search(ALICE, [1.0, 0.0], k=5)] == ["b"]
+    finally:
+        drop_redis_prefix(prefix)
 
 
 async def test_unreachable_server_is_a_store_error_naming_the_store() -> None:

@@ -47,7 +47,7 @@ def _require_search(store: MemoryStore, what: str) -> VectorSearchStore:
     if not isinstance(store, VectorSearchStore) or not store.capabilities.vector_search:
         raise ValueError(
             f"{what} needs a store with vector search; {store.name} has none — use "
-            "InMemoryStore, SQLiteStore or PostgresStore."
+            "InMemoryStore, SQLiteStore, RedisStore or PostgresStore."
         )
     return store
 

@@ -128,7 +128,7 @@ def define_memory(
     ):
         raise ConfigurationError(
             f"define_memory({id!r}) uses top_k but {store.name} has no vector search; use "
-            "InMemoryStore, SQLiteStore or PostgresStore."
+            "InMemoryStore, SQLiteStore, RedisStore or PostgresStore."
         )
     if isinstance(strategy, Summarize) and read_only:
         raise ConfigurationError(

@@ -244,8 +244,8 @@ def load_relevant(
     """
     if not isinstance(store, VectorSearchStore) or not store.capabilities.vector_search:
         raise ValueError(
-            f"{store.name} has no vector search; use InMemoryStore, SQLiteStore or "
-            "PostgresStore for a top_k memory."
+            f"{store.name} has no vector search; use InMemoryStore, SQLiteStore, RedisStore "
+            "or PostgresStore for a top_k memory."
         )
     model = embedder_id or embedder.id
     excluded = frozenset(exclude)

@@ -14,6 +14,11 @@ range is newest first by ``(updated_at, write seq)`` and a keyset cursor is a me
 write sequence is an ``INCR`` per namespace, taken inside the Lua script that writes the batch,
 so batches are atomic and sequences are unique even across processes.
 
+Vector search is exact cosine computed here, not in Redis (plain Redis has no vector index):
+a namespace's vectors are read once into a cached index (NumPy when installed, as the SQLite
+store does) and re-read only when the namespace's write sequence has moved, which every put and
+delete advance, whichever process wrote.
+
 Expiry is decided by ``expires_at`` against this store's clock on every read; Redis also drops
 an expired entry's hash :data:`CLEANUP_GRACE_MS` after it expired (``PEXPIRE``, relative, so it
 never fires before the logical expiry). An index member whose hash is gone or points at a newer
@@ -37,9 +42,17 @@ from agentfootprint.memory.errors import (
     UnreadableEntryError,
 )
 from agentfootprint.memory.identity import MemoryIdentity
-from agentfootprint.memory.store import MemoryPage, StoreCapabilities, check_entries, check_limit
+from agentfootprint.memory.store import (
+    MemoryPage,
+    ScoredEntry,
+    StoreCapabilities,
+    check_entries,
+    check_k,
+    check_limit,
+)
 from agentfootprint.memory.stores._closing import Closing
 from agentfootprint.memory.stores._keyset import decode_cursor, encode_cursor
+from agentfootprint.memory.stores._vectors import VectorIndex, search_filter
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -89,10 +102,14 @@ return #KEYS - 2
 """
 
 # KEYS: index, entry hash.
+# KEYS: seq counter (advanced so cached vector indexes notice), index, entry hash.
 _DELETE = """
-local old = redis.call('HGET', KEYS[2], 'member')
-if old then redis.call('ZREM', KEYS[1], old) end
-return redis.call('DEL', KEYS[2])
+local old = redis.call('HGET', KEYS[3], 'member')
+if old then
+  redis.call('ZREM', KEYS[2], old)
+  redis.call('INCR', KEYS[1])
+end
+return redis.call('DEL', KEYS[3])
 """
 
 
@@ -100,7 +117,8 @@ class RedisStore(Closing):
     """A ``MemoryStore`` on Redis; needs ``pip install "agentfootprint[redis]"``.
 
     Pass ``url`` (the store opens and closes its own client) or ``client`` (yours; ``close``
-    leaves it open). ``prefix`` separates independent stores on one server. No vector search.
+    leaves it open). ``prefix`` separates independent stores on one server. Vector search is
+    exact cosine over a cached copy of the namespace's vectors (see the module docstring).
     """
 
     def __init__(
@@ -149,6 +167,7 @@ class RedisStore(Closing):
         self._client: Redis | None = client
         self._put_many_script = client.register_script(_PUT_MANY)
         self._delete_script = client.register_script(_DELETE)
+        self._vectors: dict[str, tuple[str | None, VectorIndex, builtins.list[MemoryEntry]]] = {}
 
     @property
     def name(self) -> str:
@@ -161,7 +180,7 @@ class RedisStore(Closing):
 
     @property
     def capabilities(self) -> StoreCapabilities:
-        return StoreCapabilities(vector_search=False, atomic_turn_claim=True)
+        return StoreCapabilities(vector_search=True, atomic_turn_claim=True)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -348,8 +367,63 @@ class RedisStore(Closing):
 
     async def delete(self, identity: MemoryIdentity, entry_id: str) -> None:
         client = self._redis("delete")
-        keys = [self._key(identity, "idx"), self._entry_key(identity, entry_id)]
+        keys = [self._key(identity, "seq"), self._key(identity, "idx"),
+                self._entry_key(identity, entry_id)]
         await self._call("delete", self._delete_script(keys=keys, client=client))
+
+    # -- vector search -----------------------------------------------------------------------
+
+    async def search(
+        self,
+        identity: MemoryIdentity,
+        vector: Sequence[float],
+        *,
+        k: int = 10,
+        tiers: Sequence[Tier] | None = None,
+        min_score: float | None = None,
+        embedder_id: str | None = None,
+    ) -> builtins.list[ScoredEntry]:
+        """Exact cosine over the namespace's live entries, best first, ties by id."""
+        check_k(k)
+        index, indexed = await self._hydrate(identity)
+        meta = [(e.embedding_model, e.expires_at, e.tier) for e in indexed]
+        keep = search_filter(meta, now=self._clock(), tiers=tiers, embedder_id=embedder_id)
+        by_id = {e.id: e for e in indexed}
+        return [ScoredEntry(entry=by_id[entry_id], score=score)
+                for entry_id, score in index.rank(list(vector), keep=keep, k=k,
+                                                  min_score=min_score)]
+
+    async def _hydrate(self, identity: MemoryIdentity
+                       ) -> tuple[VectorIndex, builtins.list[MemoryEntry]]:
+        """The namespace's entries that carry a vector, cached until its write sequence moves.
+
+        The sequence is read before the entries, so a write racing the read leaves the cache
+        labelled older than its content and the next search reads again.
+        """
+        client = self._redis("search")
+        version = _text(await self._call("search", client.get(self._key(identity, "seq"))))
+        cached = self._vectors.get(identity.namespace)
+        if cached is not None and cached[0] == version:
+            return cached[1], cached[2]
+        found: Any = await self._call("search", client.zrange(self._key(identity, "idx"), 0, -1))
+        members = [str(_text(m)) for m in found]
+        indexed: builtins.list[MemoryEntry] = []
+        for start in range(0, len(members), _SCAN_BATCH):
+            batch = members[start:start + _SCAN_BATCH]
+            async with client.pipeline(transaction=False) as pipe:
+                for member in batch:
+                    pipe.hmget(self._entry_key(identity, member[2 * _WIDTH:]),
+                               ["body", "member"])
+                rows = await self._call("search", pipe.execute())
+            for member, (body, current) in zip(batch, rows, strict=True):
+                if _text(current) != member:
+                    continue  # gone or rewritten since the index was read
+                entry = self._decode(member[2 * _WIDTH:], body)
+                if entry.embedding is not None:
+                    indexed.append(entry)
+        index = VectorIndex([(e.id, e.embedding or ()) for e in indexed])
+        self._vectors[identity.namespace] = (version, index, indexed)
+        return index, indexed
 
     # -- signatures and turn claims ----------------------------------------------------------
 
