@@ -102,6 +102,21 @@ def test_capabilities_declare_vector_search_and_atomic_claims() -> None:
     assert store.capabilities.atomic_turn_claim is True
 
 
+async def test_an_unreadable_vector_is_named_not_skipped(raw: Any) -> None:
+    """A corrupted vector field fails the search naming the entry; the key is left alone."""
+    prefix = redis_prefix()
+    store = RedisStore(client=raw, prefix=prefix)
+    try:
+        await store.put(ALICE, MemoryEntry(id="a", value="x", embedding=[1.0, 0.0]))
+        key = f"{prefix}/{{{ALICE.namespace}}}/e/a"
+        await raw.hset(key, "vec", "[1.0, oops]")
+        with pytest.raises(UnreadableEntryError, match="entry 'a' has a vector that is not"):
+            await store.search(ALICE, [1.0, 0.0])
+        assert await raw.hget(key, "vec") == "[1.0, oops]"
+    finally:
+        drop_redis_prefix(prefix)
+
+
 async def test_the_vector_index_follows_writes_from_another_process(raw: Any) -> None:
     """The cached index is re-read when the namespace's write sequence moves: a put or a
     delete by another store object (standing in for another process) shows in the next search."""

@@ -28,6 +28,7 @@ write is stale: reads skip it and remove it.
 from __future__ import annotations
 
 import builtins
+import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -65,12 +66,15 @@ CLEANUP_GRACE_MS = 60_000
 _MAX_CLEANUP_MS = 2**45
 """Expiries further out than this (about 1,100 years) get no Redis TTL, which could overflow."""
 _T = TypeVar("_T")
+_VectorMeta = tuple[str | None, int | None, str | None]
+"""embedding_model, expires_at, tier — what a search filters on, per indexed vector."""
 _OFFSET = 2**63
 _WIDTH = 20
 _SCAN_BATCH = 128
 
 # KEYS: seq counter, index, then one entry hash per entry in write order.
-# ARGV: six per entry — sort prefix, id, body, expires_at, tier, cleanup ttl ('' = none).
+# ARGV: eight per entry — sort prefix, id, body, expires_at, tier, cleanup ttl ('' = none),
+# vector (JSON array, '' = none), embedding model ('' = none).
 # Key types are checked before anything is written, so a batch is applied whole or not at all.
 _PUT_MANY = """
 local function kind(key) return redis.call('TYPE', key)['ok'] end
@@ -87,7 +91,7 @@ for i = 3, #KEYS do
   if k ~= 'none' and k ~= 'hash' then return redis.error_reply('WRONGTYPE ' .. KEYS[i]) end
 end
 for i = 3, #KEYS do
-  local a = (i - 3) * 6
+  local a = (i - 3) * 8
   seq = redis.call('INCR', KEYS[1])
   local old = redis.call('HGET', KEYS[i], 'member')
   if old then redis.call('ZREM', KEYS[2], old) end
@@ -95,6 +99,9 @@ for i = 3, #KEYS do
   redis.call('DEL', KEYS[i])
   redis.call('HSET', KEYS[i], 'body', ARGV[a + 3], 'member', member,
              'expires_at', ARGV[a + 4], 'tier', ARGV[a + 5])
+  if ARGV[a + 7] ~= '' then
+    redis.call('HSET', KEYS[i], 'vec', ARGV[a + 7], 'model', ARGV[a + 8])
+  end
   redis.call('ZADD', KEYS[2], 0, member)
   if ARGV[a + 6] ~= '' then redis.call('PEXPIRE', KEYS[i], ARGV[a + 6]) end
 end
@@ -167,7 +174,7 @@ class RedisStore(Closing):
         self._client: Redis | None = client
         self._put_many_script = client.register_script(_PUT_MANY)
         self._delete_script = client.register_script(_DELETE)
-        self._vectors: dict[str, tuple[str | None, VectorIndex, builtins.list[MemoryEntry]]] = {}
+        self._vectors: dict[str, tuple[str | None, VectorIndex, builtins.list[_VectorMeta]]] = {}
 
     @property
     def name(self) -> str:
@@ -289,6 +296,8 @@ class RedisStore(Closing):
                 "" if entry.expires_at is None else str(entry.expires_at),
                 entry.tier or "",
                 cleanup,
+                "" if entry.embedding is None else json.dumps(entry.embedding),
+                entry.embedding_model or "",
             ]
         await self._call("put_many", self._put_many_script(keys=keys, args=args, client=client))
 
@@ -385,19 +394,25 @@ class RedisStore(Closing):
     ) -> builtins.list[ScoredEntry]:
         """Exact cosine over the namespace's live entries, best first, ties by id."""
         check_k(k)
-        index, indexed = await self._hydrate(identity)
-        meta = [(e.embedding_model, e.expires_at, e.tier) for e in indexed]
+        index, meta = await self._hydrate(identity)
         keep = search_filter(meta, now=self._clock(), tiers=tiers, embedder_id=embedder_id)
-        by_id = {e.id: e for e in indexed}
-        return [ScoredEntry(entry=by_id[entry_id], score=score)
-                for entry_id, score in index.rank(list(vector), keep=keep, k=k,
-                                                  min_score=min_score)]
+        hits = index.rank(list(vector), keep=keep, k=k, min_score=min_score)
+        if not hits:
+            return []
+        async with self._redis("search").pipeline(transaction=False) as pipe:
+            for entry_id, _ in hits:
+                pipe.hget(self._entry_key(identity, entry_id), "body")
+            bodies = await self._call("search", pipe.execute())
+        return [ScoredEntry(entry=self._decode(entry_id, body), score=score)
+                for (entry_id, score), body in zip(hits, bodies, strict=True)
+                if body is not None]  # deleted since the index was read
 
     async def _hydrate(self, identity: MemoryIdentity
-                       ) -> tuple[VectorIndex, builtins.list[MemoryEntry]]:
-        """The namespace's entries that carry a vector, cached until its write sequence moves.
+                       ) -> tuple[VectorIndex, builtins.list[_VectorMeta]]:
+        """The namespace's vectors and what a search filters on, cached until its write
+        sequence moves. Only vectors are read here; a hit's entry is read when it is returned.
 
-        The sequence is read before the entries, so a write racing the read leaves the cache
+        The sequence is read before the vectors, so a write racing the read leaves the cache
         labelled older than its content and the next search reads again.
         """
         client = self._redis("search")
@@ -407,23 +422,39 @@ class RedisStore(Closing):
             return cached[1], cached[2]
         found: Any = await self._call("search", client.zrange(self._key(identity, "idx"), 0, -1))
         members = [str(_text(m)) for m in found]
-        indexed: builtins.list[MemoryEntry] = []
+        rows: builtins.list[tuple[str, builtins.list[float]]] = []
+        meta: builtins.list[_VectorMeta] = []
+        fields = ["member", "vec", "model", "expires_at", "tier"]
         for start in range(0, len(members), _SCAN_BATCH):
             batch = members[start:start + _SCAN_BATCH]
             async with client.pipeline(transaction=False) as pipe:
                 for member in batch:
-                    pipe.hmget(self._entry_key(identity, member[2 * _WIDTH:]),
-                               ["body", "member"])
-                rows = await self._call("search", pipe.execute())
-            for member, (body, current) in zip(batch, rows, strict=True):
-                if _text(current) != member:
-                    continue  # gone or rewritten since the index was read
-                entry = self._decode(member[2 * _WIDTH:], body)
-                if entry.embedding is not None:
-                    indexed.append(entry)
-        index = VectorIndex([(e.id, e.embedding or ()) for e in indexed])
-        self._vectors[identity.namespace] = (version, index, indexed)
-        return index, indexed
+                    pipe.hmget(self._entry_key(identity, member[2 * _WIDTH:]), fields)
+                replies = await self._call("search", pipe.execute())
+            for member, (current, vec, model, expires_at, tier) in zip(batch, replies,
+                                                                       strict=True):
+                if _text(current) != member or not vec:
+                    continue  # gone, rewritten since the index was read, or has no vector
+                entry_id = member[2 * _WIDTH:]
+                rows.append((entry_id, self._vector(entry_id, vec)))
+                meta.append((_text(model) or None, self._expiry(entry_id, expires_at),
+                             _text(tier) or None))
+        index = VectorIndex(rows)
+        self._vectors[identity.namespace] = (version, index, meta)
+        return index, meta
+
+    def _vector(self, entry_id: str, raw: str | bytes) -> builtins.list[float]:
+        try:
+            vector = json.loads(raw)
+        except ValueError:
+            vector = None
+        if not isinstance(vector, list) or not all(
+                isinstance(x, int | float) and not isinstance(x, bool) for x in vector):
+            raise UnreadableEntryError(
+                f"{self.name} entry {entry_id!r} has a vector that is not a JSON list of "
+                "numbers; the key is left as it is — repair or delete it.",
+                store=self.name, entry_id=entry_id)
+        return [float(x) for x in vector]
 
     # -- signatures and turn claims ----------------------------------------------------------
 
