@@ -109,10 +109,13 @@ async def test_an_unreadable_vector_is_named_not_skipped(raw: Any) -> None:
     try:
         await store.put(ALICE, MemoryEntry(id="a", value="x", embedding=[1.0, 0.0]))
         key = f"{prefix}/{{{ALICE.namespace}}}/e/a"
-        await raw.hset(key, "vec", "[1.0, oops]")
+        await raw.hset(key, "vec", "not base64!")
         with pytest.raises(UnreadableEntryError, match="entry 'a' has a vector that is not"):
             await store.search(ALICE, [1.0, 0.0])
-        assert await raw.hget(key, "vec") == "[1.0, oops]"
+        assert await raw.hget(key, "vec") == "not base64!"
+        await raw.hset(key, "vec", "AAAA")  # 3 bytes: not a whole float32
+        with pytest.raises(UnreadableEntryError, match="entry 'a'"):
+            await store.search(ALICE, [1.0, 0.0])
     finally:
         drop_redis_prefix(prefix)
 

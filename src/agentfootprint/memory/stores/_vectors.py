@@ -9,10 +9,19 @@ Python path gives the same ranking up to float rounding.
 from __future__ import annotations
 
 import math
+import sys
+from array import array
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["VectorIndex", "rank_cosine", "same_embedder", "search_filter"]
+__all__ = [
+    "VectorIndex",
+    "pack_float32",
+    "rank_cosine",
+    "same_embedder",
+    "search_filter",
+    "unpack_float32",
+]
 
 
 def _numpy() -> Any:
@@ -145,3 +154,21 @@ def search_filter(
                 and same_embedder(model, embedder_id))
 
     return keep
+
+
+def pack_float32(vector: Sequence[float]) -> bytes:
+    """A vector as little-endian float32 bytes (entries hold float32-rounded vectors, so this
+    is exact): how the SQLite and Redis stores keep vectors."""
+    packed = array("f", vector)
+    if sys.byteorder != "little":
+        packed.byteswap()
+    return packed.tobytes()
+
+
+def unpack_float32(blob: bytes) -> list[float]:
+    """The inverse of :func:`pack_float32`; raises ``ValueError`` on a torn blob."""
+    unpacked = array("f")
+    unpacked.frombytes(blob)
+    if sys.byteorder != "little":
+        unpacked.byteswap()
+    return unpacked.tolist()

@@ -16,9 +16,7 @@ import asyncio
 import builtins
 import os
 import sqlite3
-import sys
 import threading
-from array import array
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
@@ -39,7 +37,12 @@ from agentfootprint.memory.store import (
 from agentfootprint.memory.stores._closing import Closing
 from agentfootprint.memory.stores._keyset import decode_cursor, encode_cursor
 from agentfootprint.memory.stores._rows import entry_row
-from agentfootprint.memory.stores._vectors import VectorIndex, search_filter
+from agentfootprint.memory.stores._vectors import (
+    VectorIndex,
+    pack_float32,
+    search_filter,
+    unpack_float32,
+)
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
@@ -207,7 +210,7 @@ class SQLiteStore(Closing):
         try:
             entry = MemoryEntry.model_validate_json(body)
             if blob is not None:
-                entry = entry.model_copy(update={"embedding": _unpack(blob)})
+                entry = entry.model_copy(update={"embedding": unpack_float32(blob)})
         except ValidationError as exc:
             raise UnreadableEntryError(
                 f"{self.name} holds entry {entry_id!r} but cannot read it ({exc.error_count()} "
@@ -249,7 +252,7 @@ class SQLiteStore(Closing):
         if not entries:
             return
         namespace = identity.namespace
-        rows = [entry_row(namespace, e, _pack) for e in entries]
+        rows = [entry_row(namespace, e, pack_float32) for e in entries]
 
         def work(conn: sqlite3.Connection) -> None:
             self._vectors.pop(namespace, None)
@@ -348,7 +351,7 @@ class SQLiteStore(Closing):
             "WHERE namespace = ? AND embedding IS NOT NULL",
             (namespace,),
         ).fetchall()
-        index = VectorIndex([(r[0], _unpack(r[1])) for r in rows])
+        index = VectorIndex([(r[0], unpack_float32(r[1])) for r in rows])
         meta: builtins.list[_VectorMeta] = [(r[2], r[3], r[4]) for r in rows]
         self._vectors[namespace] = (version, index, meta)
         return index, meta
@@ -404,18 +407,3 @@ class SQLiteStore(Closing):
             return cursor.rowcount == 1
 
         return await self._run("claim_turn", work)
-
-
-def _pack(vector: Sequence[float]) -> bytes:
-    packed = array("f", vector)
-    if sys.byteorder != "little":
-        packed.byteswap()
-    return packed.tobytes()
-
-
-def _unpack(blob: bytes) -> list[float]:
-    unpacked = array("f")
-    unpacked.frombytes(blob)
-    if sys.byteorder != "little":
-        unpacked.byteswap()
-    return unpacked.tolist()
