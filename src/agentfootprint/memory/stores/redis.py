@@ -7,7 +7,8 @@ one (prefix, namespace, kind, id): no id or namespace can compose another namesp
 braces are a Redis Cluster hash tag keeping a namespace's keys on one slot (only a single server
 is tested).
 
-Each entry is a hash (``body`` JSON, ``member``, ``expires_at``, ``tier``). The namespace's
+Each entry is a hash (``body`` JSON without the vector, ``member``, ``expires_at``, ``tier``,
+and for an entry with a vector ``vec``, base64 float32, and ``model``). The namespace's
 ``idx`` is a sorted set read in lexicographic order, one member per entry:
 ``updated_at`` (offset by 2**63, 20 digits) + write sequence (20 digits) + id, so a reverse
 range is newest first by ``(updated_at, write seq)`` and a keyset cursor is a member prefix. The
@@ -245,7 +246,9 @@ class RedisStore(Closing):
 
     # -- entries -----------------------------------------------------------------------------
 
-    def _decode(self, entry_id: str, body: str | bytes | None) -> MemoryEntry:
+    def _decode(self, entry_id: str, body: str | bytes | None,
+                vec: str | bytes | None = None) -> MemoryEntry:
+        """The entry from its body, with its vector (kept apart, in ``vec``) put back."""
         problem = "it has no body"
         if body is not None:
             try:
@@ -254,6 +257,8 @@ class RedisStore(Closing):
                 problem = f"{exc.error_count()} problem(s)"
             else:
                 if entry.id == entry_id:
+                    if vec:
+                        entry = entry.model_copy(update={"embedding": self._vector(entry_id, vec)})
                     return entry
                 problem = f"it holds an entry with id {entry.id!r}"
         raise UnreadableEntryError(
@@ -280,15 +285,15 @@ class RedisStore(Closing):
     async def get(self, identity: MemoryIdentity, entry_id: str) -> MemoryEntry | None:
         client = self._redis("get")
         key = self._entry_key(identity, entry_id)
-        body, expires_at, member = await self._call(
-            "get", client.hmget(key, ["body", "expires_at", "member"])
+        body, expires_at, member, vec = await self._call(
+            "get", client.hmget(key, ["body", "expires_at", "member", "vec"])
         )
         if body is None and member is None:
             return None
         expiry = self._expiry(entry_id, expires_at)
         if expiry is not None and expiry <= self._clock():
             return None
-        return self._decode(entry_id, body)
+        return self._decode(entry_id, body, vec)
 
     async def put(self, identity: MemoryIdentity, entry: MemoryEntry) -> None:
         await self.put_many(identity, [entry])
@@ -311,7 +316,7 @@ class RedisStore(Closing):
             args += [
                 self._sort_prefix(entry),
                 entry.id,
-                entry.model_dump_json(),
+                entry.model_dump_json(exclude={"embedding"}),  # the vector goes to 'vec'
                 "" if entry.expires_at is None else str(entry.expires_at),
                 entry.tier or "",
                 cleanup,
@@ -347,7 +352,7 @@ class RedisStore(Closing):
         index = self._key(identity, "idx")
         bound = "+" if after is None else "(" + _member_prefix(*after)
         now = self._clock()
-        live: builtins.list[tuple[str, str, str | bytes | None]] = []
+        live: builtins.list[tuple[str, str, str | bytes | None, str | bytes | None]] = []
         stale: builtins.list[str] = []
         while len(live) <= size:
             batch = max(size + 1 - len(live), _SCAN_BATCH)
@@ -363,10 +368,11 @@ class RedisStore(Closing):
                 for member in members:
                     pipe.hmget(
                         self._entry_key(identity, member[2 * _WIDTH :]),
-                        ["body", "member", "expires_at", "tier"],
+                        ["body", "member", "expires_at", "tier", "vec"],
                     )
                 rows = await self._call("list", pipe.execute())
-            for member, (body, current, expires_at, tier) in zip(members, rows, strict=True):
+            for member, (body, current, expires_at, tier, vec) in zip(members, rows,
+                                                                     strict=True):
                 entry_id = member[2 * _WIDTH :]
                 if _text(current) != member:
                     stale.append(member)
@@ -376,7 +382,7 @@ class RedisStore(Closing):
                     continue
                 if tiers is not None and _text(tier) not in tiers:
                     continue
-                live.append((member, entry_id, body))
+                live.append((member, entry_id, body, vec))
                 if len(live) > size:
                     break
             if len(members) < batch:
@@ -387,7 +393,7 @@ class RedisStore(Closing):
         page = live[:size]
         last = page[-1][0] if len(live) > size else None
         return MemoryPage(
-            entries=[self._decode(entry_id, body) for _, entry_id, body in page],
+            entries=[self._decode(entry_id, body, vec) for _, entry_id, body, vec in page],
             cursor=None
             if last is None
             else encode_cursor(int(last[:_WIDTH]) - _OFFSET, int(last[_WIDTH : 2 * _WIDTH])),
@@ -420,10 +426,10 @@ class RedisStore(Closing):
             return []
         async with self._redis("search").pipeline(transaction=False) as pipe:
             for entry_id, _ in hits:
-                pipe.hget(self._entry_key(identity, entry_id), "body")
-            bodies = await self._call("search", pipe.execute())
-        return [ScoredEntry(entry=self._decode(entry_id, body), score=score)
-                for (entry_id, score), body in zip(hits, bodies, strict=True)
+                pipe.hmget(self._entry_key(identity, entry_id), ["body", "vec"])
+            found = await self._call("search", pipe.execute())
+        return [ScoredEntry(entry=self._decode(entry_id, body, vec), score=score)
+                for (entry_id, score), (body, vec) in zip(hits, found, strict=True)
                 if body is not None]  # deleted since the index was read
 
     async def _hydrate(self, identity: MemoryIdentity
