@@ -117,13 +117,13 @@ return #KEYS - 2
 """
 
 # KEYS: index, entry hash.
-# KEYS: entry hashes. One reply per key: member, vec, model, expires_at, tier (nil if absent).
-# One command per batch instead of one HMGET each: most of a cold index read was client-side
-# command packing.
-_READ_VECTORS = """
+# KEYS: entry hashes; ARGV: field names. One reply per key: its fields (nil where absent).
+# One command per batch instead of one HMGET each: packing the commands was most of the time
+# of reading many entries.
+_READ_FIELDS = """
 local out = {}
 for i = 1, #KEYS do
-  out[i] = redis.call('HMGET', KEYS[i], 'member', 'vec', 'model', 'expires_at', 'tier')
+  out[i] = redis.call('HMGET', KEYS[i], unpack(ARGV))
 end
 return out
 """
@@ -193,7 +193,7 @@ class RedisStore(Closing):
         self._client: Redis | None = client
         self._put_many_script = client.register_script(_PUT_MANY)
         self._delete_script = client.register_script(_DELETE)
-        self._read_vectors_script = client.register_script(_READ_VECTORS)
+        self._read_fields_script = client.register_script(_READ_FIELDS)
         self._vectors: dict[str, tuple[str | None, VectorIndex, builtins.list[_VectorMeta]]] = {}
 
     @property
@@ -364,13 +364,9 @@ class RedisStore(Closing):
             ]
             if not members:
                 break
-            async with client.pipeline(transaction=False) as pipe:
-                for member in members:
-                    pipe.hmget(
-                        self._entry_key(identity, member[2 * _WIDTH :]),
-                        ["body", "member", "expires_at", "tier", "vec"],
-                    )
-                rows = await self._call("list", pipe.execute())
+            keys = [self._entry_key(identity, member[2 * _WIDTH :]) for member in members]
+            rows = await self._call("list", self._read_fields_script(
+                keys=keys, args=["body", "member", "expires_at", "tier", "vec"], client=client))
             for member, (body, current, expires_at, tier, vec) in zip(members, rows,
                                                                      strict=True):
                 entry_id = member[2 * _WIDTH :]
@@ -452,8 +448,8 @@ class RedisStore(Closing):
         for start in range(0, len(members), _VECTOR_BATCH):
             batch = members[start:start + _VECTOR_BATCH]
             keys = [self._entry_key(identity, member[2 * _WIDTH:]) for member in batch]
-            replies = await self._call("search", self._read_vectors_script(
-                keys=keys, client=client))
+            replies = await self._call("search", self._read_fields_script(
+                keys=keys, args=["member", "vec", "model", "expires_at", "tier"], client=client))
             for member, (current, vec, model, expires_at, tier) in zip(batch, replies,
                                                                        strict=True):
                 if _text(current) != member or not vec:
