@@ -50,7 +50,11 @@ __all__ = [
     "split_sentences",
 ]
 
-Embedder = Callable[[list[str]], list[list[float]]] | Any
+class _SyncEmbedder(Protocol):
+    def embed_sync(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+Embedder = Callable[[list[str]], list[list[float]]] | _SyncEmbedder
 """Texts in, one vector per text out (same length for all): a function, or one of memory's
 embedders (anything with ``embed_sync``)."""
 

@@ -16,12 +16,17 @@ from typing import Any
 
 __all__ = [
     "VectorIndex",
+    "VectorMeta",
     "pack_float32",
     "rank_cosine",
     "same_embedder",
     "search_filter",
     "unpack_float32",
 ]
+
+
+VectorMeta = tuple[str | None, int | None, str | None]
+"""embedding_model, expires_at, tier: what a search filters an indexed vector on."""
 
 
 def _numpy() -> Any:
@@ -137,7 +142,7 @@ class VectorIndex:
 
 
 def search_filter(
-    metas: Sequence[tuple[str | None, int | None, str | None]],
+    metas: Sequence[VectorMeta],
     *,
     now: int,
     tiers: Sequence[str] | None,

@@ -57,6 +57,7 @@ from agentfootprint.memory.stores._closing import Closing
 from agentfootprint.memory.stores._keyset import decode_cursor, encode_cursor
 from agentfootprint.memory.stores._vectors import (
     VectorIndex,
+    VectorMeta,
     pack_float32,
     search_filter,
     unpack_float32,
@@ -73,8 +74,6 @@ CLEANUP_GRACE_MS = 60_000
 _MAX_CLEANUP_MS = 2**45
 """Expiries further out than this (about 1,100 years) get no Redis TTL, which could overflow."""
 _T = TypeVar("_T")
-_VectorMeta = tuple[str | None, int | None, str | None]
-"""embedding_model, expires_at, tier — what a search filters on, per indexed vector."""
 _OFFSET = 2**63
 _WIDTH = 20
 _SCAN_BATCH = 128
@@ -194,7 +193,7 @@ class RedisStore(Closing):
         self._put_many_script = client.register_script(_PUT_MANY)
         self._delete_script = client.register_script(_DELETE)
         self._read_fields_script = client.register_script(_READ_FIELDS)
-        self._vectors: dict[str, tuple[str | None, VectorIndex, builtins.list[_VectorMeta]]] = {}
+        self._vectors: dict[str, tuple[str | None, VectorIndex, builtins.list[VectorMeta]]] = {}
 
     @property
     def name(self) -> str:
@@ -420,16 +419,15 @@ class RedisStore(Closing):
         hits = index.rank(list(vector), keep=keep, k=k, min_score=min_score)
         if not hits:
             return []
-        async with self._redis("search").pipeline(transaction=False) as pipe:
-            for entry_id, _ in hits:
-                pipe.hmget(self._entry_key(identity, entry_id), ["body", "vec"])
-            found = await self._call("search", pipe.execute())
+        keys = [self._entry_key(identity, entry_id) for entry_id, _ in hits]
+        found = await self._call("search", self._read_fields_script(
+            keys=keys, args=["body", "vec"], client=self._redis("search")))
         return [ScoredEntry(entry=self._decode(entry_id, body, vec), score=score)
                 for (entry_id, score), (body, vec) in zip(hits, found, strict=True)
                 if body is not None]  # deleted since the index was read
 
     async def _hydrate(self, identity: MemoryIdentity
-                       ) -> tuple[VectorIndex, builtins.list[_VectorMeta]]:
+                       ) -> tuple[VectorIndex, builtins.list[VectorMeta]]:
         """The namespace's vectors and what a search filters on, cached until its write
         sequence moves. Only vectors are read here; a hit's entry is read when it is returned.
 
@@ -444,7 +442,7 @@ class RedisStore(Closing):
         found: Any = await self._call("search", client.zrange(self._key(identity, "idx"), 0, -1))
         members = [str(_text(m)) for m in found]
         rows: builtins.list[tuple[str, builtins.list[float]]] = []
-        meta: builtins.list[_VectorMeta] = []
+        meta: builtins.list[VectorMeta] = []
         for start in range(0, len(members), _VECTOR_BATCH):
             batch = members[start:start + _VECTOR_BATCH]
             keys = [self._entry_key(identity, member[2 * _WIDTH:]) for member in batch]

@@ -39,6 +39,7 @@ from agentfootprint.memory.stores._keyset import decode_cursor, encode_cursor
 from agentfootprint.memory.stores._rows import entry_row
 from agentfootprint.memory.stores._vectors import (
     VectorIndex,
+    VectorMeta,
     pack_float32,
     search_filter,
     unpack_float32,
@@ -50,8 +51,6 @@ SCHEMA_VERSION = 1
 """The table layout this code writes; a file with a newer one is refused, never rewritten."""
 
 _T = TypeVar("_T")
-_VectorMeta = tuple[str | None, int | None, str | None]
-"""embedding_model, expires_at, tier — what a search filters on, per indexed row."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS af_memory_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT;
@@ -101,7 +100,7 @@ class SQLiteStore(Closing):
             )
         self._clock = clock
         self._lock = threading.Lock()
-        self._vectors: dict[str, tuple[int, VectorIndex, list[_VectorMeta]]] = {}
+        self._vectors: dict[str, tuple[int, VectorIndex, list[VectorMeta]]] = {}
         self._conn: sqlite3.Connection | None = self._open(busy_timeout_ms)
 
     @property
@@ -340,7 +339,7 @@ class SQLiteStore(Closing):
         ]
 
     def _hydrate(self, conn: sqlite3.Connection, namespace: str
-                 ) -> tuple[VectorIndex, builtins.list[_VectorMeta]]:
+                 ) -> tuple[VectorIndex, builtins.list[VectorMeta]]:
         """The namespace's vectors, cached until the file changes (any connection)."""
         version = int(conn.execute("PRAGMA data_version").fetchone()[0])
         cached = self._vectors.get(namespace)
@@ -352,7 +351,7 @@ class SQLiteStore(Closing):
             (namespace,),
         ).fetchall()
         index = VectorIndex([(r[0], unpack_float32(r[1])) for r in rows])
-        meta: builtins.list[_VectorMeta] = [(r[2], r[3], r[4]) for r in rows]
+        meta: builtins.list[VectorMeta] = [(r[2], r[3], r[4]) for r in rows]
         self._vectors[namespace] = (version, index, meta)
         return index, meta
 
