@@ -13,6 +13,7 @@ ALLOWED = (
     "agentfootprint.flow",
     "agentfootprint.memory",
     "agentfootprint.providers",
+    "agentfootprint.runs",
 )
 
 

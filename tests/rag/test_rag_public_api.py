@@ -9,7 +9,8 @@ from pathlib import Path
 import agentfootprint.rag as rag
 
 SRC = Path(rag.__file__).parent
-ALLOWED = ("agentfootprint.errors", "agentfootprint.flow", "agentfootprint.memory",
+ALLOWED = ("agentfootprint.errors", "agentfootprint.runs",
+           "agentfootprint.flow", "agentfootprint.memory",
            "agentfootprint.rag")
 
 

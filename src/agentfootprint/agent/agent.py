@@ -21,6 +21,7 @@ from ..flow import Chart, FlowRun, RedactionPolicy, deferred
 from ..flow.run import run_sync
 from ..flow.values import copy_value
 from ..providers.base import Message, Provider
+from ..runs import trace
 from ..tools.registry import ToolRegistry
 from ..tools.script_keys import LEDGER_KEY
 from ..tools.tool import Tool
@@ -154,9 +155,10 @@ class _Runner:
                    ledger: Any = None) -> RunResult:
         if not isinstance(message, str):
             raise ConfigurationError(f"run() takes the user's message as a str, got {message!r}")
-        args: dict[str, Any] = {"message": message, "history": [dict(m) for m in history or ()]}
+        args: dict[str, Any] = {trace.MESSAGE: message,
+                                trace.HISTORY: [dict(m) for m in history or ()]}
         if self.spec.memories:
-            args["identity"] = _check_identity(identity)
+            args[trace.IDENTITY] = _check_identity(identity)
         if ledger:
             args[LEDGER_KEY] = ledger
         return await self._drive(lambda recorders: self.chart.run(
@@ -198,13 +200,13 @@ class _Runner:
     def _result(self, run: FlowRun) -> RunResult:
         state = run.state
         result = RunResult(
-            content=str(state.get("final_content", "")), run_id=run.run_id,
-            turn=int(state.get("turn", 1)), recording=run,
-            input_tokens=int(state.get("input_tokens", 0)),
-            output_tokens=int(state.get("output_tokens", 0)),
-            iterations=int(state.get("iteration", 1)),
-            stopped_early=state.get("stopped_early"),
-            history=list(state.get("history", [])),
+            content=str(state.get(trace.FINAL_CONTENT, "")), run_id=run.run_id,
+            turn=int(state.get(trace.TURN, 1)), recording=run,
+            input_tokens=int(state.get(trace.INPUT_TOKENS, 0)),
+            output_tokens=int(state.get(trace.OUTPUT_TOKENS, 0)),
+            iterations=int(state.get(trace.ITERATION, 1)),
+            stopped_early=state.get(trace.STOPPED_EARLY),
+            history=list(state.get(trace.HISTORY, [])),
             status="paused" if run.paused else "done",
             pause=copy_value(run.pause_data) if run.paused else None,
         )
@@ -272,10 +274,10 @@ class _Runner:
                 "FlowRun, from a run that got past its seed stage")
         saved = {key: copy_value(value) for key, value in state.items()
                  if key in _RESUMABLE_KEYS}
-        saved["resumed_from"] = run.run_id  # type: ignore[union-attr]
-        args: dict[str, Any] = {"message": state["user_message"], "resume_state": saved}
+        saved[trace.RESUMED_FROM] = run.run_id  # type: ignore[union-attr]
+        args: dict[str, Any] = {trace.MESSAGE: state[trace.USER_MESSAGE], trace.RESUME_STATE: saved}
         if self.spec.memories:
-            args["identity"] = _check_identity(getattr(self, "identity", None))
+            args[trace.IDENTITY] = _check_identity(getattr(self, "identity", None))
         return await self._drive(lambda recorders: self.chart.run(
             args, recorders=recorders, redaction=self.redaction, timeout=timeout))
 
@@ -406,9 +408,10 @@ class LLMCall(_Runner):
 
 
 _RESUMABLE_KEYS = frozenset((
-    "user_message", "history", "turn", "iteration", "max_iterations", "input_tokens",
-    "output_tokens", "activated_skills", "tool_results", "delivered_keys", "skill_steps",
-    "wrap_up_asked", "stopped_early", LEDGER_KEY, "act_ledger"))
+    trace.USER_MESSAGE, trace.HISTORY, trace.TURN, trace.ITERATION, trace.MAX_ITERATIONS,
+    trace.INPUT_TOKENS, trace.OUTPUT_TOKENS, trace.ACTIVATED_SKILLS, trace.TOOL_RESULTS,
+    trace.DELIVERED_KEYS, trace.SKILL_STEPS, trace.WRAP_UP_ASKED, trace.STOPPED_EARLY,
+    trace.FINDINGS_LEDGER, trace.ACT_LEDGER))
 """Run state a crash replay carries over (everything else is recomputed by the stages)."""
 
 

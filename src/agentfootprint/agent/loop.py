@@ -26,6 +26,7 @@ from ..events.catalogue import PREFIX
 from ..flow import Chart, Decision, FlowEvent, Scope, flow_chart
 from ..providers.base import LLMRequest, LLMResponse, Message, wire_messages
 from ..providers.resilience import resilience_reports
+from ..runs import trace
 from ..tools.script_keys import LEDGER_KEY
 from .memory_mount import MemoryStages, mount_memories
 from .spec import AgentSpec, emit_turn_end
@@ -62,25 +63,25 @@ class _Stages(MemoryStages, ToolBatchStages):
     @staticmethod
     def _host_turn(scope: Scope) -> int:
         args = scope.args
-        history = args.get("history") or ()
-        return int(args.get("turn") or 1 + sum(
+        history = args.get(trace.HISTORY) or ()
+        return int(args.get(trace.TURN) or 1 + sum(
             1 for m in history if m["role"] == "user" and "injected_by" not in m))
 
     def _seed(self, scope: Scope, turn: int) -> None:
         args = scope.args
-        if args.get("resume_state") is not None:
-            self._reseed(scope, args["resume_state"])
+        if args.get(trace.RESUME_STATE) is not None:
+            self._reseed(scope, args[trace.RESUME_STATE])
             return
-        message = args["message"]
-        history: list[Message] = list(args.get("history") or [])
+        message = args[trace.MESSAGE]
+        history: list[Message] = list(args.get(trace.HISTORY) or [])
         history.append({"role": "user", "content": message})
-        scope["user_message"] = message
-        scope["history"] = history
-        scope["turn"] = turn
-        scope["iteration"] = 1
-        scope["max_iterations"] = self.spec.max_iterations
-        scope["input_tokens"] = 0
-        scope["output_tokens"] = 0
+        scope[trace.USER_MESSAGE] = message
+        scope[trace.HISTORY] = history
+        scope[trace.TURN] = turn
+        scope[trace.ITERATION] = 1
+        scope[trace.MAX_ITERATIONS] = self.spec.max_iterations
+        scope[trace.INPUT_TOKENS] = 0
+        scope[trace.OUTPUT_TOKENS] = 0
         ledger = args.get(LEDGER_KEY)
         if ledger:
             from ..tools.scripts import check_script_ledger, without_earlier_script_text
@@ -88,8 +89,8 @@ class _Stages(MemoryStages, ToolBatchStages):
             check_script_ledger(ledger, source="continue_from")
             scope[LEDGER_KEY] = list(without_earlier_script_text(ledger, turn))
         if self.spec.tracks_context:
-            scope["activated_skills"] = []
-            scope["tool_results"] = []
+            scope[trace.ACTIVATED_SKILLS] = []
+            scope[trace.TOOL_RESULTS] = []
         _emit(scope, "agent.turn_start", {"turn": turn, "user_message": message})
 
     def _reseed(self, scope: Scope, saved: dict[str, Any]) -> None:
@@ -100,8 +101,8 @@ class _Stages(MemoryStages, ToolBatchStages):
         """
         for key, value in saved.items():
             scope[key] = value
-        _emit(scope, "agent.turn_start", {"turn": saved["turn"],
-                                          "user_message": saved["user_message"]})
+        _emit(scope, "agent.turn_start", {"turn": saved[trace.TURN],
+                                          "user_message": saved[trace.USER_MESSAGE]})
 
     async def seed_judged(self, scope: Scope) -> None:
         """Seed, then let the input rules judge the user's message (deny stops the run)."""
@@ -116,18 +117,18 @@ class _Stages(MemoryStages, ToolBatchStages):
         """Judge every declared injection against this iteration and the previous tool batch."""
         spec = self.spec
         if not spec.tracks_context:
-            scope["active_injections"] = []
+            scope[trace.ACTIVE_INJECTIONS] = []
             return
-        iteration = scope["iteration"]
+        iteration = scope[trace.ITERATION]
         ctx = InjectionContext(
-            iteration=iteration, max_iterations=scope["max_iterations"],
-            user_message=scope["user_message"], history=scope["history"],
-            tool_results=scope["tool_results"], activated=scope["activated_skills"])
+            iteration=iteration, max_iterations=scope[trace.MAX_ITERATIONS],
+            user_message=scope[trace.USER_MESSAGE], history=scope[trace.HISTORY],
+            tool_results=scope[trace.TOOL_RESULTS], activated=scope[trace.ACTIVATED_SKILLS])
         rows = evaluate_injections(spec.injections, ctx)
         rows.extend(self._recall_rows(scope))
         active = [row["id"] for row in rows if row["fired"]]
-        scope["context_evaluation"] = rows
-        scope["active_injections"] = active
+        scope[trace.CONTEXT_EVALUATION] = rows
+        scope[trace.ACTIVE_INJECTIONS] = active
         if spec.skip_step is not None:
             self._rekey_steps(scope)
         _emit(scope, "context.evaluated", {
@@ -136,22 +137,22 @@ class _Stages(MemoryStages, ToolBatchStages):
 
     def _rekey_steps(self, scope: Scope) -> None:
         """The procedure follows the most recently activated skill, restarting when it changes."""
-        activated = scope["activated_skills"]
+        activated = scope[trace.ACTIVATED_SKILLS]
         tenant = activated[-1] if activated else None
         steps = self.spec.steps_of(tenant)
-        pointer = scope.get("skill_steps")
+        pointer = scope.get(trace.SKILL_STEPS)
         if steps and (pointer is None or pointer["skill"] != tenant):
-            scope["skill_steps"] = {"skill": tenant, "step": 1, "total": len(steps),
+            scope[trace.SKILL_STEPS] = {"skill": tenant, "step": 1, "total": len(steps),
                                     "skipped": [], "nudged": False}
         elif not steps and pointer is not None:
-            del scope["skill_steps"]
+            del scope[trace.SKILL_STEPS]
 
     def _active(self, scope: Scope) -> list[Injection]:
-        ids = set(scope["active_injections"])
+        ids = set(scope[trace.ACTIVE_INJECTIONS])
         active = [i for i in self.spec.injections if i.id in ids]
         for key, memory, piece in self._recall_pieces(scope):
             if key in ids:
-                recall = scope.get(f"memory_recall_{memory.id}") or {}
+                recall = scope.get(trace.MEMORY_RECALL.of(memory.id)) or {}
                 active.append(Injection(id=key, flavor=recall.get("flavor", "memory"),
                                         trigger=Trigger("always"), system=piece["text"],
                                         description=memory.description))
@@ -159,35 +160,35 @@ class _Stages(MemoryStages, ToolBatchStages):
 
     def system_slot(self, scope: Scope) -> None:
         spec = self.spec
-        if spec.react_mode == "classic" and scope["iteration"] > 1:
+        if spec.react_mode == "classic" and scope[trace.ITERATION] > 1:
             return
         text, rows = compose_system(spec.system, spec.system_cache, self._active(scope))
-        scope["system_prompt"] = text
+        scope[trace.SYSTEM_PROMPT] = text
         if spec.tracks_context:
-            scope["system_slot"] = rows
+            scope[trace.SYSTEM_SLOT] = rows
             self._landed(scope, rows, "system")
 
     def messages_slot(self, scope: Scope) -> None:
         """The messages slot is the history; injected messages are delivered into it here."""
         spec = self.spec
-        history = scope["history"]
+        history = scope[trace.HISTORY]
         if not spec.delivers_messages:
             return
         pending = [(i.id, i.flavor, i.messages) for i in self._active(scope) if i.messages]
-        ledger = set(scope.get("delivered_keys") or ()) | keys_in_window(history)
+        ledger = set(scope.get(trace.DELIVERED_KEYS) or ()) | keys_in_window(history)
         before = len(ledger)
-        delivered, deferred = deliver(pending, history, ledger, scope["iteration"])
+        delivered, deferred = deliver(pending, history, ledger, scope[trace.ITERATION])
         if delivered:
-            scope["history"] = history
+            scope[trace.HISTORY] = history
             for row in delivered:
                 _emit(scope, "context.injected", {
                     "injection_id": row["injection_id"], "slot": "messages",
                     "trigger": self._trigger(row["injection_id"]),
-                    "iteration": scope["iteration"]})
+                    "iteration": scope[trace.ITERATION]})
         if len(ledger) != before:
-            scope["delivered_keys"] = sorted(ledger)
-        scope["messages_delivery"] = {"iteration": scope["iteration"], "delivered": delivered,
-                                      "deferred": deferred}
+            scope[trace.DELIVERED_KEYS] = sorted(ledger)
+        scope[trace.MESSAGES_DELIVERY] = {"iteration": scope[trace.ITERATION],
+                                          "delivered": delivered, "deferred": deferred}
 
     async def window(self, scope: Scope) -> None:
         """Choose which part of ``history`` this call is sent; record it and what left.
@@ -197,19 +198,19 @@ class _Stages(MemoryStages, ToolBatchStages):
         """
         strategy = self.spec.window
         assert strategy is not None
-        iteration = scope["iteration"]
-        plan = await strategy.plan(scope["history"], turn=scope["turn"],
-                                   previous=scope.get("window"))
+        iteration = scope[trace.ITERATION]
+        plan = await strategy.plan(scope[trace.HISTORY], turn=scope[trace.TURN],
+                                   previous=scope.get(trace.WINDOW))
         if self.spec.act is not None and self.spec.act.at("window"):
             from .window import plan_for
 
             chosen = await self.spec.act.judge_window(
                 scope, list(plan.kept), [dict(e) for e in plan.evicted], strategy.name)
             if chosen is not None:
-                plan = plan_for(scope["history"], chosen, plan, turn=scope["turn"])
-        scope["window"] = plan.to_state(strategy.name, iteration)
+                plan = plan_for(scope[trace.HISTORY], chosen, plan, turn=scope[trace.TURN])
+        scope[trace.WINDOW] = plan.to_state(strategy.name, iteration)
         evicted = [dict(e) for e in plan.evicted]
-        scope["window_evicted"] = [*(scope.get("window_evicted") or ()), {
+        scope[trace.WINDOW_EVICTED] = [*(scope.get(trace.WINDOW_EVICTED) or ()), {
             "iteration": iteration, "strategy": strategy.name, "evicted": evicted}]
         if evicted:
             _emit(scope, "context.evicted", {
@@ -218,32 +219,32 @@ class _Stages(MemoryStages, ToolBatchStages):
 
     def tools_slot(self, scope: Scope) -> None:
         spec = self.spec
-        if scope.get("wrap_up_asked"):  # the wrap-up call is made without tools
-            scope["tool_schemas"] = []
+        if scope.get(trace.WRAP_UP_ASKED):  # the wrap-up call is made without tools
+            scope[trace.TOOL_SCHEMAS] = []
             if spec.tracks_context:
-                scope["tools_slot"] = []
+                scope[trace.TOOLS_SLOT] = []
             return
-        if spec.react_mode == "classic" and scope["iteration"] > 1:
+        if spec.react_mode == "classic" and scope[trace.ITERATION] > 1:
             return
         if not spec.with_tools:
-            scope["tool_schemas"] = []
+            scope[trace.TOOL_SCHEMAS] = []
             return
         if not spec.injections:
-            scope["tool_schemas"] = spec.registry.schemas()
+            scope[trace.TOOL_SCHEMAS] = spec.registry.schemas()
             return
         schemas, rows = compose_tools(spec.static_tools, spec.read_skill, spec.skills,
                                       self._active(scope))
-        pointer = scope.get("skill_steps") if spec.skip_step is not None else None
+        pointer = scope.get(trace.SKILL_STEPS) if spec.skip_step is not None else None
         if pointer is not None and pointer["step"] <= pointer["total"]:
             schemas, rows = self._narrow_to_step(schemas, rows, pointer)
-        scope["tool_schemas"] = schemas
-        scope["tools_slot"] = rows
+        scope[trace.TOOL_SCHEMAS] = schemas
+        scope[trace.TOOLS_SLOT] = rows
         landed = {row["source"] for row in rows} - {"static", "read_skill"}
         for injection in self._active(scope):
             if injection.id in landed:
                 _emit(scope, "context.injected", {
                     "injection_id": injection.id, "slot": "tools",
-                    "trigger": injection.trigger.describe(), "iteration": scope["iteration"]})
+                    "trigger": injection.trigger.describe(), "iteration": scope[trace.ITERATION]})
 
     def _narrow_to_step(self, schemas: list[Any], rows: list[dict[str, Any]],
                         pointer: dict[str, Any]) -> tuple[list[Any], list[dict[str, Any]]]:
@@ -273,7 +274,7 @@ class _Stages(MemoryStages, ToolBatchStages):
         for injection in self.spec.injections:
             if injection.id == injection_id:
                 return injection.trigger.describe()
-        if injection_id.startswith("memory:"):
+        if trace.MEMORY_INJECTION.matches(injection_id):
             return "memory recall"
         return "base"
 
@@ -282,18 +283,18 @@ class _Stages(MemoryStages, ToolBatchStages):
             if row["source"] != "base":
                 _emit(scope, "context.injected", {
                     "injection_id": row["source"], "slot": slot,
-                    "trigger": self._trigger(row["source"]), "iteration": scope["iteration"]})
+                    "trigger": self._trigger(row["source"]), "iteration": scope[trace.ITERATION]})
 
     async def call_llm(self, scope: Scope) -> None:
         spec = self.spec
-        iteration = scope["iteration"]
-        system = scope.get("system_prompt") or None
-        history = scope["history"]
+        iteration = scope[trace.ITERATION]
+        system = scope.get(trace.SYSTEM_PROMPT) or None
+        history = scope[trace.HISTORY]
         if spec.window is not None:
             from .window import windowed_messages
 
-            history = windowed_messages(history, scope["window"])
-        tools = [] if scope.get("wrap_up_asked") else scope.get("tool_schemas") or []
+            history = windowed_messages(history, scope[trace.WINDOW])
+        tools = [] if scope.get(trace.WRAP_UP_ASKED) else scope.get(trace.TOOL_SCHEMAS) or []
         request = LLMRequest.model_construct(
             model=spec.model, messages=wire_messages(history), system=system, tools=tools,
             temperature=spec.temperature, max_tokens=spec.max_tokens, stop=None,
@@ -304,11 +305,11 @@ class _Stages(MemoryStages, ToolBatchStages):
             "system_prompt_chars": len(system or ""), "messages_count": len(history),
             "tools_count": len(tools)})
         response = await self._call(scope, request, iteration)
-        scope["llm_content"] = response.content
-        scope["llm_tool_calls"] = [dict(c) for c in response.tool_calls]
-        scope["stop_reason"] = response.stop_reason
-        scope["input_tokens"] = scope["input_tokens"] + response.usage.input
-        scope["output_tokens"] = scope["output_tokens"] + response.usage.output
+        scope[trace.LLM_CONTENT] = response.content
+        scope[trace.LLM_TOOL_CALLS] = [dict(c) for c in response.tool_calls]
+        scope[trace.STOP_REASON] = response.stop_reason
+        scope[trace.INPUT_TOKENS] = scope[trace.INPUT_TOKENS] + response.usage.input
+        scope[trace.OUTPUT_TOKENS] = scope[trace.OUTPUT_TOKENS] + response.usage.output
         _emit(scope, "stream.llm_end", {
             "iteration": iteration, "content": response.content,
             "tool_call_count": len(response.tool_calls),
@@ -345,17 +346,17 @@ class _Stages(MemoryStages, ToolBatchStages):
 
     def route(self, scope: Scope) -> Decision:
         spec = self.spec
-        iteration = scope["iteration"]
-        calls = scope["llm_tool_calls"]
-        limit = scope["max_iterations"]
-        wrapped = bool(scope.get("wrap_up_asked"))
+        iteration = scope[trace.ITERATION]
+        calls = scope[trace.LLM_TOOL_CALLS]
+        limit = scope[trace.MAX_ITERATIONS]
+        wrapped = bool(scope.get(trace.WRAP_UP_ASKED))
         out_of_budget = iteration >= limit
         chosen = "tool-calls" if calls and not out_of_budget else "final"
         rationale = ("the model asked for tools" if chosen == "tool-calls"
                      else "the model answered")
         if chosen == "final" and calls and out_of_budget and not wrapped:
             wrap = spec.wrap_up and bool(spec.registry) and not wrapped
-            scope["stopped_early"] = "max-iterations"
+            scope[trace.STOPPED_EARLY] = "max-iterations"
             _emit(scope, "agent.budget_exhausted", {
                 "reason": "max-iterations", "iteration": iteration, "limit": limit,
                 "pending_tool_calls": len(calls),
@@ -364,7 +365,7 @@ class _Stages(MemoryStages, ToolBatchStages):
                 chosen, rationale = "wrap-up", "the iteration budget ran out with tools pending"
             else:
                 rationale = "the iteration budget ran out"
-        pointer = scope.get("skill_steps") if spec.skip_step is not None else None
+        pointer = scope.get(trace.SKILL_STEPS) if spec.skip_step is not None else None
         if (chosen == "final" and not calls and pointer is not None
                 and pointer["step"] <= pointer["total"]):
             if not pointer["nudged"]:
@@ -385,46 +386,46 @@ class _Stages(MemoryStages, ToolBatchStages):
 
     def step_nudge(self, scope: Scope) -> None:
         """The model answered with steps left: keep its answer and remind it once."""
-        iteration = scope["iteration"]
-        pointer = scope["skill_steps"]
+        iteration = scope[trace.ITERATION]
+        pointer = scope[trace.SKILL_STEPS]
         steps = self.spec.steps_of(pointer["skill"])
-        history: list[Message] = scope["history"]
-        history.append({"role": "assistant", "content": scope.get("llm_content") or ""})
+        history: list[Message] = scope[trace.HISTORY]
+        history.append({"role": "assistant", "content": scope.get(trace.LLM_CONTENT) or ""})
         history.append({"role": "user", "injected_by": "step-nudge", "content": (
             f"The {pointer['skill']} procedure is not finished. "
             f"{step_sentence(steps, pointer['step'])} Continue with it, or call skip_step "
             "with a reason.")})
-        scope["history"] = history
-        scope["skill_steps"] = {**pointer, "nudged": True}
-        scope["iteration"] = iteration + 1
+        scope[trace.HISTORY] = history
+        scope[trace.SKILL_STEPS] = {**pointer, "nudged": True}
+        scope[trace.ITERATION] = iteration + 1
         _emit(scope, "agent.iteration_end", {"iteration": iteration, "tool_call_count": 0})
 
     def wrap_up(self, scope: Scope) -> None:
-        iteration = scope["iteration"]
-        history: list[Message] = scope["history"]
+        iteration = scope[trace.ITERATION]
+        history: list[Message] = scope[trace.HISTORY]
         history.append({"role": "user", "content": WRAP_UP_INSTRUCTION, "injected_by": "wrap-up"})
-        scope["history"] = history
-        scope["wrap_up_asked"] = True
-        scope["iteration"] = iteration + 1
+        scope[trace.HISTORY] = history
+        scope[trace.WRAP_UP_ASKED] = True
+        scope[trace.ITERATION] = iteration + 1
         _emit(scope, "agent.iteration_end", {"iteration": iteration, "tool_call_count": 0})
 
     def finalize(self, scope: Scope) -> str:
-        return self._finalize(scope, scope.get("llm_content") or "")
+        return self._finalize(scope, scope.get(trace.LLM_CONTENT) or "")
 
     async def finalize_judged(self, scope: Scope) -> str:
         """Finalize with the answer the output rules let through ("" when withheld)."""
         assert self.spec.act is not None
         return self._finalize(scope, await self.spec.act.judge_output(
-            scope, scope.get("llm_content") or ""))
+            scope, scope.get(trace.LLM_CONTENT) or ""))
 
     def _finalize(self, scope: Scope, content: str) -> str:
-        iteration = scope["iteration"]
-        scope["final_content"] = content
+        iteration = scope[trace.ITERATION]
+        scope[trace.FINAL_CONTENT] = content
         if self.spec.memories:
-            scope["new_messages"] = [{"role": "user", "content": scope["user_message"]},
+            scope[trace.NEW_MESSAGES] = [{"role": "user", "content": scope[trace.USER_MESSAGE]},
                                      {"role": "assistant", "content": content}]
             if any(m.type == "causal" for m in self.spec.memories):
-                scope["run_evidence"] = self._run_evidence(scope, iteration)
+                scope[trace.RUN_EVIDENCE] = self._run_evidence(scope, iteration)
         _emit(scope, "agent.iteration_end", {"iteration": iteration, "tool_call_count": 0})
         emit_turn_end(scope, content)
         return str(content)
@@ -436,41 +437,41 @@ def build_agent_chart(spec: AgentSpec, *, name: str = "Agent") -> Chart:
     builder = mount_memories(
         flow_chart("Seed", stages.seed_judged if spec.act and spec.act.at("input") else
                    stages.seed_with_memory if spec.memories else stages.seed,
-                   id="seed", description="Seed the turn"), spec,
+                   id=trace.SEED, description="Seed the turn"), spec,
         side="read")
     builder = (
-        builder.then("Injections", stages.injections, id="injections",
+        builder.then("Injections", stages.injections, id=trace.INJECTIONS,
               description="Evaluate the context injections")
-        .then("SystemSlot", stages.system_slot, id="system_slot",
+        .then("SystemSlot", stages.system_slot, id=trace.SYSTEM_SLOT_STAGE,
               description="Assemble the system prompt")
-        .then("MessagesSlot", stages.messages_slot, id="messages_slot",
+        .then("MessagesSlot", stages.messages_slot, id=trace.MESSAGES_SLOT,
               description="Assemble the messages")
     )
     if spec.window is not None:
-        builder = builder.then("Window", stages.window, id="window",
+        builder = builder.then("Window", stages.window, id=trace.WINDOW_STAGE,
                                description="Choose the part of the history the model is sent")
     builder = (
-        builder.then("ToolsSlot", stages.tools_slot, id="tools_slot",
+        builder.then("ToolsSlot", stages.tools_slot, id=trace.TOOLS_SLOT_STAGE,
               description="Assemble the tool list")
-        .then("CallLLM", stages.call_llm, id="call_llm", description="Call the model")
+        .then("CallLLM", stages.call_llm, id=trace.CALL_LLM, description="Call the model")
     )
     if not spec.with_tools:
-        return builder.then("Finalize", stages.finalize, id="finalize",
+        return builder.then("Finalize", stages.finalize, id=trace.FINALIZE,
                             description="Hand back the answer").build(description=name)
     route: Callable[[Scope], Decision] = stages.route
     routed = (
-        builder.decide("Route", route, id="route", description="Route on the model's answer")
-        .branch("tool-calls", "ToolCalls", stages.tool_calls, id="tool_calls",
+        builder.decide("Route", route, id=trace.ROUTE, description="Route on the model's answer")
+        .branch("tool-calls", "ToolCalls", stages.tool_calls, id=trace.TOOL_CALLS,
                 description="Run the requested tools", loop_to="injections",
                 resume=stages.tool_calls_resume)
-        .branch("wrap-up", "WrapUp", stages.wrap_up, id="wrap_up",
+        .branch("wrap-up", "WrapUp", stages.wrap_up, id=trace.WRAP_UP,
                 description="Ask for an answer without tools", loop_to="injections")
-        .branch("step-nudge", "StepNudge", stages.step_nudge, id="step_nudge",
+        .branch("step-nudge", "StepNudge", stages.step_nudge, id=trace.STEP_NUDGE,
                 description="Remind the model of the unfinished procedure", loop_to="injections")
         .branch("final", "Finalize",
                 stages.finalize_judged if spec.act and spec.act.at("output")
                 else stages.finalize,
-                id="finalize",
+                id=trace.FINALIZE,
                 description="Hand back the answer")
         .end()
     )

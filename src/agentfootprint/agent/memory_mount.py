@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..flow import Scope
 from ..flow.builder import FlowBuilder
+from ..runs import trace
 from .spec import AgentSpec
 
 __all__ = ["MemoryStages", "mount_memories"]
@@ -33,12 +34,12 @@ class MemoryStages:
 
     async def seed_with_memory(self, scope: Scope) -> None:
         """Seed, with the turn resolved once over the memories' stores (seed 000)."""
-        resumed = scope.args.get("resume_state")
+        resumed = scope.args.get(trace.RESUME_STATE)
         if resumed is not None:  # a replay keeps the turn it already claimed
             from ..memory.stages import identity_record
 
-            scope["identity"] = identity_record(scope.args["identity"])
-            self._seed(scope, int(resumed["turn"]))
+            scope[trace.IDENTITY] = identity_record(scope.args[trace.IDENTITY])
+            self._seed(scope, int(resumed[trace.TURN]))
             return
         self._seed(scope, await self._resolve_turn(scope, self._host_turn(scope)))
 
@@ -47,8 +48,8 @@ class MemoryStages:
         from ..memory.stages import identity_record
         from ..memory.turn import resolve_turn_number
 
-        identity = scope.args["identity"]
-        scope["identity"] = identity_record(identity)
+        identity = scope.args[trace.IDENTITY]
+        scope[trace.IDENTITY] = identity_record(identity)
         stores = [m.store for m in self.spec.memories if m.write is not None]
         return await resolve_turn_number(stores=stores, identity=identity, host_turn=host_turn)
 
@@ -60,7 +61,7 @@ class MemoryStages:
         """
         out = []
         for memory in self.spec.memories:
-            recall = scope.get(f"memory_recall_{memory.id}") or {}
+            recall = scope.get(trace.MEMORY_RECALL.of(memory.id)) or {}
             for piece in recall.get("pieces") or ():
                 ids = piece.get("entry_ids") or []
                 key = (f"{memory.injection_id}#{ids[0]}" if len(ids) == 1
@@ -77,7 +78,7 @@ class MemoryStages:
         rows = []
         pieces = self._recall_pieces(scope)
         for memory in self.spec.memories:
-            recall = scope.get(f"memory_recall_{memory.id}") or {}
+            recall = scope.get(trace.MEMORY_RECALL.of(memory.id)) or {}
             flavor = recall.get("flavor", "memory")
             floor = recall.get("threshold")
             mine = [(key, piece) for key, owner, piece in pieces if owner is memory]
@@ -115,7 +116,7 @@ class MemoryStages:
     def _run_evidence(self, scope: Scope, iteration: int) -> dict[str, Any]:
         """What a causal snapshot keeps of this turn: tool calls, route choices, cost."""
         calls: dict[str, dict[str, Any]] = {}
-        for message in scope["history"]:
+        for message in scope[trace.HISTORY]:
             for call in message.get("tool_calls") or ():
                 calls[call["id"]] = {"name": call["name"], "args": call.get("args") or {},
                                      "result_preview": "", "errored": False}
@@ -124,8 +125,8 @@ class MemoryStages:
                 calls[message["tool_call_id"]]["result_preview"] = (
                     text if len(text) <= 200 else text[:199] + "…")
         return {"iterations": iteration, "tool_calls": list(calls.values()), "decisions": [],
-                "token_usage": {"input": scope["input_tokens"],
-                                "output": scope["output_tokens"]}}
+                "token_usage": {"input": scope[trace.INPUT_TOKENS],
+                                "output": scope[trace.OUTPUT_TOKENS]}}
 
 
 def mount_memories(builder: FlowBuilder, spec: AgentSpec, *,
@@ -135,18 +136,18 @@ def mount_memories(builder: FlowBuilder, spec: AgentSpec, *,
         key = memory.id
         if side == "read":
             builder = builder.subflow(
-                f"memory_read_{key}", memory.read, name=f"Recall {key}",
+                trace.MEMORY_READ.of(key), memory.read, name=f"Recall {key}",
                 description=f"Recall from memory {key!r}",
-                input=lambda s: {"identity": s["identity"], "turn": s["turn"],
-                                 "messages": s["history"]},
+                input=lambda s: {trace.IDENTITY: s[trace.IDENTITY], trace.TURN: s[trace.TURN],
+                                 trace.MESSAGES: s[trace.HISTORY]},
                 output=_recall_output(key))
         elif memory.write is not None:
             builder = builder.subflow(
-                f"memory_write_{key}", memory.write, name=f"Remember {key}",
+                trace.MEMORY_WRITE.of(key), memory.write, name=f"Remember {key}",
                 description=f"Write this turn to memory {key!r}",
-                input=lambda s: {"identity": s["identity"], "turn": s["turn"],
-                                 "new_messages": s["new_messages"],
-                                 "run_evidence": s.get("run_evidence")})
+                input=lambda s: {trace.IDENTITY: s[trace.IDENTITY], trace.TURN: s[trace.TURN],
+                                 trace.NEW_MESSAGES: s[trace.NEW_MESSAGES],
+                                 trace.RUN_EVIDENCE: s.get(trace.RUN_EVIDENCE)})
     return builder
 
 
@@ -154,10 +155,10 @@ def _recall_output(key: str) -> Callable[[Any], dict[str, Any]]:
     """Lift a memory read's recall (and its retrieval evidence) into the agent's state."""
 
     def output(inner: Any) -> dict[str, Any]:
-        lifted = {f"memory_recall_{key}": inner.get("recall")
+        lifted = {trace.MEMORY_RECALL.of(key): inner.get(trace.RECALL)
                   or {"text": "", "entry_ids": [], "turns": []}}
-        if "retrieved" in inner:
-            lifted[f"memory_retrieved_{key}"] = inner["retrieved"]
+        if trace.RETRIEVED in inner:
+            lifted[trace.MEMORY_RETRIEVED.of(key)] = inner[trace.RETRIEVED]
         return lifted
 
     return output

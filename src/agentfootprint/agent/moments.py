@@ -68,6 +68,7 @@ from ..errors import ConfigurationError
 from ..events.catalogue import PREFIX
 from ..flow import Scope
 from ..providers.base import Message, ToolCall
+from ..runs import trace
 from ..tools.registry import ToolOutcome
 from .permissions import PermissionChecker, PermissionRequest, check_permission
 from .spec import emit_turn_end
@@ -90,7 +91,7 @@ __all__ = [
     "deny",
 ]
 
-LEDGER = "act_ledger"
+LEDGER = trace.ACT_LEDGER
 """The run-state key holding every act() and permission decision of the run."""
 
 Moment = Literal["input", "before_tool", "after_tool", "window", "output"]
@@ -304,39 +305,39 @@ class ActRules:
 
     async def judge_input(self, scope: Scope) -> None:
         """Run the input rules over the user's message (Seed has put it last in history)."""
-        history: list[Message] = scope["history"]
-        message = scope["user_message"]
+        history: list[Message] = scope[trace.HISTORY]
+        message = scope[trace.USER_MESSAGE]
         judged = await self._chain(
             scope, "input", message, str,
             lambda value: InputContext(message=value, history=tuple(history[:-1])),
             iteration=0)
         if judged.refusal is not None:
-            scope["history"] = history[:-1]
-            scope["final_content"] = ""
-            scope["stopped_early"] = "input-denied"
+            scope[trace.HISTORY] = history[:-1]
+            scope[trace.FINAL_CONTENT] = ""
+            scope[trace.STOPPED_EARLY] = "input-denied"
             emit_turn_end(scope, "")
             scope.break_("input-denied")
         elif judged.value != message:
-            scope["user_message"] = judged.value
-            scope["history"] = [*history[:-1], {**history[-1], "content": judged.value}]
+            scope[trace.USER_MESSAGE] = judged.value
+            scope[trace.HISTORY] = [*history[:-1], {**history[-1], "content": judged.value}]
 
     async def judge_output(self, scope: Scope, content: str) -> str:
         """The answer to hand back: ``content``, its replacement, or "" when withheld."""
-        history: list[Message] = scope["history"]
-        iteration = scope["iteration"]
+        history: list[Message] = scope[trace.HISTORY]
+        iteration = scope[trace.ITERATION]
         judged = await self._chain(
             scope, "output", content, str,
             lambda value: OutputContext(content=value, iteration=iteration,
                                         history=tuple(history)),
             iteration=iteration)
         if judged.refusal is not None:
-            scope["stopped_early"] = "output-denied"
+            scope[trace.STOPPED_EARLY] = "output-denied"
             return ""
         return str(judged.value)
 
     async def gate_call(self, scope: Scope, call: ToolCall, iteration: int) -> GatedCall:
         """Steps 2–3 of the dispatch order: the permission gate, then the before_tool rules."""
-        history: list[Message] = scope["history"]
+        history: list[Message] = scope[trace.HISTORY]
         args = dict(call.get("args") or {})
         if self.permissions is not None:
             verdict = await check_permission(self.permissions, PermissionRequest(
@@ -345,7 +346,7 @@ class ActRules:
             scope.emit(PREFIX + "permission.check", verdict.event)
             if verdict.refusal is not None:
                 if verdict.halted:
-                    scope["permission_halt"] = {
+                    scope[trace.PERMISSION_HALT] = {
                         "target": call["name"], "tool_call_id": call["id"],
                         "iteration": iteration, "rule_id": verdict.event.get("policy_rule_id"),
                         "reason": verdict.event.get("reason"), "tell_model": verdict.refusal}
@@ -377,8 +378,8 @@ class ActRules:
         A denial returns every index (nothing is left out); a replacement must be a list of
         history indices (checked here; units are restored by the caller).
         """
-        iteration = scope["iteration"]
-        history: list[Message] = scope["history"]
+        iteration = scope[trace.ITERATION]
+        history: list[Message] = scope[trace.HISTORY]
         judged = await self._chain(
             scope, "window", kept, list,
             lambda value: WindowContext(kept=tuple(value), evicted=tuple(evicted),
@@ -398,7 +399,7 @@ class ActRules:
         rules = self.at("after_tool")
         if not rules or outcome.status not in ("success", "error"):
             return outcome
-        history: list[Message] = scope["history"]
+        history: list[Message] = scope[trace.HISTORY]
         judged = await self._chain(
             scope, "after_tool", outcome.content, None,
             lambda value: ToolResultContext(

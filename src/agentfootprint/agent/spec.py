@@ -14,6 +14,7 @@ from ..events.catalogue import PREFIX
 from ..events.dispatcher import EventDispatcher
 from ..flow import Scope
 from ..providers.base import Provider
+from ..runs import trace
 from ..tools.registry import ToolRegistry
 from ..tools.tool import Tool
 
@@ -79,6 +80,7 @@ def emit(scope: Scope, name: str, payload: dict[str, Any]) -> None:
 def emit_turn_end(scope: Scope, content: str) -> None:
     """``agent.turn_end``: every turn that ends says so, answered or stopped by a rule."""
     emit(scope, "agent.turn_end", {
-        "turn": scope["turn"], "content": content, "iterations": scope.get("iteration") or 0,
-        "input_tokens": scope["input_tokens"], "output_tokens": scope["output_tokens"],
-        "stopped_early": scope.get("stopped_early")})
+        "turn": scope[trace.TURN], "content": content,
+        "iterations": scope.get(trace.ITERATION) or 0,
+        "input_tokens": scope[trace.INPUT_TOKENS], "output_tokens": scope[trace.OUTPUT_TOKENS],
+        "stopped_early": scope.get(trace.STOPPED_EARLY)})

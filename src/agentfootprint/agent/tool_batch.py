@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..context.skills import READ_SKILL, SKIP_STEP, step_sentence
 from ..flow import Pause, Scope, pause
 from ..providers.base import Message, ToolCall
+from ..runs import trace
 from ..tools.pause import PauseRequest
 from ..tools.registry import ToolOutcome, result_text
 from ..tools.tool import ToolContext
@@ -36,10 +37,10 @@ class ToolBatchStages:
     spec: AgentSpec
 
     async def tool_calls(self, scope: Scope) -> Pause | None:
-        iteration = scope["iteration"]
-        calls: list[ToolCall] = scope["llm_tool_calls"]
-        history: list[Message] = scope["history"]
-        history.append({"role": "assistant", "content": scope.get("llm_content") or "",
+        iteration = scope[trace.ITERATION]
+        calls: list[ToolCall] = scope[trace.LLM_TOOL_CALLS]
+        history: list[Message] = scope[trace.HISTORY]
+        history.append({"role": "assistant", "content": scope.get(trace.LLM_CONTENT) or "",
                         "tool_calls": calls})
         return await self._run_batch(scope, calls, 0, [], history, iteration)
 
@@ -49,11 +50,11 @@ class ToolBatchStages:
         Siblings after a paused call never run before the pause is answered; on resume they
         run in their original order, so every call still gets exactly one result.
         """
-        pending = scope["paused_tool_batch"]
+        pending = scope[trace.PAUSED_TOOL_BATCH]
         calls: list[ToolCall] = pending["calls"]
         index, iteration = pending["index"], pending["iteration"]
         results: list[dict[str, Any]] = list(pending["results"])
-        history: list[Message] = scope["history"]
+        history: list[Message] = scope[trace.HISTORY]
         call = calls[index]
         if pending["kind"] == "check_in":
             verdict = answer if isinstance(answer, dict) else {}
@@ -71,7 +72,7 @@ class ToolBatchStages:
                                       error=True, status="declined")
         else:
             outcome = ToolOutcome(answer if isinstance(answer, str) else result_text(answer))
-        del scope["paused_tool_batch"]
+        del scope[trace.PAUSED_TOOL_BATCH]
         self._settle(scope, call, outcome, results, history, iteration)
         return await self._run_batch(scope, calls, index + 1, results, history, iteration)
 
@@ -107,9 +108,9 @@ class ToolBatchStages:
             if gated is not None and gated.halted:
                 self._halt(scope, calls, results, history, iteration)
                 break
-        scope["history"] = history
-        scope["tool_results"] = results
-        scope["iteration"] = iteration + 1
+        scope[trace.HISTORY] = history
+        scope[trace.TOOL_RESULTS] = results
+        scope[trace.ITERATION] = iteration + 1
         _emit(scope, "agent.iteration_end", {"iteration": iteration,
                                              "tool_call_count": len(calls)})
         return None
@@ -131,9 +132,9 @@ class ToolBatchStages:
                         "status": outcome.status})
         if call["name"] == READ_SKILL and outcome.status == "success" and spec.skills:
             skill_id = (call.get("args") or {}).get("id")
-            activated = scope["activated_skills"]
+            activated = scope[trace.ACTIVATED_SKILLS]
             if skill_id in {s.id for s in spec.skills} and skill_id not in activated:
-                scope["activated_skills"] = [*activated, skill_id]
+                scope[trace.ACTIVATED_SKILLS] = [*activated, skill_id]
                 _emit(scope, "skill.activated", {"skill_id": skill_id,
                                                  "iteration": iteration})
 
@@ -153,8 +154,8 @@ class ToolBatchStages:
                results: list[dict[str, Any]], history: list[Message], iteration: int,
                kind: str, data: Any) -> Pause:
         call = calls[index]
-        scope["history"] = history
-        scope["paused_tool_batch"] = {"calls": calls, "index": index, "results": results,
+        scope[trace.HISTORY] = history
+        scope[trace.PAUSED_TOOL_BATCH] = {"calls": calls, "index": index, "results": results,
                                       "iteration": iteration, "kind": kind}
         payload = {"kind": kind, "tool_name": call["name"], "tool_call_id": call["id"],
                    "iteration": iteration, "data": data}
@@ -169,13 +170,13 @@ class ToolBatchStages:
         found = self.spec.registry.tools[call["name"]]
         args = call.get("args") or {}
         choice = f"{call['name']} {json.dumps(args, ensure_ascii=False, sort_keys=True)}"
-        system = scope.get("system_prompt") or ""
+        system = scope.get(trace.SYSTEM_PROMPT) or ""
         consumed = []
-        for row in scope.get("system_slot") or ():
+        for row in scope.get(trace.SYSTEM_SLOT) or ():
             if row["source"] != "base":
                 consumed.append({"id": row["source"], "flavor": row["flavor"],
                                  "slot": "system", "text": system[row["start"]:row["end"]]})
-        for message in scope["history"]:
+        for message in scope[trace.HISTORY]:
             if message["role"] == "tool":
                 consumed.append({"id": message.get("tool_name") or "tool", "flavor": "tool",
                                  "slot": "messages", "text": str(message["content"])})
@@ -188,12 +189,12 @@ class ToolBatchStages:
               "tier": "proxy"} for c, score in zip(consumed, scores, strict=True) if score > 0),
             key=lambda d: (-d["score"], d["id"]))
         trail = [{"iteration": r["iteration"], "chosen": r.get("chosen")}
-                 for r in scope.get("route_trail") or ()]
+                 for r in scope.get(trace.ROUTE_TRAIL) or ()]
         return {
             "will_do": {"tool": call["name"], "description": found.description, "args": args},
             "context_consumed": [{k: v for k, v in c.items() if k != "text"} for c in consumed],
             "drivers": drivers[:5],
-            "trail": trail or [{"iteration": scope["iteration"], "chosen": "tool-calls"}],
+            "trail": trail or [{"iteration": scope[trace.ITERATION], "chosen": "tool-calls"}],
         }
 
     async def _dispatch(self, scope: Scope, call: ToolCall, iteration: int) -> ToolOutcome:
@@ -203,7 +204,7 @@ class ToolBatchStages:
         spec = self.spec
         sent = await dispatch_script_call(
             spec.registry, call, ToolContext(call["id"], iteration, scope.run_id), scope,
-            turn=scope["turn"])
+            turn=scope[trace.TURN])
         outcome = sent.outcome
         if sent.code_run is not None:
             _emit(scope, "tools.code_run", sent.code_run)
@@ -225,17 +226,17 @@ class ToolBatchStages:
                                 "tool_name": call["name"], "content": (
                                     "Not run: the run was stopped by policy before this "
                                     "call.")})
-        halt = scope["permission_halt"]
+        halt = scope[trace.PERMISSION_HALT]
         _emit(scope, "permission.halt", {**halt, "sequence_length": len(answered)})
-        scope["stopped_early"] = "permission-halt"
-        scope["final_content"] = ""
+        scope[trace.STOPPED_EARLY] = "permission-halt"
+        scope[trace.FINAL_CONTENT] = ""
         emit_turn_end(scope, "")
         scope.break_("permission-halt")
 
     def _follow_steps(self, scope: Scope, call: ToolCall, outcome: ToolOutcome,
                       iteration: int) -> ToolOutcome:
         """Advance, skip or introduce the active skill's procedure; say so in the result."""
-        pointer = scope.get("skill_steps")
+        pointer = scope.get(trace.SKILL_STEPS)
         name = call["name"]
         if name == READ_SKILL and outcome.status == "success":
             steps = self.spec.steps_of((call.get("args") or {}).get("id"))
@@ -256,7 +257,7 @@ class ToolBatchStages:
             skipped = pointer["step"]
             pointer = {**pointer, "step": skipped + 1,
                        "skipped": [*pointer["skipped"], {"step": skipped, "reason": reason}]}
-            scope["skill_steps"] = pointer
+            scope[trace.SKILL_STEPS] = pointer
             _emit(scope, "skill.step_skipped", {"skill_id": pointer["skill"], "step": skipped,
                                                 "reason": reason, "iteration": iteration})
             return replace(outcome, content=f"Skipped step {skipped} of {pointer['total']} "
@@ -268,7 +269,7 @@ class ToolBatchStages:
             return outcome
         done = pointer["step"]
         pointer = {**pointer, "step": done + 1}
-        scope["skill_steps"] = pointer
+        scope[trace.SKILL_STEPS] = pointer
         _emit(scope, "skill.step_advanced", {"skill_id": pointer["skill"], "step": done,
                                              "completed": done == pointer["total"],
                                              "iteration": iteration})

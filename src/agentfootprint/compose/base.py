@@ -18,6 +18,7 @@ from ..errors import ConfigurationError, StageError
 from ..events.dispatcher import EventBridge, EventDispatcher
 from ..flow import Chart
 from ..flow.run import run_sync
+from ..runs import trace
 
 __all__ = ["Composition", "Input", "Runner", "mount_options"]
 
@@ -50,11 +51,11 @@ def mount_options(runner: Any, *, collect: str | None = None,
 
     def take_message(parent: Any) -> Mapping[str, Any]:
         if nested:
-            return {"message": parent["current"], "original": parent["original"]}
-        return {"message": parent["current"]}
+            return {trace.MESSAGE: parent[trace.CURRENT], trace.ORIGINAL: parent[trace.ORIGINAL]}
+        return {trace.MESSAGE: parent[trace.CURRENT]}
 
     def give_answer(inner: Any) -> Mapping[str, Any]:
-        answer = inner.get("final_content", "")
+        answer = inner.get(trace.FINAL_CONTENT, "")
         out: dict[str, Any] = {"current": answer, "final_content": answer}
         if collect is not None and key is not None:
             out = {collect: {key: answer}}
@@ -78,9 +79,9 @@ def start(scope: Any) -> None:
     ``original`` is the outermost pipeline's message, handed down to nested compositions.
     """
     if "original" not in scope.args:  # nested: it arrived as a (read-only) input
-        scope["original"] = scope.args["message"]
-    scope["current"] = scope.args["message"]
-    scope["final_content"] = scope.args["message"]
+        scope[trace.ORIGINAL] = scope.args[trace.MESSAGE]
+    scope[trace.CURRENT] = scope.args[trace.MESSAGE]
+    scope[trace.FINAL_CONTENT] = scope.args[trace.MESSAGE]
 
 
 class Composition:
@@ -111,12 +112,12 @@ class Composition:
         bridges: list[Any] = [EventBridge(d, id=f"agent-events-{i}")
                               for i, d in enumerate(self.dispatchers())]
         try:
-            flow = await self.chart.run({"message": message}, recorders=bridges,
+            flow = await self.chart.run({trace.MESSAGE: message}, recorders=bridges,
                                         timeout=timeout, run_id=run_id)
         except StageError as exc:
             raise_framework_cause(exc)
             raise
-        return RunResult(content=str(flow.state.get("final_content", "")), run_id=flow.run_id,
+        return RunResult(content=str(flow.state.get(trace.FINAL_CONTENT, "")), run_id=flow.run_id,
                          turn=1, recording=flow)
 
     def run_sync(self, message: str, **options: Any) -> RunResult:

@@ -8,6 +8,7 @@ from typing import Any
 from ..errors import ConfigurationError
 from ..flow import Decision, flow_chart
 from ..flow.values import summarize
+from ..runs import trace
 from .base import Composition, Input, check_runner, mount_options, start
 
 __all__ = ["Conditional"]
@@ -40,7 +41,7 @@ class Conditional(Composition):
         routes = [(b[0], b[1]) for b in branches]
 
         def route(scope: Any) -> Decision:
-            message, original = str(scope["current"]), str(scope["original"])
+            message, original = str(scope[trace.CURRENT]), str(scope[trace.ORIGINAL])
             rules = []
             for index, (branch_id, predicate) in enumerate(routes):
                 rule: dict[str, Any] = {"type": "function", "rule": index, "branch": branch_id,
@@ -60,7 +61,8 @@ class Conditional(Composition):
 
         self.runners = [b[2] for b in branches] + [otherwise]
         builder = (flow_chart("Start", start, id="start", description="Take the message")
-                   .decide("Route", route, id="route", description="Choose a branch"))
+                   .decide("Route", route, id="route",  # trace: own id, not the agent's
+                           description="Choose a branch"))
         for branch_id, _, runner in branches:
             builder = builder.branch(branch_id, branch_id,
                                      check_runner(runner, f"Conditional branch {branch_id!r}"),

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..flow import Decision, flow_chart
+from ..runs import trace
 from .base import Runner, check_runner
 from .pattern import Pattern, as_answer, begin, check_budget, rule, skip, wire
 
@@ -52,7 +53,7 @@ def debate(proponent: Runner, opponent: Runner, judge: Runner, *, rounds: int,
 
     def speech(speaker: str) -> dict[str, Any]:
         def message(parent: Any) -> str:
-            return debate_message(str(parent["task"]), parent.get("transcript") or [], speaker)
+            return debate_message(str(parent[trace.TASK]), parent.get("transcript") or [], speaker)
 
         def spoken(text: str) -> dict[str, Any]:
             return {"transcript": [{"speaker": speaker, "text": text}]}
@@ -60,10 +61,10 @@ def debate(proponent: Runner, opponent: Runner, judge: Runner, *, rounds: int,
         return wire(message, spoken)
 
     def number(scope: Any) -> None:
-        scope["round"] = int(scope.get("round") or 0) + 1
+        scope[trace.ROUND] = int(scope.get(trace.ROUND) or 0) + 1
 
     def again(scope: Any) -> Decision:
-        done = int(scope["round"])
+        done = int(scope[trace.ROUND])
         chosen = "next_round" if done < budget else "verdict"
         label = (f"round {done} of {budget} done" if chosen == "next_round"
                  else f"all {budget} rounds done")
@@ -81,7 +82,7 @@ def debate(proponent: Runner, opponent: Runner, judge: Runner, *, rounds: int,
         .default("verdict")
         .end()
         .subflow("judge", charts["judge"], name="Judge",
-                 **wire(lambda parent: verdict_message(str(parent["task"]),
+                 **wire(lambda parent: verdict_message(str(parent[trace.TASK]),
                                                        parent.get("transcript") or []),
                         as_answer))
         .build(description=name)

@@ -9,6 +9,7 @@ from typing import Any
 
 from ..errors import ConfigurationError
 from ..flow import Decision, flow_chart
+from ..runs import trace
 from .base import Composition, check_runner, mount_options, start
 
 __all__ = ["Loop"]
@@ -44,16 +45,16 @@ class Loop(Composition):
         def begin(scope: Any) -> None:
             start(scope)
             if max_seconds is not None:
-                scope["loop_started"] = time.monotonic()
+                scope[trace.LOOP_STARTED] = time.monotonic()
 
         def again(scope: Any) -> Decision:
-            passes = int(scope.get("passes") or 0) + 1
-            scope["passes"] = passes
-            answer = str(scope["final_content"])
+            passes = int(scope.get(trace.PASSES) or 0) + 1
+            scope[trace.PASSES] = passes
+            answer = str(scope[trace.FINAL_CONTENT])
             done = bool(until(answer)) if until is not None else False
             out_of_passes = times is not None and passes >= times
             out_of_time = (max_seconds is not None
-                           and time.monotonic() - scope["loop_started"] >= max_seconds)
+                           and time.monotonic() - scope[trace.LOOP_STARTED] >= max_seconds)
             chosen = "done" if done or out_of_passes or out_of_time else "again"
             if done:
                 label = "until() held"
@@ -68,7 +69,7 @@ class Loop(Composition):
             return Decision(chosen, {"chosen": chosen, "default": "done", "rules": [rule]})
 
         def finish(scope: Any) -> None:
-            scope["loop_finished"] = True
+            scope[trace.LOOP_FINISHED] = True
 
         self.runners = [runner]
         self.chart = (

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..errors import ConfigurationError, RunError
 from ..flow import Selection, flow_chart
+from ..runs import trace
 from .base import Runner, check_runner
 from .pattern import Pattern, as_answer, begin, call_user, check_budget, check_callable, rule, wire
 
@@ -54,7 +55,7 @@ def map_reduce(mapper: Runner, reducer: Runner | ReduceFn, *, split: Split,
     slots = [f"item-{i}" for i in range(1, limit + 1)]
 
     async def split_items(scope: Any) -> None:
-        found = await call_user(split, str(scope["task"]))
+        found = await call_user(split, str(scope[trace.TASK]))
         items = list(found) if isinstance(found, Iterable) and not isinstance(found, str) \
             else None
         if items is None or not all(isinstance(item, str) for item in items):
@@ -65,29 +66,29 @@ def map_reduce(mapper: Runner, reducer: Runner | ReduceFn, *, split: Split,
         if len(items) > limit:
             raise RunError(f"{where} split() returned {len(items)} items, more than "
                            f"max_items={limit}; raise max_items= or split into fewer items")
-        scope["items"] = items
+        scope[trace.ITEMS] = items
 
     def fan_out(scope: Any) -> Selection:
-        items = list(scope["items"])
+        items = list(scope[trace.ITEMS])
         chosen = tuple(slots[: len(items)])
         rules = [rule(i, slot, f"item {i + 1} of {len(items)}", True, item=items[i])
                  for i, slot in enumerate(chosen)]
         return Selection(chosen, {"rules": rules})
 
     def item_wiring(index: int) -> dict[str, Any]:
-        return wire(lambda parent: str(parent["items"][index]),
-                    lambda text: {f"mapped:{slots[index]}": text})
+        return wire(lambda parent: str(parent[trace.ITEMS][index]),
+                    lambda text: {trace.MAPPED_OF.of(slots[index]): text})
 
     async def gather(scope: Any) -> None:
-        count = len(scope["items"])
-        mapped = [str(scope[f"mapped:{slot}"]) for slot in slots[:count]]
-        scope["mapped"] = mapped
+        count = len(scope[trace.ITEMS])
+        mapped = [str(scope[trace.MAPPED_OF.of(slot)]) for slot in slots[:count]]
+        scope[trace.MAPPED] = mapped
         if reduce_fn is not None:
             reduced = str(await call_user(reduce_fn, mapped))
-            scope["current"] = reduced
-            scope["final_content"] = reduced
+            scope[trace.CURRENT] = reduced
+            scope[trace.FINAL_CONTENT] = reduced
         else:
-            scope["current"] = reduce_message(mapped)
+            scope[trace.CURRENT] = reduce_message(mapped)
 
     builder = (flow_chart("Start", begin, id="start", description="Take the input")
                .then("Split", split_items, id="split", description="Split the input into items")
@@ -101,6 +102,6 @@ def map_reduce(mapper: Runner, reducer: Runner | ReduceFn, *, split: Split,
     runners: list[Any] = [mapper]
     if reducer_chart is not None:
         flow = flow.subflow("reducer", reducer_chart, name="Reducer",
-                            **wire(lambda parent: str(parent["current"]), as_answer))
+                            **wire(lambda parent: str(parent[trace.CURRENT]), as_answer))
         runners.append(reducer)
     return Pattern(kind="MapReduce", chart=flow.build(description=name), runners=runners)

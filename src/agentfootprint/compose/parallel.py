@@ -8,6 +8,7 @@ from typing import Any
 
 from ..errors import ConfigurationError
 from ..flow import flow_chart
+from ..runs import trace
 from .base import Composition, check_runner, mount_options, start
 
 __all__ = ["Parallel"]
@@ -40,13 +41,13 @@ class Parallel(Composition):
         order = list(ids)
 
         async def merge_answers(scope: Any) -> None:
-            outputs = scope.get("outputs") or {}
+            outputs = scope.get(trace.OUTPUTS) or {}
             answers = {key: str(outputs.get(key, "")) for key in order}
             merged = combine(answers)
             if inspect.isawaitable(merged):
                 merged = await merged
-            scope["current"] = str(merged)
-            scope["final_content"] = str(merged)
+            scope[trace.CURRENT] = str(merged)
+            scope[trace.FINAL_CONTENT] = str(merged)
 
         self.runners = [runner for _, runner in branches]
         children = [(branch_id, check_runner(runner, f"Parallel branch {branch_id!r}"),

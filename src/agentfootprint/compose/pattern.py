@@ -16,6 +16,7 @@ from ..agent.agent import RunResult
 from ..errors import ConfigurationError
 from ..flow import Chart
 from ..flow.values import summarize
+from ..runs import trace
 from .base import Composition, Runner, start
 
 __all__ = ["MAX_PASSES", "Pattern"]
@@ -40,7 +41,7 @@ class Pattern(Composition):
                   timeout: float | None = None) -> RunResult:
         """Run the pattern once; the recording spans every runner it used."""
         result = await super().run(message, run_id=run_id, timeout=timeout)
-        stopped = result.recording.state.get("stopped_early")
+        stopped = result.recording.state.get(trace.STOPPED_EARLY)
         result.stopped_early = str(stopped) if stopped else None
         return result
 
@@ -96,7 +97,7 @@ async def call_user(fn: Callable[..., Any], *args: Any) -> Any:
 def begin(scope: Any) -> None:
     """The pattern's input becomes the current message, the answer so far, and the task."""
     start(scope)
-    scope["task"] = scope.args["message"]
+    scope[trace.TASK] = scope.args[trace.MESSAGE]
 
 
 def skip(scope: Any) -> None:
@@ -108,17 +109,17 @@ def wire(message: Callable[[Any], str],
     """Mount options: ``message(parent_state)`` in, ``answer(final_content)`` written back."""
 
     def take(parent: Any) -> Mapping[str, Any]:
-        return {"message": message(parent)}
+        return {trace.MESSAGE: message(parent)}
 
     def give(inner: Any) -> Mapping[str, Any]:
-        return answer(str(inner.get("final_content", "")))
+        return answer(str(inner.get(trace.FINAL_CONTENT, "")))
 
     return {"input": take, "output": give}
 
 
 def as_answer(text: str) -> dict[str, Any]:
     """What a runner that answers for the whole pattern writes back."""
-    return {"current": text, "final_content": text}
+    return {trace.CURRENT: text, trace.FINAL_CONTENT: text}
 
 
 def take_answer(key: str) -> Callable[[Any], None]:
@@ -130,8 +131,8 @@ def take_answer(key: str) -> Callable[[Any], None]:
 
     def take(scope: Any) -> None:
         text = str(scope[key])
-        scope["current"] = text
-        scope["final_content"] = text
+        scope[trace.CURRENT] = text
+        scope[trace.FINAL_CONTENT] = text
 
     return take
 

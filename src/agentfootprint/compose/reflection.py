@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..flow import Decision, flow_chart
+from ..runs import trace
 from .base import Runner, check_runner
 from .pattern import (
     Pattern,
@@ -57,8 +58,8 @@ def reflection(writer: Runner, critic: Runner, *, max_rounds: int, accept: Accep
     critic_chart = check_runner(critic, f"{where} critic")
 
     def writer_message(parent: Any) -> str:
-        task = str(parent["task"])
-        critique = parent.get("critique")
+        task = str(parent[trace.TASK])
+        critique = parent.get(trace.CRITIQUE)
         if critique is None:
             return task
         return revision_message(task, str(parent["draft"]), str(critique))
@@ -67,14 +68,14 @@ def reflection(writer: Runner, critic: Runner, *, max_rounds: int, accept: Accep
         return {"draft": text, "current": text, "final_content": text}
 
     def critic_message(parent: Any) -> str:
-        return critique_message(str(parent["task"]), str(parent["draft"]))
+        return critique_message(str(parent[trace.TASK]), str(parent["draft"]))
 
     async def verdict(scope: Any) -> Decision:
-        rounds = int(scope.get("rounds") or 0) + 1
-        scope["rounds"] = rounds
-        critique = str(scope["critique"])
+        rounds = int(scope.get(trace.ROUNDS) or 0) + 1
+        scope[trace.ROUNDS] = rounds
+        critique = str(scope[trace.CRITIQUE])
         accepted = bool(await call_user(accept, critique))
-        scope["accepted"] = accepted
+        scope[trace.ACCEPTED] = accepted
         if accepted:
             chosen, label = "accepted", f"accept() held in round {rounds}"
         elif rounds >= budget:
@@ -86,13 +87,13 @@ def reflection(writer: Runner, critic: Runner, *, max_rounds: int, accept: Accep
                                  "rules": evidence})
 
     def out_of_rounds(scope: Any) -> None:
-        scope["stopped_early"] = "max_rounds"
+        scope[trace.STOPPED_EARLY] = "max_rounds"
 
     chart = (
         flow_chart("Start", begin, id="start", description="Take the task")
         .subflow("writer", writer_chart, name="Writer", **wire(writer_message, drafted))
         .subflow("critic", critic_chart, name="Critic",
-                 **wire(critic_message, lambda text: {"critique": text}))
+                 **wire(critic_message, lambda text: {trace.CRITIQUE: text}))
         .decide("Verdict", verdict, id="verdict", description="Accept the draft or revise it")
         .branch("revise", "Revise", skip, id="revise", description="Revise the draft",
                 loop_to="writer")

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from ..errors import RunError
 from ..flow import Decision, flow_chart
+from ..runs import trace
 from .base import Runner, check_runner
 from .pattern import (
     Pattern,
@@ -83,8 +84,8 @@ def self_consistency(runner: Runner, *, n: int, vote: Ballot | None = None,
             won = tied[offered.index(picked)]
             how = f"tie at {most} of {count} votes: broken by tie()"
         winner = first_by[won]
-        scope["votes"] = votes
-        scope["winner"] = winner
+        scope[trace.VOTES] = votes
+        scope[trace.WINNER] = winner
         rules = [rule(index, first_by[ballot], how if ballot == won else f"{got} of {count} votes",
                       ballot == won, ballot=ballot, votes=got)
                  for index, (ballot, got) in enumerate(votes.items())]
@@ -93,7 +94,7 @@ def self_consistency(runner: Runner, *, n: int, vote: Ballot | None = None,
     def record_answer(sid: str) -> Callable[[str], dict[str, Any]]:
         return lambda text: {f"answer:{sid}": text}
 
-    children = [(sid, chart, {"name": sid, **wire(lambda parent: str(parent["current"]),
+    children = [(sid, chart, {"name": sid, **wire(lambda parent: str(parent[trace.CURRENT]),
                                                    record_answer(sid))})
                 for sid in ids]
     builder = (flow_chart("Start", begin, id="start", description="Take the message")

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..errors import ConfigurationError, RunError
 from ..flow import Decision, flow_chart
+from ..runs import trace
 from .base import Runner, check_runner
 from .pattern import Pattern, begin, call_user, check_budget, check_callable, check_ids, rule, skip
 
@@ -83,15 +84,15 @@ def swarm(*agents: tuple[str, Runner], max_hops: int, route: Route | None = None
               for agent_id, runner in agents]
 
     async def hand_off(scope: Any) -> Decision:
-        speaker = scope.get("speaker")
-        hops = int(scope.get("hops") or 0)
+        speaker = scope.get(trace.SPEAKER)
+        hops = int(scope.get(trace.HOPS) or 0)
         if speaker is None:
             chosen, label = first, "the first agent takes the task"
-            scope["current"] = str(scope["task"])
+            scope[trace.CURRENT] = str(scope[trace.TASK])
             evidence = [rule(0, chosen, label, True, start=first)]
             return Decision(chosen, {"chosen": chosen, "default": "done", "rules": evidence})
-        answer = str(scope["final_content"])
-        turn = Handoff(task=str(scope["task"]), agent=str(speaker), answer=answer, hops=hops)
+        answer = str(scope[trace.FINAL_CONTENT])
+        turn = Handoff(task=str(scope[trace.TASK]), agent=str(speaker), answer=answer, hops=hops)
         wanted = await call_user(router, turn)
         if wanted is not None and wanted not in ids:
             raise RunError(f"{where}: route() sent {speaker!r}'s answer to {wanted!r}, which is "
@@ -104,23 +105,23 @@ def swarm(*agents: tuple[str, Runner], max_hops: int, route: Route | None = None
         else:
             chosen, label = wanted, f"{speaker} handed off to {wanted} (hop {hops + 1} of " \
                 f"{budget})"
-            scope["hops"] = hops + 1
-            scope["current"] = handoff_message(turn.task, turn.agent, answer)
+            scope[trace.HOPS] = hops + 1
+            scope[trace.CURRENT] = handoff_message(turn.task, turn.agent, answer)
         evidence = [rule(0, chosen, label, True, speaker=speaker, wanted=wanted, hops=hops)]
         return Decision(chosen, {"chosen": chosen, "default": "done", "rules": evidence})
 
     def turn_of(agent_id: str) -> dict[str, Any]:
         def take(parent: Any) -> dict[str, Any]:
-            return {"message": str(parent["current"])}
+            return {trace.MESSAGE: str(parent[trace.CURRENT])}
 
         def give(inner: Any) -> dict[str, Any]:
-            text = str(inner.get("final_content", ""))
+            text = str(inner.get(trace.FINAL_CONTENT, ""))
             return {"speaker": agent_id, "final_content": text, "relay": [agent_id]}
 
         return {"input": take, "output": give}
 
     def out_of_hops(scope: Any) -> None:
-        scope["stopped_early"] = "max_hops"
+        scope[trace.STOPPED_EARLY] = "max_hops"
 
     builder = (flow_chart("Start", begin, id="start", description="Take the request")
                .decide("Hand off", hand_off, id="handoff",

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..errors import ConfigurationError, RunError
 from ..flow import Chart, Decision, Selection, flow_chart
+from ..runs import trace
 from .base import Runner, check_runner
 from .pattern import (
     MAX_PASSES,
@@ -104,11 +105,11 @@ def tree_of_thoughts(propose: Runner, score: Score | Runner, *, breadth: int, de
     slot_chart = propose_chart if score_chart is None else _scored(propose_chart, score_chart)
 
     def expand(scope: Any) -> Selection:
-        level = int(scope.get("level") or 0) + 1
-        scope["level"] = level
-        frontier = list(scope.get("frontier") or [{"path": []}])
+        level = int(scope.get(trace.LEVEL) or 0) + 1
+        scope[trace.LEVEL] = level
+        frontier = list(scope.get(trace.FRONTIER) or [{"path": []}])
         chosen = slots[: len(frontier) * width]
-        scope["expanding"] = list(chosen)
+        scope[trace.EXPANDING] = list(chosen)
         rules = []
         for i, slot in enumerate(chosen):
             path = frontier[i // width]["path"]
@@ -118,47 +119,47 @@ def tree_of_thoughts(propose: Runner, score: Score | Runner, *, breadth: int, de
 
     def slot_wiring(index: int) -> dict[str, Any]:
         def take(parent: Any) -> dict[str, Any]:
-            path = list(list(parent.get("frontier") or [{"path": []}])[index // width]["path"])
-            task = str(parent["task"])
+            path = list(list(parent.get(trace.FRONTIER) or [{"path": []}])[index // width]["path"])
+            task = str(parent[trace.TASK])
             message = propose_message(task, path, index % width + 1, width)
             if score_chart is None:
-                return {"message": message}
-            return {"message": message, "task": task, "path": path,
-                    "level": int(parent["level"])}
+                return {trace.MESSAGE: message}
+            return {trace.MESSAGE: message, trace.TASK: task, trace.PATH: path,
+                    trace.LEVEL: int(parent[trace.LEVEL])}
 
         def give(inner: Any) -> dict[str, Any]:
             if score_chart is None:
-                return {f"thought:{slots[index]}": str(inner.get("final_content", ""))}
-            return {f"thought:{slots[index]}": str(inner["thought"]),
-                    f"rating:{slots[index]}": str(inner["rating"])}
+                return {trace.THOUGHT_OF.of(slots[index]): str(inner.get(trace.FINAL_CONTENT, ""))}
+            return {trace.THOUGHT_OF.of(slots[index]): str(inner[trace.THOUGHT]),
+                    trace.RATING_OF.of(slots[index]): str(inner[trace.RATING])}
 
         return {"input": take, "output": give}
 
     async def judge(scope: Any) -> None:
-        task, level = str(scope["task"]), int(scope["level"])
-        frontier = list(scope.get("frontier") or [{"path": []}])
+        task, level = str(scope[trace.TASK]), int(scope[trace.LEVEL])
+        frontier = list(scope.get(trace.FRONTIER) or [{"path": []}])
         rows = []
-        for i, slot in enumerate(scope["expanding"]):
-            text = str(scope[f"thought:{slot}"])
+        for i, slot in enumerate(scope[trace.EXPANDING]):
+            text = str(scope[trace.THOUGHT_OF.of(slot)])
             path = list(frontier[i // width]["path"])
             if score_fn is not None:
                 value = await call_user(score_fn, Thought(task, text, tuple(path), level))
             else:
-                value = _first_number(str(scope[f"rating:{slot}"]), slot)
+                value = _first_number(str(scope[trace.RATING_OF.of(slot)]), slot)
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise RunError(f"{where} score() returned {value!r} for {slot}; "
                                "return a number (higher is better)")
             rows.append({"slot": slot, "text": text, "path": [*path, text],
                          "score": float(value)})
         ranked = sorted(rows, key=lambda row: -row["score"])
-        scope["candidates"] = rows
-        scope["frontier"] = [{"path": row["path"]} for row in ranked[:keep]]
-        scope["best"] = ranked[0]["slot"]
-        scope["best_score"] = ranked[0]["score"]
+        scope[trace.CANDIDATES] = rows
+        scope[trace.FRONTIER] = [{"path": row["path"]} for row in ranked[:keep]]
+        scope[trace.BEST] = ranked[0]["slot"]
+        scope[trace.BEST_SCORE] = ranked[0]["score"]
 
     def next_level(scope: Any) -> Decision:
-        level, best = int(scope["level"]), str(scope["best"])
-        top = float(scope["best_score"])
+        level, best = int(scope[trace.LEVEL]), str(scope[trace.BEST])
+        top = float(scope[trace.BEST_SCORE])
         if stop_at is not None and top >= stop_at:
             chosen, label = best, f"best score {top:g} reached stop_at={stop_at:g}"
         elif level >= levels:
@@ -179,7 +180,7 @@ def tree_of_thoughts(propose: Runner, score: Score | Runner, *, breadth: int, de
               .decide("Next", next_level, id="next", description="Go deeper or answer")
               .branch("deeper", "Deeper", skip, id="deeper", loop_to="expand"))
     for slot in slots:
-        decide = decide.branch(slot, f"Answer with {slot}", take_answer(f"thought:{slot}"),
+        decide = decide.branch(slot, f"Answer with {slot}", take_answer(trace.THOUGHT_OF.of(slot)),
                                id=f"take-{slot}", description=f"Hand back {slot}")
     chart = decide.end().build(description=name)
     return Pattern(kind="TreeOfThoughts", chart=chart, runners=runners)
@@ -189,16 +190,16 @@ def _scored(propose_chart: Chart, score_chart: Chart) -> Chart:
     """One slot when a runner scores: propose, then score that proposal."""
 
     def rating_message(parent: Any) -> str:
-        thought = Thought(str(parent["task"]), str(parent["thought"]), tuple(parent["path"]),
-                          int(parent["level"]))
+        thought = Thought(str(parent[trace.TASK]), str(parent[trace.THOUGHT]),
+                          tuple(parent[trace.PATH]), int(parent[trace.LEVEL]))
         return score_message(thought)
 
     return (flow_chart("Start", skip, id="start", description="Take the slot's input")
             .subflow("propose", propose_chart, name="Propose",
-                     **wire(lambda parent: str(parent["message"]),
-                            lambda text: {"thought": text}))
+                     **wire(lambda parent: str(parent[trace.MESSAGE]),
+                            lambda text: {trace.THOUGHT: text}))
             .subflow("rate", score_chart, name="Rate",
-                     **wire(rating_message, lambda text: {"rating": text}))
+                     **wire(rating_message, lambda text: {trace.RATING: text}))
             .build(description="Propose a step and score it"))
 
 

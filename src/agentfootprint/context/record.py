@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..flow.commitlog import CommitLog
+from ..runs import trace
 
 if TYPE_CHECKING:
     from ..flow.run import FlowRun
@@ -26,16 +27,16 @@ def context_report(source: FlowRun | CommitLog) -> list[dict[str, Any]]:
     calls: list[dict[str, Any]] = []
     first_fired: dict[str, int] = {}
     for record in log.records:
-        if record.stage_id != "call_llm":
+        if record.stage_id != trace.CALL_LLM:
             continue
         before = record.idx - 1
-        iteration = log.value_at("iteration", before)
-        system = log.value_at("system_prompt", before, default="")
-        evaluation = log.value_at("context_evaluation", before, default=[])
-        system_rows = log.value_at("system_slot", before, default=[])
-        tool_rows = log.value_at("tools_slot", before, default=[])
-        batch = log.value_at("tool_results", before, default=[])
-        history = log.value_at("history", before, default=[])
+        iteration = log.value_at(trace.ITERATION, before)
+        system = log.value_at(trace.SYSTEM_PROMPT, before, default="")
+        evaluation = log.value_at(trace.CONTEXT_EVALUATION, before, default=[])
+        system_rows = log.value_at(trace.SYSTEM_SLOT, before, default=[])
+        tool_rows = log.value_at(trace.TOOLS_SLOT, before, default=[])
+        batch = log.value_at(trace.TOOL_RESULTS, before, default=[])
+        history = log.value_at(trace.HISTORY, before, default=[])
         rows = []
         for row in evaluation:
             injection_id = row["id"]

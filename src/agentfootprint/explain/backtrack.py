@@ -19,6 +19,7 @@ from typing import Any
 
 from ..agent.window import windowed_messages
 from ..flow.commitlog import CommitLog, CommitRecord
+from ..runs import trace
 from .influence import rank_suspects
 from .suspects import Suspect, final_call, is_stage, log_of, suspects_of
 
@@ -67,17 +68,17 @@ def backtrack(source: Any, *, suspect: str | None = None,
     """
     log = log_of(source)
     call = final_call(log)
-    answer = str(log.value_at("llm_content", call.idx, ns=call.ns, default=""))
+    answer = str(log.value_at(trace.LLM_CONTENT, call.idx, ns=call.ns, default=""))
     final = _answer_step(log, call)
-    system = str(log.value_at("system_prompt", call.idx - 1, ns=call.ns, default=""))
+    system = str(log.value_at(trace.SYSTEM_PROMPT, call.idx - 1, ns=call.ns, default=""))
     candidates = suspects_of(log, call)
     ranked = rank_suspects(answer, candidates, strategy=strategy)
     chosen = _choose(ranked, suspect)
     hops = [Hop("ANSWER", f"{_quote(answer)}", final.runtime_stage_id if final else None)]
     messages = windowed_messages(
-        log.value_at("history", call.idx - 1, ns=call.ns, default=[]),
-        log.value_at("window", call.idx - 1, ns=call.ns, default=None))
-    tools = log.value_at("tool_schemas", call.idx - 1, ns=call.ns, default=[])
+        log.value_at(trace.HISTORY, call.idx - 1, ns=call.ns, default=[]),
+        log.value_at(trace.WINDOW, call.idx - 1, ns=call.ns, default=None))
+    tools = log.value_at(trace.TOOL_SCHEMAS, call.idx - 1, ns=call.ns, default=[])
     sentence = None
     if chosen is None:
         hops.append(Hop("READ", f"{call.runtime_stage_id} — system prompt "
@@ -108,14 +109,14 @@ def _choose(ranked: list[Any], suspect: str | None) -> Any:
 
 def _answer_step(log: CommitLog, call: CommitRecord) -> CommitRecord | None:
     for record in log.records[call.idx:]:
-        if is_stage(record, "finalize") and record.ns == call.ns:
+        if is_stage(record, trace.FINALIZE) and record.ns == call.ns:
             return record
     return None
 
 
 def _landed(log: CommitLog, call: CommitRecord, found: Suspect) -> Hop:
     if found.slot == "system":
-        rows = log.value_at("system_slot", call.idx - 1, ns=call.ns, default=[])
+        rows = log.value_at(trace.SYSTEM_SLOT, call.idx - 1, ns=call.ns, default=[])
         position = next((r["position"] for r in rows if r["source"] == found.id), None)
         where = f" (piece {position + 1} of {len(rows)})" if position is not None else ""
         return Hop("LANDED", f"{found.runtime_stage_id} wrote it into the system prompt{where}",
@@ -126,9 +127,9 @@ def _landed(log: CommitLog, call: CommitRecord, found: Suspect) -> Hop:
 
 def _allowed(log: CommitLog, call: CommitRecord, found: Suspect) -> Hop:
     if found.kind in ("injection", "message"):
-        evaluation = log.value_at("context_evaluation", call.idx - 1, ns=call.ns, default=[])
+        evaluation = log.value_at(trace.CONTEXT_EVALUATION, call.idx - 1, ns=call.ns, default=[])
         row = next((r for r in evaluation if r["id"] == found.id), None)
-        writer = log.last_writer("context_evaluation", call.idx, ns=call.ns)
+        writer = log.last_writer(trace.CONTEXT_EVALUATION, call.idx, ns=call.ns)
         rid = log[writer].runtime_stage_id if writer is not None else None
         if row is not None:
             return Hop("ALLOWED", f"trigger {row['trigger']} — {row['reason']}", rid)
@@ -144,11 +145,11 @@ def _allowed(log: CommitLog, call: CommitRecord, found: Suspect) -> Hop:
 
 def _born(log: CommitLog, call: CommitRecord, found: Suspect) -> Hop:
     if found.kind == "injection" and found.flavor in ("memory", "rag"):
-        evaluation = log.value_at("context_evaluation", call.idx - 1, ns=call.ns, default=[])
+        evaluation = log.value_at(trace.CONTEXT_EVALUATION, call.idx - 1, ns=call.ns, default=[])
         row: dict[str, Any] = next((r for r in evaluation if r["id"] == found.id), {})
-        memory_id = found.id[7:].split("#")[0]
+        memory_id = trace.MEMORY_INJECTION.strip(found.id).split(trace.ENTRY_SEPARATOR)[0]
         read = next((r.runtime_stage_id for r in reversed(log.records[: call.idx])
-                     if r.stage_id == "memory_read_" + memory_id), None)
+                     if r.stage_id == trace.MEMORY_READ.of(memory_id)), None)
         store = row.get("store", "the store")
         if found.flavor == "rag":
             chunk = (row.get("entry_ids") or ["?"])[0]
@@ -179,7 +180,7 @@ def _route_before(log: CommitLog, rid: str | None) -> str | None:
     if not records:
         return None
     for record in reversed(log.records[: records[0].idx]):
-        if is_stage(record, "route"):
+        if is_stage(record, trace.ROUTE):
             return record.runtime_stage_id
     return None
 

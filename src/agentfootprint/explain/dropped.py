@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from ..errors import ConfigurationError
 from ..flow.commitlog import CommitLog, CommitRecord
+from ..runs import trace
 from .rerun import (
     IsWrong,
     Probe,
@@ -112,17 +113,17 @@ def dropped_candidates(source: Any) -> list[DroppedCandidate]:
 
 
 def _unfired(log: CommitLog, call: CommitRecord) -> list[DroppedCandidate]:
-    rows = log.value_at("context_evaluation", call.idx - 1, ns=call.ns, default=[])
+    rows = log.value_at(trace.CONTEXT_EVALUATION, call.idx - 1, ns=call.ns, default=[])
     return [DroppedCandidate(id=f"injection:{row['id']}", kind="injection",
                              detail=f"{row['trigger']} did not fire — {row['reason']}")
             for row in rows if not row["fired"] and row.get("flavor") not in ("memory", "rag")]
 
 
 def _evicted(log: CommitLog, call: CommitRecord) -> list[DroppedCandidate]:
-    window = log.value_at("window", call.idx - 1, ns=call.ns, default=None)
+    window = log.value_at(trace.WINDOW, call.idx - 1, ns=call.ns, default=None)
     if window is None:
         return []
-    history = log.value_at("history", call.idx - 1, ns=call.ns, default=[])
+    history = log.value_at(trace.HISTORY, call.idx - 1, ns=call.ns, default=[])
     kept = set(window["kept"])
     out = []
     for index, message in enumerate(history):
@@ -149,7 +150,7 @@ def _near_misses(log: CommitLog, call: CommitRecord) -> list[DroppedCandidate]:
             where = (f"in {candidate['uri']}" if "uri" in candidate
                      else f"turn {candidate.get('turn')}")
             out.append(DroppedCandidate(
-                id=f"memory:{memory_id}#{candidate['id']}", kind="memory",
+                id=trace.memory_entry_id(memory_id, candidate["id"]), kind="memory",
                 score=candidate.get("score"),
                 detail=f"found by memory {memory_id!r} ({where}, score "
                        f"{candidate.get('score', 0):.2f}) but {candidate.get('reason')}"))

@@ -20,6 +20,7 @@ from ..flow.redact import redacted_values, scrub
 from ..flow.run import FlowRun
 from ..flow.values import copy_value
 from ..providers.base import wire_messages
+from ..runs import trace
 
 __all__ = ["RECORDING_FORMAT", "Recording"]
 
@@ -72,18 +73,18 @@ class Recording(BaseModel):
         log = self.commit_log()
         out = []
         for record in log.records:
-            if record.stage_id != "call_llm":
+            if record.stage_id != trace.CALL_LLM:
                 continue
             before = record.idx - 1
-            wrapped = bool(log.value_at("wrap_up_asked", before, default=False))
+            wrapped = bool(log.value_at(trace.WRAP_UP_ASKED, before, default=False))
             out.append({
                 "runtime_stage_id": record.runtime_stage_id,
-                "iteration": log.value_at("iteration", before),
-                "system": log.value_at("system_prompt", before, default="") or None,
+                "iteration": log.value_at(trace.ITERATION, before),
+                "system": log.value_at(trace.SYSTEM_PROMPT, before, default="") or None,
                 "messages": wire_messages(windowed_messages(
-                    log.value_at("history", before, default=[]),
-                    log.value_at("window", before, default=None))),
-                "tools": [] if wrapped else log.value_at("tool_schemas", before, default=[]),
+                    log.value_at(trace.HISTORY, before, default=[]),
+                    log.value_at(trace.WINDOW, before, default=None))),
+                "tools": [] if wrapped else log.value_at(trace.TOOL_SCHEMAS, before, default=[]),
             })
         return out
 

@@ -36,6 +36,7 @@ from typing import Any, Literal
 
 from ..errors import ConfigurationError
 from ..flow import FlowRun
+from ..runs import trace
 from .influence import InfluenceStrategy, RankedSuspect, rank_suspects
 from .suspects import Suspect, is_stage, log_of, suspects_of
 
@@ -209,7 +210,7 @@ def _check_left_out(result: Any, removed: frozenset[str]) -> None:
     if not removed or not isinstance(getattr(result, "recording", None), FlowRun):
         return
     log = log_of(result)
-    if not any(is_stage(record, "call_llm") for record in log.records):
+    if not any(is_stage(record, trace.CALL_LLM) for record in log.records):
         return
     kept = sorted(removed & {s.id for s in suspects_of(result)
                              if s.kind in ("injection", "message")})
@@ -225,7 +226,7 @@ def message_of(result: Any, message: str | None) -> str:
             raise ConfigurationError(f"message={message!r} must be a str")
         return message
     state = getattr(getattr(result, "recording", None), "state", None)
-    found = state.get("user_message") if isinstance(state, dict) else None
+    found = state.get(trace.USER_MESSAGE) if isinstance(state, dict) else None
     if not isinstance(found, str):
         raise ConfigurationError(
             "cannot read the original user message from result.recording.state; pass message=")

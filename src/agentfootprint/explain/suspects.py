@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..flow.commitlog import CommitLog, CommitRecord
+from ..runs import trace
 
 if TYPE_CHECKING:
     from ..agent.agent import RunResult
@@ -71,13 +72,13 @@ def final_call(log: CommitLog) -> CommitRecord:
     a sibling sample may run after it. The latest call whose content is the run's final answer
     wins; when none matches (a function rewrote the answer), the last call of the run.
     """
-    calls = [record for record in log.records if is_stage(record, "call_llm")]
+    calls = [record for record in log.records if is_stage(record, trace.CALL_LLM)]
     if not calls:
         raise ValueError("this run made no LLM call; there is no answer to explain")
-    answer = log.value_at("final_content", len(log.records) - 1, default=None)
+    answer = log.value_at(trace.FINAL_CONTENT, len(log.records) - 1, default=None)
     if isinstance(answer, str) and answer:
         for record in reversed(calls):
-            if log.value_at("llm_content", record.idx, ns=record.ns, default=None) == answer:
+            if log.value_at(trace.LLM_CONTENT, record.idx, ns=record.ns, default=None) == answer:
                 return record
     return calls[-1]
 
@@ -94,9 +95,9 @@ def suspects_of(source: Any, call: CommitRecord | None = None) -> list[Suspect]:
     before = call.idx - 1
     ns = call.ns
     out: list[Suspect] = []
-    system = log.value_at("system_prompt", before, ns=ns, default="")
-    rows = log.value_at("system_slot", before, ns=ns, default=None)
-    slot_writer = log.last_writer("system_slot" if rows is not None else "system_prompt",
+    system = log.value_at(trace.SYSTEM_PROMPT, before, ns=ns, default="")
+    rows = log.value_at(trace.SYSTEM_SLOT, before, ns=ns, default=None)
+    slot_writer = log.last_writer(trace.SYSTEM_SLOT if rows is not None else "system_prompt",
                                   call.idx, ns=ns)
     writer_rid = log[slot_writer].runtime_stage_id if slot_writer is not None else None
     if rows is None and system:
@@ -108,10 +109,10 @@ def suspects_of(source: Any, call: CommitRecord | None = None) -> list[Suspect]:
         else:
             out.append(Suspect("injection", row["source"], text, row["flavor"], "system",
                                writer_rid))
-    history = log.value_at("history", before, ns=ns, default=[])
+    history = log.value_at(trace.HISTORY, before, ns=ns, default=[])
     writers = _history_writers(log, call.idx, ns)
     writers += [None] * (len(history) - len(writers))
-    window = log.value_at("window", before, ns=ns, default=None)
+    window = log.value_at(trace.WINDOW, before, ns=ns, default=None)
     sent = set(window["kept"]) if window is not None else None
     for index, message in enumerate(history):
         if sent is not None and index not in sent:

@@ -30,6 +30,8 @@ from agentfootprint.memory.stages import (
 from agentfootprint.memory.store import MemoryStore, VectorSearchStore
 from agentfootprint.memory.turn import max_stored_turn
 
+from ..runs import trace
+
 if TYPE_CHECKING:
     from agentfootprint.memory.embedding.base import Embedder
 
@@ -70,7 +72,7 @@ def write_snapshot(
     model = embedder_id or embedder.id
 
     async def stage(scope: Any) -> None:
-        messages: list[dict[str, Any]] = list(value_of(scope, "new_messages") or [])
+        messages: list[dict[str, Any]] = list(value_of(scope, trace.NEW_MESSAGES) or [])
         if not messages:
             return
         query = next((str(m.get("content") or "") for m in messages
@@ -82,7 +84,7 @@ def write_snapshot(
         identity = identity_from(scope)
         turn = max(turn_from(scope),
                    await max_stored_turn(store, identity, turn_for=_snapshot_turn) + 1)
-        evidence = dict(value_of(scope, "run_evidence") or {})
+        evidence = dict(value_of(scope, trace.RUN_EVIDENCE) or {})
         (vector,) = await embedder.embed([query])
         now = clock()
         entry = MemoryEntry(
@@ -105,7 +107,7 @@ def write_snapshot(
             embedding_model=model,
         )
         await store.put(identity, entry)
-        scope["written"] = [entry.id]
+        scope[trace.WRITTEN] = [entry.id]
 
     return stage
 
@@ -134,9 +136,10 @@ def load_snapshot(
     excluded = frozenset(exclude)
 
     async def stage(scope: Any) -> None:
-        query = last_user_text(value_of(scope, "messages") or value_of(scope, "new_messages"))
+        query = last_user_text(value_of(scope, trace.MESSAGES)
+                               or value_of(scope, trace.NEW_MESSAGES))
         if not query:
-            scope["recall"] = {"text": "", "entry_ids": [], "turns": []}
+            scope[trace.RECALL] = {"text": "", "entry_ids": [], "turns": []}
             return
         (vector,) = await embedder.embed([query])
         hits = await searchable.search(identity_from(scope), vector, k=top_k,
@@ -144,13 +147,13 @@ def load_snapshot(
         hits = [h for h in hits
                 if h.entry.id.startswith(SNAPSHOT_PREFIX) and h.entry.id not in excluded]
         blocks = [_render(h.entry.value, h.score, projection) for h in hits]
-        scope["retrieved"] = {
+        scope[trace.RETRIEVED] = {
             "strategy": "top_k", "k": top_k, "threshold": min_score, "embedder_id": model,
             "candidates": [{"id": h.entry.id, "score": round(h.score, 6), "rank": rank,
                             "admitted": True, "turn": turn_of(h.entry)}
                            for rank, h in enumerate(hits, start=1)],
         }
-        scope["recall"] = recall_of([entry_record(h.entry) for h in hits], blocks, header="")
+        scope[trace.RECALL] = recall_of([entry_record(h.entry) for h in hits], blocks, header="")
 
     return stage
 

@@ -42,6 +42,7 @@ from agentfootprint.memory.strategies import (
     window,
 )
 from agentfootprint.memory.summary import summarize_loaded
+from agentfootprint.runs import trace
 
 __all__ = ["MemoryDefinition", "define_memory"]
 
@@ -61,7 +62,7 @@ class MemoryDefinition:
     @property
     def injection_id(self) -> str:
         """The id its recall carries in the prompt's record."""
-        return f"memory:{self.id}"
+        return trace.MEMORY_INJECTION.of(self.id)
 
 
 def define_memory(

@@ -21,6 +21,8 @@ from agentfootprint.memory.stages import (
 )
 from agentfootprint.memory.store import MemoryStore
 
+from ..runs import trace
+
 __all__ = ["NARRATIVE_HEADER", "extract_beats", "format_narrative", "heuristic_beats"]
 
 NARRATIVE_HEADER = "What happened earlier in this conversation, in brief."
@@ -59,7 +61,7 @@ def extract_beats(
     """Write this turn's beats as ``beat-{turn}-{index}`` (one ``put_many``)."""
 
     async def stage(scope: Any) -> None:
-        messages = list(value_of(scope, "new_messages") or [])
+        messages = list(value_of(scope, trace.NEW_MESSAGES) or [])
         if not messages:
             return
         identity, turn, now = identity_from(scope), turn_from(scope), clock()
@@ -72,7 +74,7 @@ def extract_beats(
         ]
         if entries:
             await store.put_many(identity, entries)
-        scope["written"] = [e.id for e in entries]
+        scope[trace.WRITTEN] = [e.id for e in entries]
 
     return stage
 
@@ -81,19 +83,19 @@ def format_narrative(*, header: str = NARRATIVE_HEADER) -> Stage:
     """Render ``selected`` beats as one paragraph: "From earlier: …"."""
 
     def stage(scope: Any) -> None:
-        selected: list[dict[str, Any]] = list(value_of(scope, "selected") or [])
+        selected: list[dict[str, Any]] = list(value_of(scope, trace.SELECTED) or [])
         sentences = []
         for entry in selected:
             text = content_of(entry.get("value")).strip()
             if text:
                 sentences.append(text if text[-1] in ".!?" else text + ".")
         if not sentences:
-            scope["recall"] = {"text": "", "entry_ids": [], "turns": []}
+            scope[trace.RECALL] = {"text": "", "entry_ids": [], "turns": []}
             return
         turns = sorted({t for e in selected if (t := (e.get("source") or {}).get("turn"))})
         text = f"{header}\n\nFrom earlier: " + " ".join(sentences)
         ids = [e["id"] for e in selected]
-        scope["recall"] = {"text": text, "entry_ids": ids, "turns": turns,
+        scope[trace.RECALL] = {"text": text, "entry_ids": ids, "turns": turns,
                            "pieces": [{"text": text, "entry_ids": ids, "turns": turns}]}
 
     return stage

@@ -28,6 +28,8 @@ from agentfootprint.memory.entry import MemoryEntry, MemorySource, Tier, now_ms,
 from agentfootprint.memory.identity import MemoryIdentity
 from agentfootprint.memory.store import MemoryStore, VectorSearchStore
 
+from ..runs import trace
+
 if TYPE_CHECKING:
     from agentfootprint.memory.embedding.base import Embedder
 
@@ -75,7 +77,7 @@ def identity_record(identity: MemoryIdentity) -> dict[str, str | None]:
 
 def identity_from(scope: Any) -> MemoryIdentity:
     """The run's identity, rebuilt from state; a missing one is a wiring mistake, said so."""
-    raw = value_of(scope, "identity")
+    raw = value_of(scope, trace.IDENTITY)
     if isinstance(raw, MemoryIdentity):
         return raw
     if not isinstance(raw, dict) or not raw.get("conversation_id"):
@@ -89,7 +91,7 @@ def identity_from(scope: Any) -> MemoryIdentity:
 
 
 def turn_from(scope: Any) -> int:
-    turn = value_of(scope, "turn")
+    turn = value_of(scope, trace.TURN)
     if isinstance(turn, bool) or not isinstance(turn, int) or turn < 1:
         raise ValueError(
             f"memory stages need the run's resolved 'turn' (an int >= 1), got {turn!r}; "
@@ -139,13 +141,13 @@ def write_messages(
     make_id = id_from or (lambda turn, index, _message: f"msg-{turn}-{index}")
 
     async def stage(scope: Any) -> None:
-        messages: list[dict[str, Any]] = list(value_of(scope, "new_messages") or [])
+        messages: list[dict[str, Any]] = list(value_of(scope, trace.NEW_MESSAGES) or [])
         if not messages:
             return
         identity = identity_from(scope)
         turn = turn_from(scope)
-        vectors = value_of(scope, "new_message_embeddings")
-        model = value_of(scope, "new_message_embedding_model")
+        vectors = value_of(scope, trace.NEW_MESSAGE_EMBEDDINGS)
+        model = value_of(scope, trace.NEW_MESSAGE_EMBEDDING_MODEL)
         now = clock()
         entries = [
             MemoryEntry(
@@ -166,7 +168,7 @@ def write_messages(
         if signature_from is not None:
             for message in messages:
                 await store.record_signature(identity, signature_from(message))
-        scope["written"] = [entry.id for entry in entries]
+        scope[trace.WRITTEN] = [entry.id for entry in entries]
 
     return stage
 
@@ -175,12 +177,12 @@ def embed_messages(embedder: Embedder, *, embedder_id: str | None = None) -> Sta
     """Embed ``new_messages`` for a semantic memory's write (vectors stamped with the model)."""
 
     async def stage(scope: Any) -> None:
-        messages = list(value_of(scope, "new_messages") or [])
+        messages = list(value_of(scope, trace.NEW_MESSAGES) or [])
         if not messages:
             return
         vectors = await embedder.embed([content_of(m) for m in messages])
-        scope["new_message_embeddings"] = [list(v) for v in vectors]
-        scope["new_message_embedding_model"] = embedder_id or embedder.id
+        scope[trace.NEW_MESSAGE_EMBEDDINGS] = [list(v) for v in vectors]
+        scope[trace.NEW_MESSAGE_EMBEDDING_MODEL] = embedder_id or embedder.id
 
     return stage
 
@@ -218,7 +220,7 @@ def load_recent(
                 break
             cursor = page.cursor
         chronological = [entry_record(e) for e in reversed(found[:count])]
-        scope["loaded"] = list(value_of(scope, "loaded") or []) + chronological
+        scope[trace.LOADED] = list(value_of(scope, trace.LOADED) or []) + chronological
 
     return stage
 
@@ -252,14 +254,15 @@ def load_relevant(
 
     async def stage(scope: Any) -> None:
         identity = identity_from(scope)
-        query = last_user_text(value_of(scope, "messages") or value_of(scope, "new_messages"))
+        query = last_user_text(value_of(scope, trace.MESSAGES)
+                               or value_of(scope, trace.NEW_MESSAGES))
         evidence: dict[str, Any] = {
             "strategy": "top_k", "k": k, "threshold": threshold, "embedder_id": model,
             "candidates": [], "admitted": [], "near_misses": [],
         }
         if not query:
-            scope["retrieved"] = evidence
-            scope["loaded"] = list(value_of(scope, "loaded") or [])
+            scope[trace.RETRIEVED] = evidence
+            scope[trace.LOADED] = list(value_of(scope, trace.LOADED) or [])
             return
         (vector,) = await embedder.embed([query])
         hits = await store.search(
@@ -284,8 +287,8 @@ def load_relevant(
         evidence["near_misses"] = [
             c for c in evidence["candidates"] if c["reason"] == "below-threshold"
         ][:k]
-        scope["retrieved"] = evidence
-        scope["loaded"] = list(value_of(scope, "loaded") or []) + admitted
+        scope[trace.RETRIEVED] = evidence
+        scope[trace.LOADED] = list(value_of(scope, trace.LOADED) or []) + admitted
 
     return stage
 
@@ -314,16 +317,16 @@ def pick_by_budget(
     """
 
     def stage(scope: Any) -> None:
-        loaded: list[dict[str, Any]] = list(value_of(scope, "loaded") or [])
+        loaded: list[dict[str, Any]] = list(value_of(scope, trace.LOADED) or [])
         remaining = value_of(scope, "context_tokens_remaining", 32_000)
         budget = int(remaining) - reserve_tokens
         if not loaded:
-            scope["selected"] = []
-            scope["pick"] = {"rule": "skip-empty", "budget": budget, "dropped": []}
+            scope[trace.SELECTED] = []
+            scope[trace.PICK] = {"rule": "skip-empty", "budget": budget, "dropped": []}
             return
         if budget < minimum_tokens:
-            scope["selected"] = []
-            scope["pick"] = {"rule": "skip-no-budget", "budget": budget,
+            scope[trace.SELECTED] = []
+            scope[trace.PICK] = {"rule": "skip-no-budget", "budget": budget,
                              "dropped": [{"id": e["id"], "reason": "over-budget"} for e in loaded]}
             return
         kept: list[dict[str, Any]] = []
@@ -339,8 +342,8 @@ def pick_by_budget(
                 continue
             used += cost
             kept.append(entry)
-        scope["selected"] = list(reversed(kept))
-        scope["pick"] = {"rule": "pick", "budget": budget, "used": used, "dropped": dropped}
+        scope[trace.SELECTED] = list(reversed(kept))
+        scope[trace.PICK] = {"rule": "pick", "budget": budget, "used": used, "dropped": dropped}
 
     return stage
 
@@ -349,9 +352,9 @@ def format_memory(*, header: str = MEMORY_HEADER, footer: str | None = None) -> 
     """Render ``selected`` as one system-prompt block and say where every line came from."""
 
     def stage(scope: Any) -> None:
-        selected: list[dict[str, Any]] = list(value_of(scope, "selected") or [])
+        selected: list[dict[str, Any]] = list(value_of(scope, trace.SELECTED) or [])
         if not selected:
-            scope["recall"] = {"text": "", "entry_ids": [], "turns": []}
+            scope[trace.RECALL] = {"text": "", "entry_ids": [], "turns": []}
             return
         blocks = []
         for entry in selected:
@@ -365,7 +368,7 @@ def format_memory(*, header: str = MEMORY_HEADER, footer: str | None = None) -> 
             attributes += f' updated="{updated.isoformat().replace("+00:00", "Z")}"'
             text = _defend(content_of(value), "memory")
             blocks.append(f"<memory {attributes}>\n{text}\n</memory>")
-        scope["recall"] = recall_of(selected, blocks, header=header, footer=footer)
+        scope[trace.RECALL] = recall_of(selected, blocks, header=header, footer=footer)
 
     return stage
 

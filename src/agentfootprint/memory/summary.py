@@ -24,6 +24,8 @@ from agentfootprint.memory.stages import (
 from agentfootprint.memory.store import MemoryStore
 from agentfootprint.providers.base import LLMRequest, Provider
 
+from ..runs import trace
+
 __all__ = ["SUMMARY_PREFIX", "SUMMARY_SYSTEM_PROMPT", "summarize_loaded"]
 
 SUMMARY_PREFIX = "[summary of earlier turns"
@@ -67,7 +69,7 @@ def summarize_loaded(
     refused: set[str] = set()
 
     async def stage(scope: Any) -> None:
-        loaded: list[dict[str, Any]] = list(value_of(scope, "loaded") or [])
+        loaded: list[dict[str, Any]] = list(value_of(scope, trace.LOADED) or [])
         summaries = [e for e in loaded if _covered(e)]
         covered = {i for s in summaries for i in _covered(s)}
         raw = [e for e in loaded if not _covered(e) and e["id"] not in covered]
@@ -78,7 +80,7 @@ def summarize_loaded(
         if (len(loaded) < trigger_min_entries or len(span) < max(1, min_fold_entries)
                 or key in refused):
             if covered:
-                scope["loaded"] = summaries + raw
+                scope[trace.LOADED] = summaries + raw
             return
         lines = [
             f"{(e.get('value') or {}).get('role', 'unknown')} (turn {_turn(e)}): "
@@ -91,7 +93,7 @@ def summarize_loaded(
                 model=model, system=system_prompt,
                 messages=[{"role": "user", "content": transcript}], temperature=0))
         except Exception as exc:  # degrade to verbatim recall; the turn is not failed
-            scope["summarize"] = {"applied": False, "reason": f"summarizer-failed: {exc}"}
+            scope[trace.SUMMARIZE] = {"applied": False, "reason": f"summarizer-failed: {exc}"}
             return
         first, last = _turn(span[0]), _turn(span[-1])
         label = (
@@ -104,7 +106,7 @@ def summarize_loaded(
         content = label + "\n\n" + response.content.strip()
         if len(content) >= sum(len(content_of(e.get("value"))) for e in span):
             refused.add(key)
-            scope["summarize"] = {"applied": False, "reason": "replacement-not-smaller"}
+            scope[trace.SUMMARIZE] = {"applied": False, "reason": "replacement-not-smaller"}
             return
         anchor = max(e["updated_at"] for e in span) + 1
         identity = (span[0].get("source") or {}).get("identity")
@@ -119,8 +121,8 @@ def summarize_loaded(
             "source": MemorySource.model_validate({"turn": last, "identity": identity}),
         })
         await store.put(identity_from(scope), entry)
-        scope["loaded"] = [*summaries, entry_record(entry), *tail]
-        scope["summarize"] = {"applied": True, "summary_id": entry.id,
+        scope[trace.LOADED] = [*summaries, entry_record(entry), *tail]
+        scope[trace.SUMMARIZE] = {"applied": True, "summary_id": entry.id,
                               "covered_ids": [e["id"] for e in span]}
 
     return stage

@@ -25,6 +25,7 @@ from ..memory.define import MemoryDefinition
 from ..memory.identity import MemoryIdentity
 from ..memory.store import MemoryStore
 from ..memory.strategies import top_k
+from ..runs import trace
 from .index import require_vector_search
 from .retrieve import DEFAULT_THRESHOLD, check_options, retrieve
 
@@ -73,22 +74,22 @@ def define_rag(
     if not isinstance(header, str):
         raise ConfigurationError(f"define_rag({id!r}) header= must be a str")
     strategy = top_k(k=k, embedder=embedder, threshold=threshold)
-    prefix = f"memory:{id}#"
+    prefix = trace.memory_entry_id(id, "")
     left_out = frozenset(item.removeprefix(prefix) for item in exclude)
 
     async def retrieve_stage(scope: Scope) -> None:
-        query = _last_user_text(_input(scope, "messages"))
+        query = _last_user_text(_input(scope, trace.MESSAGES))
         found = await retrieve(store, identity, query, embedder=embedder, k=k,
                                threshold=threshold, window=window, max_chars=max_chars,
                                exclude=left_out)
-        scope["retrieved"] = found.record()
-        scope["passages"] = [{**hit.record(), "text": hit.chunk.text} for hit in found.hits]
+        scope[trace.RETRIEVED] = found.record()
+        scope[trace.PASSAGES] = [{**hit.record(), "text": hit.chunk.text} for hit in found.hits]
 
     def format_stage(scope: Scope) -> None:
-        passages: list[dict[str, Any]] = list(scope.get("passages") or [])
+        passages: list[dict[str, Any]] = list(scope.get(trace.PASSAGES) or [])
         pieces = render_sources(passages, header=header)
-        evidence = scope.get("retrieved") or {}
-        scope["recall"] = {
+        evidence = scope.get(trace.RETRIEVED) or {}
+        scope[trace.RECALL] = {
             "text": "\n\n".join(pieces), "entry_ids": [p["id"] for p in passages], "turns": [],
             "flavor": "rag", "threshold": threshold,
             "pieces": [{"text": piece, "entry_ids": [p["id"]], "turns": [], "uri": p["uri"],

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from typing import Final
 
+from ..runs import trace
+
 __all__ = ["DROPPED_KEY", "LEDGER_KEY"]
 
-LEDGER_KEY: Final = "findings_ledger"
+LEDGER_KEY: Final = trace.FINDINGS_LEDGER
 """Run-state key of the per-turn script ledger (a list of row dicts)."""
-DROPPED_KEY: Final = "scripts_dropped"
+DROPPED_KEY: Final = trace.SCRIPTS_DROPPED
 """Run-state key counting dispatches past the row bound, absent until the first drop."""

@@ -17,6 +17,7 @@ from typing import Any
 from ...context.record import context_report
 from ...flow.commitlog import CommitLog, CommitRecord
 from ...flow.redact import REDACTED
+from ...runs import trace
 from ..backtrack import Backtrack, Hop
 from ..localize import ContextBugReport
 from ..recording import Recording
@@ -252,9 +253,9 @@ def _timeline(log: CommitLog, calls: list[CallView]) -> tuple[IterationGroup, ..
 
 
 def _iteration_of(log: CommitLog, record: CommitRecord) -> int | None:
-    value = log.value_at("iteration", record.idx - 1, ns=record.ns, default=None)
+    value = log.value_at(trace.ITERATION, record.idx - 1, ns=record.ns, default=None)
     if not isinstance(value, int) or isinstance(value, bool):
-        value = log.value_at("iteration", record.idx, ns=record.ns, default=None)
+        value = log.value_at(trace.ITERATION, record.idx, ns=record.ns, default=None)
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
@@ -277,10 +278,11 @@ def _detail(log: CommitLog, record: CommitRecord) -> str:
         if isinstance(chosen, list):
             chosen = ", ".join(map(str, chosen))
         return f"→ {chosen}"
-    if is_stage(record, "call_llm"):
-        asked = _tool_names(log.value_at("llm_tool_calls", record.idx, ns=record.ns, default=[]))
+    if is_stage(record, trace.CALL_LLM):
+        asked = _tool_names(log.value_at(trace.LLM_TOOL_CALLS, record.idx, ns=record.ns,
+                                         default=[]))
         return f"asked for {', '.join(asked)}" if asked else "answered"
-    if is_stage(record, "tool_calls"):
+    if is_stage(record, trace.TOOL_CALLS):
         for change in record.changes:
             if change.key == "tool_results" and isinstance(change.value, list):
                 names = [str(r.get("tool_name")) for r in change.value if isinstance(r, dict)]
@@ -297,7 +299,7 @@ def _detail(log: CommitLog, record: CommitRecord) -> str:
 
 def _calls(log: CommitLog) -> list[CallView]:
     """One view per LLM call, in run order, with the injections ``context_report`` reads."""
-    records = [record for record in log.records if is_stage(record, "call_llm")]
+    records = [record for record in log.records if is_stage(record, trace.CALL_LLM)]
     if not records:
         return []
     reports: dict[str, dict[str, Any]] = {}
@@ -312,12 +314,12 @@ def _calls(log: CommitLog) -> list[CallView]:
     for index, record in enumerate(records):
         before, ns = record.idx - 1, record.ns
         entry = reports.get(record.runtime_stage_id, {})
-        system = log.value_at("system_prompt", before, ns=ns, default="")
+        system = log.value_at(trace.SYSTEM_PROMPT, before, ns=ns, default="")
         system = system if isinstance(system, str) else _as_text(system)
-        rows = log.value_at("system_slot", before, ns=ns, default=[])
-        tool_rows = log.value_at("tools_slot", before, ns=ns, default=[])
-        schemas = log.value_at("tool_schemas", before, ns=ns, default=[])
-        wrapped = bool(log.value_at("wrap_up_asked", before, ns=ns, default=False))
+        rows = log.value_at(trace.SYSTEM_SLOT, before, ns=ns, default=[])
+        tool_rows = log.value_at(trace.TOOLS_SLOT, before, ns=ns, default=[])
+        schemas = log.value_at(trace.TOOL_SCHEMAS, before, ns=ns, default=[])
+        wrapped = bool(log.value_at(trace.WRAP_UP_ASKED, before, ns=ns, default=False))
         offered_by = {t.get("name"): t.get("source") for t in _dicts(tool_rows)}
         tools = () if wrapped else tuple(
             (str(t.get("name")), _str_or_none(offered_by.get(t.get("name"))))
@@ -327,10 +329,10 @@ def _calls(log: CommitLog) -> list[CallView]:
             index=index, runtime_stage_id=record.runtime_stage_id, scope=_scope(ns),
             iteration=iteration if isinstance(iteration, int) else None,
             system=system, spans=_spans(system, rows),
-            messages=_messages(log.value_at("history", before, ns=ns, default=[])),
+            messages=_messages(log.value_at(trace.HISTORY, before, ns=ns, default=[])),
             tools=tools, injections=tuple(_injection_row(r) for r in entry.get("injections", ())),
-            answer=_as_text(log.value_at("llm_content", record.idx, ns=ns, default="")),
-            asked_tools=_tool_names(log.value_at("llm_tool_calls", record.idx, ns=ns,
+            answer=_as_text(log.value_at(trace.LLM_CONTENT, record.idx, ns=ns, default="")),
+            asked_tools=_tool_names(log.value_at(trace.LLM_TOOL_CALLS, record.idx, ns=ns,
                                                  default=[])),
             is_final=record.idx == final_idx))
     return out
@@ -398,7 +400,7 @@ def _injection_row(row: dict[str, Any]) -> InjectionRow:
 
 
 def _answer(log: CommitLog, calls: list[CallView]) -> str:
-    final = log.value_at("final_content", len(log.records) - 1, default=None)
+    final = log.value_at(trace.FINAL_CONTENT, len(log.records) - 1, default=None)
     if final is not None:
         return _as_text(final)
     chosen = [call for call in calls if call.is_final]
