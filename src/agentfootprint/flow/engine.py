@@ -27,7 +27,7 @@ from .commitlog import Change, CommitLog, CommitRecord
 from .decide import Decision, Selection
 from .pause import Pause
 from .recorders import Dispatcher, FlowEvent
-from .redact import REDACTED, RedactionPolicy
+from .redact import RedactionPolicy
 from .scope import ReadView, Scope, frozen_mapping
 from .values import MISSING, FrozenList, copy_value, freeze, same_prefix, same_value
 
@@ -89,6 +89,13 @@ class Frame:
     def redacts(self, key: str) -> bool:
         policy = self.redaction
         return policy is not None and policy.is_redacted(key)
+
+    def shown(self, key: str, value: Any) -> Any:
+        """``value`` as the record may show it under ``key`` (masked when the key is redacted)."""
+        policy = self.redaction
+        if policy is None or not policy.is_redacted(key):
+            return value
+        return policy.redact_value(key, value)
 
     def child(self) -> Frame:
         """Same namespace and state, own break flag and loop counters (a parallel child)."""
@@ -364,7 +371,13 @@ class _Engine:
                 new = freeze(new)  # state and log share one read-only value from here on
             state[key] = new
             if policy is not None and policy.is_redacted(key):
-                changes.append(Change(key, "set", REDACTED))
+                if (policy.keeps_shape(key) and type(new) is FrozenList
+                        and type(base) is FrozenList and 0 < len(base) < len(new)
+                        and same_prefix(new, base)):
+                    tail = policy.redact_value(key, list(new[len(base):]))
+                    changes.append(Change(key, "append", freeze(tail)))
+                else:
+                    changes.append(Change(key, "set", freeze(policy.redact_value(key, new))))
             elif scalar:
                 changes.append(Change(key, "set", new))
             elif (type(new) is FrozenList and type(base) is FrozenList
@@ -477,8 +490,7 @@ class _Engine:
                     read_ns=frame.ns, reads=tuple(view._reads))
         if self.dispatch.h_subflow_entry:
             self.fire(self.dispatch.h_subflow_entry, "subflow_entry", rid, node,
-                      value=copy_value({k: (REDACTED if frame.redacts(k) else v)
-                                        for k, v in mapped.items()}))
+                      value=copy_value({k: frame.shown(k, v) for k, v in mapped.items()}))
         if inner.depth > self.options.max_depth:
             raise RunError(f"subflow {node.name!r} exceeds max_depth={self.options.max_depth}",
                            run=None)
@@ -531,8 +543,7 @@ class _Engine:
                     reads=tuple(view._reads))
         if self.dispatch.h_subflow_exit:
             self.fire(self.dispatch.h_subflow_exit, "subflow_exit", rid, node,
-                      value=copy_value({k: (REDACTED if inner.redacts(k) else v)
-                                        for k, v in inner.state.items()}))
+                      value=copy_value({k: inner.shown(k, v) for k, v in inner.state.items()}))
         self.executed(node, rid, frame, scope)
         return out
 

@@ -57,6 +57,19 @@ class RedactionPolicy:
         """Whether any state key is redacted (then emit payloads are scrubbed of its values)."""
         return bool(self._keys or self._patterns)
 
+    def redact_value(self, key: str, value: Any) -> Any:
+        """What the record shows of ``value`` under the redacted key ``key``: the marker.
+
+        A policy that knows the shape of a key's value may keep its structure (roles, ids,
+        offsets) and mask only the content, so a redacted run stays explainable.
+        """
+        return REDACTED
+
+    def keeps_shape(self, key: str) -> bool:
+        """True when ``redact_value`` maps a list value element by element (so an appended
+        tail can be recorded as redacted elements, keeping the log delta-encoded)."""
+        return False
+
     def is_redacted_emit(self, name: str) -> bool:
         """True when an emitted event's payload must be recorded as ``[REDACTED]``."""
         return any(p.search(name) for p in self._emit)

@@ -22,7 +22,7 @@ from ..errors import CheckpointError, ConfigurationError, FlowTimeoutError, RunE
 from .commitlog import CommitLog, CommitRecord
 from .engine import Frame, _Engine, _frozen_state, _Paused
 from .recorders import FlowEvent, ObserverFailure
-from .redact import REDACTED, RedactionPolicy
+from .redact import RedactionPolicy
 from .scope import frozen_mapping
 from .values import MISSING, check_json_value, copy_value, summarize
 
@@ -219,10 +219,7 @@ async def run_chart(chart: Chart, *, args: Mapping[str, Any] | None,
     engine = _Engine(chart, options, run_id or uuid.uuid4().hex)
     root = _root_frame(engine, state, args, env, options.redaction)
     policy = options.redaction
-    engine.log.initial[""] = {
-        k: (REDACTED if policy is not None and policy.is_redacted(k) else copy_value(v))
-        for k, v in root.state.items()
-    }
+    engine.log.initial[""] = {k: copy_value(root.shown(k, v)) for k, v in root.state.items()}
     for recorder in options.recorders:
         clear = getattr(recorder, "clear", None)
         if callable(clear):
@@ -261,7 +258,9 @@ async def resume_chart(chart: Chart, checkpoint: Checkpoint | Mapping[str, Any] 
 
 
 def _shown_args(args: Mapping[str, Any] | None, policy: RedactionPolicy | None) -> dict[str, Any]:
-    return {k: (REDACTED if policy is not None and policy.is_redacted(k) else copy_value(v))
+    if policy is None:
+        return {k: copy_value(v) for k, v in (args or {}).items()}
+    return {k: (copy_value(policy.redact_value(k, v)) if policy.is_redacted(k) else copy_value(v))
             for k, v in (args or {}).items()}
 
 

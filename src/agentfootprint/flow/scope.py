@@ -75,7 +75,7 @@ class Scope:
         frame = self._frame
         hooks = frame.dispatch.h_read
         if hooks or self._watcher is not None:
-            shown = REDACTED if frame.redacts(key) else value
+            shown = frame.shown(key, value)
             if self._watcher is not None:
                 self._watcher.append((key, value))
             if hooks:
@@ -101,7 +101,7 @@ class Scope:
         hooks = frame.dispatch.h_write
         if hooks:
             step = self._step
-            shown = REDACTED if frame.redacts(key) else value
+            shown = frame.shown(key, value)
             event = FlowEvent("write", frame.run_id, step.rid, step.stage_id, step.stage,
                               key, shown)
             for hook in hooks:

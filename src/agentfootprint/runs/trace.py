@@ -28,6 +28,7 @@ from typing import Final, Literal, get_args
 __all__ = [
     "CONTENT_KINDS",
     "ContentKind",
+    "Shape",
     "KeyFamily",
     "KeySpec",
     "Prefix",
@@ -55,6 +56,12 @@ ContentKind = Literal[
 ]
 CONTENT_KINDS: Final[frozenset[str]] = frozenset(get_args(ContentKind))
 
+Shape = Literal["value", "messages", "recall", "tool_calls", "state"]
+"""How a value is laid out, so redaction can mask its content and keep its structure:
+``messages`` a list of chat messages, ``recall`` a memory's recall (text, pieces, entry ids),
+``tool_calls`` a list of ``{id, name, args}``, ``state`` a mapping of run-state keys, ``value``
+anything else (masked whole)."""
+
 _CONVERSATION: Final = ("user_text", "model_text", "tool_args", "tool_results",
                         "memory_content", "documents", "context")
 """A conversation carries everything: messages, tool calls, results and injected messages."""
@@ -67,6 +74,7 @@ class KeySpec:
     name: str
     kinds: frozenset[str]
     doc: str
+    shape: Shape = "value"
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +84,7 @@ class KeyFamily:
     prefix: str
     kinds: frozenset[str]
     doc: str
+    shape: Shape = "value"
 
     def of(self, suffix: object) -> str:
         """The family's key for ``suffix``."""
@@ -140,15 +149,15 @@ def _kinds(kinds: Iterable[str]) -> frozenset[str]:
     return found
 
 
-def _key(name: str, *kinds: str, doc: str) -> str:
+def _key(name: str, *kinds: str, doc: str, shape: Shape = "value") -> str:
     if name in _KEYS:
         raise ValueError(f"run-state key {name!r} is declared twice")
-    _KEYS[name] = KeySpec(name, _kinds(kinds), doc)
+    _KEYS[name] = KeySpec(name, _kinds(kinds), doc, shape)
     return name
 
 
-def _family(prefix: str, *kinds: str, doc: str) -> KeyFamily:
-    family = KeyFamily(prefix, _kinds(kinds), doc)
+def _family(prefix: str, *kinds: str, doc: str, shape: Shape = "value") -> KeyFamily:
+    family = KeyFamily(prefix, _kinds(kinds), doc, shape)
     _FAMILIES.append(family)
     return family
 
@@ -176,7 +185,8 @@ def _prefix(text: str, doc: str) -> Prefix:
 
 MESSAGE: Final = _key("message", "user_text", doc="the user's message a run was started with")
 RESUME_STATE: Final = _key("resume_state", *_CONVERSATION,
-                           doc="a failed run's last committed state, replayed by resume_on_error")
+                           doc="a failed run's last committed state, replayed by resume_on_error",
+                           shape="state")
 RESUMED_FROM: Final = _key("resumed_from", "configuration",
                            doc="the run id a resumed run continues")
 
@@ -184,7 +194,8 @@ RESUMED_FROM: Final = _key("resumed_from", "configuration",
 
 USER_MESSAGE: Final = _key("user_message", "user_text", doc="this turn's user message")
 HISTORY: Final = _key("history", *_CONVERSATION,
-                      doc="the conversation sent to the model: messages, tool calls and results")
+                      doc="the conversation sent to the model: messages, tool calls and results",
+                      shape="messages")
 TURN: Final = _key("turn", "configuration", doc="the turn number, resolved once in Seed")
 ITERATION: Final = _key("iteration", "configuration", doc="the loop's iteration, from 1")
 MAX_ITERATIONS: Final = _key("max_iterations", "configuration", doc="the iteration budget")
@@ -200,20 +211,21 @@ TOOL_RESULTS: Final = _key("tool_results", "tool_results",
 # --------------------------------------------------------------------------- context slots
 
 CONTEXT_EVALUATION: Final = _key(
-    "context_evaluation", "configuration", "memory_content", "documents",
-    doc="one row per injection and recalled piece: fired or not, trigger and reason")
+    "context_evaluation", "configuration",
+    doc="one row per injection and recalled piece: fired or not, trigger and reason (no text)")
 ACTIVE_INJECTIONS: Final = _key("active_injections", "configuration",
                                 doc="ids of the injections that fired this iteration")
 SKILL_STEPS: Final = _key("skill_steps", "configuration",
                           doc="where the active skill's procedure stands")
 SYSTEM_PROMPT: Final = _key("system_prompt", "context", "memory_content", "documents",
                             doc="the system prompt sent to the model")
-SYSTEM_SLOT: Final = _key("system_slot", "context", "memory_content", "documents",
-                          doc="the system prompt's pieces with their source and position")
+SYSTEM_SLOT: Final = _key("system_slot", "configuration",
+                          doc="the system prompt's pieces: source, offsets, cache (no text)")
 DELIVERED_KEYS: Final = _key("delivered_keys", "configuration",
                              doc="content keys of injected messages already delivered")
-MESSAGES_DELIVERY: Final = _key("messages_delivery", "context", "memory_content", "documents",
-                                doc="the injected messages delivered (or deferred) this iteration")
+MESSAGES_DELIVERY: Final = _key(
+    "messages_delivery", "configuration",
+    doc="which injected messages were delivered (or deferred) this iteration, by id (no text)")
 WINDOW: Final = _key("window", "configuration",
                      doc="which part of the history this call was sent (the window's plan)")
 WINDOW_EVICTED: Final = _key("window_evicted", *_CONVERSATION,
@@ -228,7 +240,7 @@ WRAP_UP_ASKED: Final = _key("wrap_up_asked", "configuration",
 
 LLM_CONTENT: Final = _key("llm_content", "model_text", doc="the latest call's answer text")
 LLM_TOOL_CALLS: Final = _key("llm_tool_calls", "tool_args",
-                             doc="the tool calls the latest call asked for")
+                             doc="the tool calls the latest call asked for", shape="tool_calls")
 STOP_REASON: Final = _key("stop_reason", "configuration", doc="why the latest call stopped")
 FINAL_CONTENT: Final = _key("final_content", "model_text", doc="the run's answer")
 STOPPED_EARLY: Final = _key("stopped_early", "configuration",
@@ -251,16 +263,19 @@ SCRIPTS_DROPPED: Final = _key("scripts_dropped", "configuration",
 # --------------------------------------------------------------------------- memory and RAG
 
 NEW_MESSAGES: Final = _key("new_messages", *_CONVERSATION,
-                           doc="this turn's messages, handed to the memory writes")
+                           doc="this turn's messages, handed to the memory writes",
+                           shape="messages")
 RUN_EVIDENCE: Final = _key("run_evidence", "tool_args", "tool_results", "configuration",
                            doc="what a causal memory keeps of the run: tool calls, cost")
 MESSAGES: Final = _key("messages", *_CONVERSATION,
-                       doc="the conversation handed to a memory read (its query)")
+                       doc="the conversation handed to a memory read (its query)",
+                       shape="messages")
 LOADED: Final = _key("loaded", "memory_content", doc="entries a memory read loaded")
 SELECTED: Final = _key("selected", "memory_content", doc="entries a memory strategy kept")
 PICK: Final = _key("pick", "memory_content", doc="the entries a memory strategy picked")
 RECALL: Final = _key("recall", "memory_content", "documents",
-                     doc="what a memory read recalls: text, pieces, entry ids, turns")
+                     doc="what a memory read recalls: text, pieces, entry ids, turns",
+                     shape="recall")
 RETRIEVED: Final = _key("retrieved", "memory_content", "documents",
                         doc="what a search retrieved, admitted or not, with scores")
 WRITTEN: Final = _key("written", "memory_content", doc="entries a memory write stored")
@@ -271,7 +286,8 @@ NEW_MESSAGE_EMBEDDING_MODEL: Final = _key("new_message_embedding_model", "config
                                           doc="the embedder that made them")
 PASSAGES: Final = _key("passages", "documents", doc="the passages a retrieval returned")
 MEMORY_RECALL: Final = _family("memory_recall_", "memory_content", "documents",
-                               doc="a memory's recall lifted into the agent's state")
+                               doc="a memory's recall lifted into the agent's state",
+                               shape="recall")
 MEMORY_RETRIEVED: Final = _family("memory_retrieved_", "memory_content", "documents",
                                   doc="a memory's retrieval evidence lifted into the agent's state")
 
