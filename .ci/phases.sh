@@ -91,7 +91,8 @@ phases_report() {
     [ -n "$PHASES_REPORTED" ] && return 0
     PHASES_REPORTED=1
     kill "$PHASES_SAMPLER" 2>/dev/null || true
-    local base peak
+    # every variable local: the caller's trap keeps its exit status in `status`
+    local base peak name start end status
     base="$(cat "$PHASES_DIR/mem.base")"
     peak="$(cat "$PHASES_DIR/mem.peak" 2>/dev/null || echo "$base")"
     echo
