@@ -76,9 +76,8 @@ from agentfootprint.demo import QUESTION as DEMO_QUESTION
 from agentfootprint.demo import is_wrong, make_refund_agent
 from agentfootprint.explain.backtrack import backtrack
 from agentfootprint.explain.localize import localize_context_bug
-from agentfootprint.explain.recording import Recording
-from agentfootprint.explain.runstore import RunStore
 from agentfootprint.providers import mock
+from agentfootprint.runs import Recording, RunStore
 
 N = 50
 RERUNS = 3

@@ -5,12 +5,13 @@
     compose
     agent
     context · tools · memory · rag               (context may use tools; rag is built on memory)
-    providers · events · runs
+    providers · events · runs                    (a recording rebuilds requests in the
+                                                  provider port's wire format)
     flow
-    errors · _lazy                               (the root: anyone may import them)
+    errors · _lazy · _postgres                   (the root: anyone may import them)
 
 A module may import its own package and any package of a lower layer, never one above or beside
-it (except the two sideways uses named above). ``agentfootprint/__init__.py`` is the public face
+it (except the sideways uses named above). ``agentfootprint/__init__.py`` is the public face
 and re-exports from every layer.
 """
 
@@ -24,7 +25,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "agentfootprint"
 
 LAYER = {
-    "errors": 0, "_lazy": 0,
+    "errors": 0, "_lazy": 0, "_postgres": 0,
     "flow": 1,
     "providers": 2, "events": 2, "runs": 2,
     "context": 3, "tools": 3, "memory": 3, "rag": 3,
@@ -33,7 +34,8 @@ LAYER = {
     "explain": 6,
     "cli": 7, "demo": 7,
 }
-SIDEWAYS = {("context", "tools"), ("rag", "memory"), ("cli", "demo")}
+SIDEWAYS = {("context", "tools"), ("rag", "memory"), ("cli", "demo"), ("runs", "providers"),
+            ("_postgres", "errors")}
 
 
 def _package(relative: Path) -> str:

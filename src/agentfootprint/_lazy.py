@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import importlib
 import sys
+import warnings
 from collections.abc import Callable, Collection, Mapping
 from types import ModuleType
 from typing import Any
 
-__all__ = ["keep_bound", "lazy_names"]
+__all__ = ["keep_bound", "lazy_names", "moved_module", "moved_names"]
 
 
 def lazy_names(package: str, names: Mapping[str, str], *, keep: Collection[str] = ()
@@ -56,3 +57,26 @@ def keep_bound(package: str, names: Collection[str]) -> None:
             super().__setattr__(name, value)
 
     sys.modules[package].__class__ = Package
+
+
+def moved_names(package: str, moved: Mapping[str, str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` serving names that moved: ``moved`` maps a name to the module
+    it lives in now. Reading one works for one release, with a ``DeprecationWarning`` naming
+    the new import."""
+
+    def __getattr__(name: str) -> Any:
+        home = moved.get(name)
+        if home is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        warnings.warn(f"{package}.{name} moved: import it from {home} "
+                      f"(`from {home} import {name}`); the old path goes away in the next release",
+                      DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module(home), name)
+
+    return __getattr__
+
+
+def moved_module(old: str, new: str) -> None:
+    """Warn that the module ``old`` moved to ``new`` (call it at the top of the old module)."""
+    warnings.warn(f"{old} moved to {new}: import from {new}; the old path goes away in the "
+                  "next release", DeprecationWarning, stacklevel=3)

@@ -36,7 +36,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="the HTML file to write (default RUN_ID.html here)")
     options = parser.parse_args(argv)
 
-    from .explain.runstore import DEFAULT_RUN_STORE, RunStore
+    from .runs.sqlite import DEFAULT_RUN_STORE, RunStore
 
     given = getattr(options, "store", None)
     store_path = Path(given) if given else DEFAULT_RUN_STORE
@@ -80,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _report(store_path: Path, run_id: str, output: str) -> int:
     """Write the HTML report of a stored run; print its path."""
     from .explain.report import write_html_report
-    from .explain.runstore import RunStore
+    from .runs.sqlite import RunStore
 
     with RunStore(store_path) as store:
         try:

@@ -18,10 +18,10 @@ from .context import define_fact, define_steering
 from .explain.backtrack import Backtrack, backtrack
 from .explain.localize import ContextBugReport, localize_context_bug
 from .explain.report import write_html_report
-from .explain.runstore import DEFAULT_RUN_STORE, RunStore
 from .flow.run import run_sync
 from .providers.base import LLMRequest
 from .providers.mock import mock
+from .runs.sqlite import DEFAULT_RUN_STORE, RunStore
 from .tools import tool
 
 __all__ = ["PLANTED", "QUESTION", "make_refund_agent", "run_demo"]

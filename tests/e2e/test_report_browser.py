@@ -19,10 +19,11 @@ import pytest
 
 from agentfootprint import Agent, define_fact, tool
 from agentfootprint.demo import QUESTION, is_wrong, make_refund_agent
-from agentfootprint.explain import Recording, backtrack, localize_context_bug
+from agentfootprint.explain import backtrack, localize_context_bug
 from agentfootprint.explain.report import write_html_report
 from agentfootprint.flow.run import run_sync
 from agentfootprint.providers import mock
+from agentfootprint.runs import Recording
 
 pytestmark = pytest.mark.e2e
 

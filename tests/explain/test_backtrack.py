@@ -11,11 +11,13 @@ import pytest
 
 from agentfootprint import RunError
 from agentfootprint.demo import HARMLESS, PLANTED, QUESTION, demo, make_refund_agent
-from agentfootprint.explain import Recording, RunStore, backtrack
+from agentfootprint.explain import backtrack
+from agentfootprint.runs import Recording, RunStore
 
 SCRIPT = """
 import sys
-from agentfootprint.explain import RunStore, backtrack
+from agentfootprint.explain import backtrack
+from agentfootprint.runs import RunStore
 store = RunStore(sys.argv[1])
 chain = backtrack(store.load(sys.argv[2]).commit_log(), suspect="customer-profile")
 print(str(chain))
@@ -82,8 +84,8 @@ def test_run_store_errors_are_clear_and_lose_nothing(tmp_path: Path) -> None:
     store = RunStore(tmp_path / "runs.db")
     with pytest.raises(KeyError, match="the store is empty"):
         store.load("missing")
-    store._db.execute("INSERT INTO runs VALUES ('bad', 'n', 'agent', 'done', 1.0, '', '{')")
-    store._db.commit()
+    store._db.execute("INSERT INTO runs (run_id, name, kind, status, created_at, preview, body) "
+                      "VALUES ('bad', 'n', 'agent', 'done', 1.0, '', '{')")
     with pytest.raises(RunError, match=r"run 'bad' .* is unreadable"):
         store.load("bad")
     assert [r.run_id for r in store.list()] == ["bad"]

@@ -19,15 +19,15 @@ import pytest
 from agentfootprint import RunError
 from agentfootprint.demo import PLANTED, QUESTION, make_refund_agent
 from agentfootprint.errors import ConfigurationError
-from agentfootprint.explain import Recording, backtrack
-from agentfootprint.explain.runstore_postgres import PostgresRunStore
+from agentfootprint.explain import backtrack
+from agentfootprint.runs import PostgresRunStore, Recording
 
 PG_URL_ENV = "AGENTFOOTPRINT_PG_URL"
 
 SCRIPT = """
 import sys
 from agentfootprint.explain import backtrack
-from agentfootprint.explain.runstore_postgres import PostgresRunStore
+from agentfootprint.runs import PostgresRunStore
 with PostgresRunStore(sys.argv[1], schema=sys.argv[2], create_schema=False) as store:
     chain = backtrack(store.load(sys.argv[3]).commit_log(), suspect="customer-profile")
 print(str(chain))

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from agentfootprint.errors import RunError
-from agentfootprint.explain import RunStore
+from agentfootprint.runs import RunStore
 
 
 def test_driver_errors_name_the_store_and_the_operation(tmp_path: Path) -> None:

@@ -10,7 +10,6 @@ import pytest
 
 from agentfootprint import Agent, ConfigurationError, tool
 from agentfootprint.agent.moments import act, allow
-from agentfootprint.explain import Recording, RunStore
 from agentfootprint.explain.toolpack import (
     TRACE_DEBUG_METHODOLOGY,
     TRACE_TOOL_NAMES,
@@ -21,6 +20,7 @@ from agentfootprint.explain.toolpack import (
 from agentfootprint.flow import Chart, FlowRun, RedactionPolicy, Scope, flow_chart
 from agentfootprint.providers import mock
 from agentfootprint.providers.base import LLMRequest
+from agentfootprint.runs import Recording, RunStore
 from agentfootprint.tools.tool import Tool
 
 SECRET = "SSN-987-65-4321-XQZ"

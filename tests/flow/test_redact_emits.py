@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from agentfootprint import Agent
-from agentfootprint.explain import Recording
 from agentfootprint.flow import RedactionPolicy, flow_chart
 from agentfootprint.providers import mock
+from agentfootprint.runs import Recording
 
 SECRET = "Card 4111-1111-1111-1111 approved"
 

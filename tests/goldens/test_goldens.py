@@ -45,11 +45,7 @@ from agentfootprint.cli import main
 from agentfootprint.compose import Composition, Pattern
 from agentfootprint.explain import backtrack
 from agentfootprint.flow import Chart
-
-try:
-    from agentfootprint.runs import RunStore
-except ImportError:  # the run stores lived in explain/ before runs/ held them
-    from agentfootprint.explain import RunStore  # type: ignore[no-redef]
+from agentfootprint.runs import RunStore
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "goldens" / "data"

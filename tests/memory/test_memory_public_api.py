@@ -9,6 +9,7 @@ import agentfootprint.memory as memory
 
 SRC = Path(memory.__file__).parent
 ALLOWED = (
+    "agentfootprint._postgres",
     "agentfootprint.errors",
     "agentfootprint.flow",
     "agentfootprint.memory",

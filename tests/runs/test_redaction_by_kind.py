@@ -13,13 +13,13 @@ import pytest
 
 from agentfootprint import Agent
 from agentfootprint.errors import ConfigurationError
-from agentfootprint.explain import Recording, RunStore, backtrack
+from agentfootprint.explain import backtrack
 from agentfootprint.explain.report import render_html_report
 from agentfootprint.flow import REDACTED
 from agentfootprint.memory import MemoryIdentity, SQLiteStore, define_memory
 from agentfootprint.providers import mock
 from agentfootprint.providers.base import LLMRequest
-from agentfootprint.runs import RedactionPolicy, trace
+from agentfootprint.runs import Recording, RedactionPolicy, RunStore, trace
 
 SECRET = "X7Q-99182-PLUGH"
 ENDING = SECRET[-5:]

@@ -30,6 +30,7 @@ from .loop import AgentSpec, build_agent_chart, live_emit
 if TYPE_CHECKING:
     from ..memory.define import MemoryDefinition
     from ..memory.identity import MemoryIdentity
+    from ..runs.store import RunStorePort
     from .checkin import CheckInRequest
     from .moments import ActRule
     from .permissions import PermissionChecker
@@ -106,14 +107,14 @@ class _Runner:
 
     def __init__(self, spec: AgentSpec, *, name: str, watch: Sequence[Any],
                  observer_delivery: Literal["inline", "deferred"],
-                 redaction: RedactionPolicy | None, run_store: Any = None) -> None:
+                 redaction: RedactionPolicy | None, run_store: RunStorePort | None = None) -> None:
         if observer_delivery not in ("inline", "deferred"):
             raise ConfigurationError(
                 f"observer_delivery={observer_delivery!r} must be 'inline' or 'deferred'")
         if run_store is not None and not callable(getattr(run_store, "save", None)):
             raise ConfigurationError(
                 f"run_store={run_store!r} cannot save runs; pass a RunStore(path) or a "
-                "PostgresRunStore(...) from agentfootprint.explain")
+                "PostgresRunStore(...) from agentfootprint.runs")
         self.run_store = run_store
         self.name = name
         self.spec = spec
@@ -313,7 +314,7 @@ class Agent(_Runner):
         window: WindowStrategy | None = None,
         act: Iterable[ActRule] = (),
         permissions: PermissionChecker | None = None,
-        run_store: Any = None,
+        run_store: RunStorePort | None = None,
     ) -> None:
         model = _model_for(provider, model)
         rules = _check_governance(act, permissions)
@@ -391,7 +392,8 @@ class LLMCall(_Runner):
                  temperature: float | None = None, max_tokens: int | None = None,
                  stream: bool = False,
                  observer_delivery: Literal["inline", "deferred"] = "inline",
-                 redaction: RedactionPolicy | None = None, run_store: Any = None) -> None:
+                 redaction: RedactionPolicy | None = None,
+                 run_store: RunStorePort | None = None) -> None:
         model = _model_for(provider, model)
         spec = AgentSpec(provider=provider, model=model, system=system,
                          registry=ToolRegistry(()), max_iterations=1, temperature=temperature,

@@ -22,6 +22,7 @@ from typing import Any, Literal, TypedDict
 
 from ..errors import ConfigurationError
 from ..providers.base import LLMRequest, Message, Provider
+from ..runs.window import windowed_messages
 
 __all__ = [
     "SUMMARIZER_SYSTEM_PROMPT",
@@ -83,20 +84,6 @@ class WindowPlan:
         if self.error is not None:
             record["error"] = self.error
         return record
-
-
-def windowed_messages(history: Sequence[Message], window: dict[str, Any] | None
-                      ) -> list[Message]:
-    """The messages a call was sent, rebuilt from ``history`` and its ``window`` record.
-
-    With no record (no strategy configured) that is the whole history, so callers that rebuild
-    a past request (``log.value_at("window", step)``) work with or without a window.
-    """
-    if window is None:
-        return list(history)
-    sent: list[Message] = [window["summary"]] if window.get("summary") else []
-    sent.extend(history[i] for i in window["kept"] if i < len(history))
-    return sent
 
 
 # -- the structure every strategy shares ---------------------------------------------------

@@ -6,6 +6,7 @@ the agent without each candidate and is the only thing allowed to say CAUSAL;
 ``recorded_chat`` keeps a conversation's turns as frozen evidence to reason about, re-run and fork.
 """
 
+from .._lazy import moved_names
 from .backtrack import Backtrack, Hop, backtrack
 from .chat import ChatTurn, RecordedChat, TurnReason, TurnRerun, recorded_chat
 from .dropped import DroppedContextReport, dropped_candidates, find_dropped_context
@@ -18,13 +19,14 @@ from .influence import (
     semantic_alignment,
 )
 from .localize import ContextBugReport, localize_context_bug
-from .recording import Recording
 from .report import render_html_report, write_html_report
 from .rerun import bisect_culprits, rerun_without_sources
-from .runstore import RunStore, RunSummary
-from .runstore_postgres import PostgresRunStore
 from .suspects import Suspect, suspects_of
 from .toolpack import TRACE_TOOL_NAMES, call_trace_tool, trace_debug_agent, trace_toolpack
+
+__getattr__ = moved_names(__name__, {
+    name: "agentfootprint.runs"
+    for name in ("PostgresRunStore", "Recording", "RunStore", "RunSummary")})
 
 __all__ = [
     "TRACE_TOOL_NAMES",
@@ -33,11 +35,7 @@ __all__ = [
     "ContextBugReport",
     "DroppedContextReport",
     "Hop",
-    "PostgresRunStore",
     "RecordedChat",
-    "Recording",
-    "RunStore",
-    "RunSummary",
     "Suspect",
     "TurnReason",
     "TurnRerun",

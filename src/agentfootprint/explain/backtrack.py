@@ -17,9 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..agent.window import windowed_messages
 from ..flow.commitlog import CommitLog, CommitRecord
 from ..runs import trace
+from ..runs.window import windowed_messages
 from .influence import rank_suspects
 from .suspects import Suspect, final_call, is_stage, log_of, suspects_of
 

@@ -41,9 +41,9 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
 from ..agent.agent import Agent, RunResult
 from ..errors import ConfigurationError
 from ..flow.run import run_sync
+from ..runs.recording import Recording
 from .backtrack import Backtrack, backtrack
 from .influence import RankedSuspect, RankingConfidence, ranking_confidence
-from .recording import Recording
 from .rerun import Probe, Progress, Rerunner, Verdict, accepts_seed, resolve_sources, verdict_for
 from .suspects import Suspect, suspects_of
 

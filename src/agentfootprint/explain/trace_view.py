@@ -28,7 +28,7 @@ from ..flow.commitlog import Change, CommitRecord
 from ..flow.redact import REDACTED, RedactionPolicy
 from ..flow.run import FlowRun
 from ..flow.values import MISSING
-from .recording import Recording
+from ..runs.recording import Recording
 
 __all__ = ["RecordingLoader", "StageInfo", "TraceLookupError", "TraceView", "open_recording",
            "page", "preview", "render"]

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ...runs.recording import Recording
 from ..backtrack import Backtrack
 from ..localize import ContextBugReport
-from ..recording import Recording
 from .data import build_report_data
 from .page import render_page
 

@@ -18,9 +18,9 @@ from ...context.record import context_report
 from ...flow.commitlog import CommitLog, CommitRecord
 from ...flow.redact import REDACTED
 from ...runs import trace
+from ...runs.recording import Recording
 from ..backtrack import Backtrack, Hop
 from ..localize import ContextBugReport
-from ..recording import Recording
 from ..suspects import Suspect, final_call, is_stage
 
 __all__ = [

@@ -9,12 +9,12 @@ nothing depends on the caller's ``search_path``.
 
 from __future__ import annotations
 
-import re
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agentfootprint._postgres import DDL_LOCK, check_identifier, server_label
 from agentfootprint.errors import ConfigurationError
 from agentfootprint.memory.errors import MemoryStoreError
 
@@ -34,10 +34,7 @@ __all__ = [
 
 SCHEMA_VERSION = 1
 """The table layout this code writes; tables with a newer one are refused, never rewritten."""
-DDL_LOCK = "agentfootprint.ddl"
-"""The advisory-lock name every agentfootprint schema change in PostgreSQL serialises on."""
 
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PG_MAX_IDENTIFIER = 63
 _SUFFIXES = ("meta", "entries", "signatures", "turn_claims")
 _ORDER_INDEX = "_entries_order"
@@ -57,27 +54,6 @@ _TABLES_DDL = (
     " namespace text NOT NULL, turn bigint NOT NULL, claimed_at bigint NOT NULL,"
     " PRIMARY KEY (namespace, turn))",
 )
-
-
-def check_identifier(owner: str, kind: str, value: object, max_length: int) -> str:
-    """``value`` when it is a plain SQL identifier of at most ``max_length`` characters."""
-    if not isinstance(value, str) or not _IDENTIFIER.fullmatch(value) or len(value) > max_length:
-        raise ConfigurationError(
-            f"{owner}({kind}={value!r}) must be a plain SQL identifier: a letter or '_' "
-            f"followed by letters, digits or '_', at most {max_length} characters."
-        )
-    return value
-
-
-def server_label(driver: Any, conninfo: str) -> str:
-    """``dbname@host:port`` of a connection string, for names in errors — never its password."""
-    try:
-        params = driver.conninfo.conninfo_to_dict(conninfo)
-    except driver.Error:
-        return "?"
-    host = params.get("host") or params.get("hostaddr") or "localhost"
-    port = f":{params['port']}" if params.get("port") else ""
-    return f"{params.get('dbname') or params.get('user') or '?'}@{host}{port}"
 
 
 @dataclass(frozen=True, slots=True)
