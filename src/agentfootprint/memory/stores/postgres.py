@@ -8,7 +8,8 @@ every embedder's vectors; a search compares only rows of the query's length. ``s
 share ``updated_at``. Turn claims are rows under a primary key inserted with ``ON CONFLICT DO
 NOTHING``: exactly one inserter wins, whichever process or connection it runs on. A search is an
 exact scan of the namespace's rows in SQL (no approximate index), so it ranks as InMemoryStore
-and SQLiteStore do, within float32 rounding.
+and SQLiteStore do, within float32 rounding. The SQL it shares with ``SQLiteStore`` (paging,
+expiry, reads and writes by key, claims) is written once in ``_sql``; the scoring is its own.
 
 With ``create_schema=True`` (the default) the first call creates what is missing — the schema,
 the ``vector`` extension, the tables (see ``_pgschema``) — so a fresh database just works; with
@@ -40,7 +41,7 @@ from agentfootprint.memory.store import (
     check_limit,
 )
 from agentfootprint.memory.stores._closing import Closing
-from agentfootprint.memory.stores._keyset import decode_cursor, encode_cursor
+from agentfootprint.memory.stores._keyset import decode_cursor
 from agentfootprint.memory.stores._pgschema import (
     MAX_PREFIX,
     SCHEMA_VERSION,
@@ -51,7 +52,17 @@ from agentfootprint.memory.stores._pgschema import (
     prepare,
     server_label,
 )
-from agentfootprint.memory.stores._rows import entry_row
+from agentfootprint.memory.stores._sql import (
+    POSTGRES,
+    entry_row,
+    live,
+    page_of,
+    page_query,
+    same_id,
+    scored,
+    statements,
+    tier_filter,
+)
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection, AsyncCursor
@@ -64,6 +75,7 @@ INSTALL_HINT = 'pip install "agentfootprint[postgres]"'
 """What a missing driver's error tells the user to run."""
 _PG_MAX_VECTOR_DIMS = 16000
 _T = TypeVar("_T")
+_SQL = statements(POSTGRES)
 
 
 def _import_driver() -> Any:
@@ -241,6 +253,12 @@ class PostgresStore(Closing):
                     )
             return self._tables
 
+    def _compose(self, template: str, t: Tables) -> Any:
+        """A shared statement template (``_sql``) with this store's qualified names."""
+        return self._psycopg.sql.SQL(template).format(
+            entries=t.entries, signatures=t.signatures, claims=t.claims, vector=t.vector
+        )
+
     # -- entries -----------------------------------------------------------------------------
 
     def _decode(self, entry_id: str, body: str, embedding: str | None) -> MemoryEntry:
@@ -255,26 +273,13 @@ class PostgresStore(Closing):
                 store=self.name,
                 entry_id=entry_id,
             ) from exc
-        if entry.id != entry_id:
-            raise UnreadableEntryError(
-                f"{self.name} row {entry_id!r} holds an entry with id {entry.id!r}; "
-                "the row is left as it is — repair or delete it.",
-                store=self.name,
-                entry_id=entry_id,
-            )
-        return entry
+        return same_id(entry, entry_id, store=self.name)
 
     async def get(self, identity: MemoryIdentity, entry_id: str) -> MemoryEntry | None:
         params = (identity.namespace, entry_id, self._clock())
 
         async def work(cur: AsyncCursor[TupleRow], t: Tables) -> tuple[str, str | None] | None:
-            await cur.execute(
-                self._psycopg.sql.SQL(
-                    "SELECT body, embedding::text FROM {} WHERE namespace = %s AND id = %s "
-                    "AND (expires_at IS NULL OR expires_at > %s)"
-                ).format(t.entries),
-                params,
-            )
+            await cur.execute(self._compose(_SQL.get, t), params)
             row = await cur.fetchone()
             return None if row is None else (row[0], row[1])
 
@@ -293,17 +298,7 @@ class PostgresStore(Closing):
         rows = [entry_row(namespace, e, format_vector) for e in entries]
 
         async def work(cur: AsyncCursor[TupleRow], t: Tables) -> None:
-            await cur.executemany(
-                self._psycopg.sql.SQL(
-                    "INSERT INTO {entries} (namespace, id, updated_at, expires_at, tier, body, "
-                    "embedding, embedding_model) VALUES (%s, %s, %s, %s, %s, %s, %s::{vector}, %s) "
-                    "ON CONFLICT (namespace, id) DO UPDATE SET seq = EXCLUDED.seq, "
-                    "updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at, "
-                    "tier = EXCLUDED.tier, body = EXCLUDED.body, embedding = EXCLUDED.embedding, "
-                    "embedding_model = EXCLUDED.embedding_model"
-                ).format(entries=t.entries, vector=t.vector),
-                rows,
-            )
+            await cur.executemany(self._compose(_SQL.put, t), rows)
 
         await self._run("put_many", work)
 
@@ -317,35 +312,14 @@ class PostgresStore(Closing):
     ) -> MemoryPage:
         size = check_limit(limit)
         after = decode_cursor(cursor, store=self.name) if cursor is not None else None
-        sql = self._psycopg.sql
-        where = ["namespace = %s AND (expires_at IS NULL OR expires_at > %s)"]
-        params: builtins.list[object] = [identity.namespace, self._clock()]
-        if tiers is not None:
-            where.append("tier = ANY(%s::text[])")
-            params.append(builtins.list(tiers))
-        if after is not None:
-            where.append("(updated_at, seq) < (%s, %s)")
-            params.extend(after)
-        params.append(size + 1)
-        query = sql.SQL(
-            "SELECT id, body, embedding::text, updated_at, seq FROM {entries} WHERE {where} "
-            "ORDER BY updated_at DESC, seq DESC LIMIT %s"
-        )
-        conditions = sql.SQL(" AND ").join(sql.SQL(w) for w in where)
+        query, params = page_query(POSTGRES, identity.namespace, self._clock(), tiers=tiers,
+                                   after=after, size=size)
 
-        async def work(
-            cur: AsyncCursor[TupleRow], t: Tables
-        ) -> builtins.list[tuple[str, str, str | None, int, int]]:
-            await cur.execute(query.format(entries=t.entries, where=conditions), params)
-            return [(r[0], r[1], r[2], r[3], r[4]) for r in await cur.fetchall()]
+        async def work(cur: AsyncCursor[TupleRow], t: Tables) -> builtins.list[TupleRow]:
+            await cur.execute(self._compose(query, t), params)
+            return await cur.fetchall()
 
-        rows = await self._run("list", work)
-        page = rows[:size]
-        entries = [self._decode(entry_id, body, vec) for entry_id, body, vec, _, _ in page]
-        more = len(rows) > size
-        return MemoryPage(
-            entries=entries, cursor=encode_cursor(page[-1][3], page[-1][4]) if more else None
-        )
+        return page_of(await self._run("list", work), size, self._decode)
 
     async def search(
         self,
@@ -377,14 +351,15 @@ class PostgresStore(Closing):
         sql = self._psycopg.sql
         where = [
             "namespace = %s AND embedding IS NOT NULL",
-            "(expires_at IS NULL OR expires_at > %s)",
+            live(POSTGRES),
             "(%s::text IS NULL OR embedding_model IS NULL OR embedding_model = %s)",
         ]
         params: builtins.list[object] = [len(query), format_vector(query)]
         params += [identity.namespace, self._clock(), embedder_id, embedder_id]
         if tiers is not None:
-            where.append("tier = ANY(%s::text[])")
-            params.append(builtins.list(tiers))
+            clause, values = tier_filter(POSTGRES, tiers)
+            where.append(clause)
+            params += values
         outer = ["score IS NOT NULL AND score <> 'NaN'::float8"]
         if min_score is not None:
             outer.append("score >= %s")
@@ -406,9 +381,7 @@ class PostgresStore(Closing):
         conditions = sql.SQL(" AND ").join(sql.SQL(w) for w in where)
         kept = sql.SQL(" AND ").join(sql.SQL(w) for w in outer)
 
-        async def work(
-            cur: AsyncCursor[TupleRow], t: Tables
-        ) -> builtins.list[tuple[str, str, str | None, float]]:
+        async def work(cur: AsyncCursor[TupleRow], t: Tables) -> builtins.list[TupleRow]:
             statement = template.format(
                 dims=t.dims,
                 norm=t.norm,
@@ -419,22 +392,13 @@ class PostgresStore(Closing):
                 outer=kept,
             )
             await cur.execute(statement, params)
-            return [(r[0], r[1], r[2], r[3]) for r in await cur.fetchall()]
+            return await cur.fetchall()
 
-        rows = await self._run("search", work)
-        return [
-            ScoredEntry(entry=self._decode(entry_id, body, vec), score=max(-1.0, min(1.0, score)))
-            for entry_id, body, vec, score in rows
-        ]
+        return scored(await self._run("search", work), self._decode)
 
     async def delete(self, identity: MemoryIdentity, entry_id: str) -> None:
         async def work(cur: AsyncCursor[TupleRow], t: Tables) -> None:
-            await cur.execute(
-                self._psycopg.sql.SQL("DELETE FROM {} WHERE namespace = %s AND id = %s").format(
-                    t.entries
-                ),
-                (identity.namespace, entry_id),
-            )
+            await cur.execute(self._compose(_SQL.delete, t), (identity.namespace, entry_id))
 
         await self._run("delete", work)
 
@@ -442,12 +406,7 @@ class PostgresStore(Closing):
 
     async def seen(self, identity: MemoryIdentity, signature: str) -> bool:
         async def work(cur: AsyncCursor[TupleRow], t: Tables) -> bool:
-            await cur.execute(
-                self._psycopg.sql.SQL(
-                    "SELECT 1 FROM {} WHERE namespace = %s AND signature = %s"
-                ).format(t.signatures),
-                (identity.namespace, signature),
-            )
+            await cur.execute(self._compose(_SQL.seen, t), (identity.namespace, signature))
             return await cur.fetchone() is not None
 
         return await self._run("seen", work)
@@ -455,10 +414,7 @@ class PostgresStore(Closing):
     async def record_signature(self, identity: MemoryIdentity, signature: str) -> None:
         async def work(cur: AsyncCursor[TupleRow], t: Tables) -> None:
             await cur.execute(
-                self._psycopg.sql.SQL(
-                    "INSERT INTO {} (namespace, signature) VALUES (%s, %s) ON CONFLICT DO NOTHING"
-                ).format(t.signatures),
-                (identity.namespace, signature),
+                self._compose(_SQL.record_signature, t), (identity.namespace, signature)
             )
 
         await self._run("record_signature", work)
@@ -468,13 +424,7 @@ class PostgresStore(Closing):
         params = (identity.namespace, turn, self._clock())
 
         async def work(cur: AsyncCursor[TupleRow], t: Tables) -> bool:
-            await cur.execute(
-                self._psycopg.sql.SQL(
-                    "INSERT INTO {} (namespace, turn, claimed_at) VALUES (%s, %s, %s) "
-                    "ON CONFLICT DO NOTHING"
-                ).format(t.claims),
-                params,
-            )
+            await cur.execute(self._compose(_SQL.claim_turn, t), params)
             return cur.rowcount == 1
 
         return await self._run("claim_turn", work)

@@ -7,7 +7,8 @@ a search hydrates the namespace's vectors once and keeps them until any connecti
 the file (``PRAGMA data_version``) or this store writes. ``seq`` is an AUTOINCREMENT write
 sequence: every put gets a new, larger one, which pins the order of entries that share
 ``updated_at``. Turn claims are rows under a primary key, inserted inside a ``BEGIN IMMEDIATE``
-transaction, so two processes can never claim the same turn.
+transaction, so two processes can never claim the same turn. The SQL it shares with
+``PostgresStore`` (paging, expiry, reads and writes by key, claims) is written once in ``_sql``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -35,8 +36,16 @@ from agentfootprint.memory.store import (
     check_limit,
 )
 from agentfootprint.memory.stores._closing import Closing
-from agentfootprint.memory.stores._keyset import decode_cursor, encode_cursor
-from agentfootprint.memory.stores._rows import entry_row
+from agentfootprint.memory.stores._keyset import decode_cursor
+from agentfootprint.memory.stores._sql import (
+    SQLITE,
+    entry_row,
+    page_of,
+    page_query,
+    same_id,
+    scored,
+    statements,
+)
 from agentfootprint.memory.stores._vectors import (
     VectorIndex,
     VectorMeta,
@@ -51,6 +60,10 @@ SCHEMA_VERSION = 1
 """The table layout this code writes; a file with a newer one is refused, never rewritten."""
 
 _T = TypeVar("_T")
+
+_TABLES = {"entries": "af_memory_entries", "signatures": "af_memory_signatures",
+           "claims": "af_memory_turn_claims"}
+_SQL = statements(SQLITE).named(_TABLES)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS af_memory_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT;
@@ -218,30 +231,17 @@ class SQLiteStore(Closing):
                 store=self.name,
                 entry_id=entry_id,
             ) from exc
-        if entry.id != entry_id:
-            raise UnreadableEntryError(
-                f"{self.name} row {entry_id!r} holds an entry with id {entry.id!r}; "
-                "the row is left as it is — repair or delete it.",
-                store=self.name,
-                entry_id=entry_id,
-            )
-        return entry
+        return same_id(entry, entry_id, store=self.name)
 
     async def get(self, identity: MemoryIdentity, entry_id: str) -> MemoryEntry | None:
-        namespace, now = identity.namespace, self._clock()
+        params = (identity.namespace, entry_id, self._clock())
 
-        def work(conn: sqlite3.Connection) -> tuple[str, int | None, bytes | None] | None:
-            row = conn.execute(
-                "SELECT body, expires_at, embedding FROM af_memory_entries "
-                "WHERE namespace = ? AND id = ?",
-                (namespace, entry_id),
-            ).fetchone()
-            return None if row is None else (row[0], row[1], row[2])
+        def work(conn: sqlite3.Connection) -> tuple[str, bytes | None] | None:
+            row = conn.execute(_SQL.get, params).fetchone()
+            return None if row is None else (row[0], row[1])
 
         found = await self._run("get", work)
-        if found is None or (found[1] is not None and found[1] <= now):
-            return None
-        return self._decode(entry_id, found[0], found[2])
+        return None if found is None else self._decode(entry_id, *found)
 
     async def put(self, identity: MemoryIdentity, entry: MemoryEntry) -> None:
         await self.put_many(identity, [entry])
@@ -256,12 +256,7 @@ class SQLiteStore(Closing):
         def work(conn: sqlite3.Connection) -> None:
             self._vectors.pop(namespace, None)
             conn.execute("BEGIN IMMEDIATE")
-            conn.executemany(
-                "INSERT OR REPLACE INTO af_memory_entries (namespace, id, updated_at, "
-                "expires_at, tier, body, embedding, embedding_model) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                rows,
-            )
+            conn.executemany(_SQL.put, rows)
             conn.execute("COMMIT")
 
         await self._run("put_many", work)
@@ -276,31 +271,14 @@ class SQLiteStore(Closing):
     ) -> MemoryPage:
         size = check_limit(limit)
         after = decode_cursor(cursor, store=self.name) if cursor is not None else None
-        sql = [
-            "SELECT id, body, updated_at, seq, embedding FROM af_memory_entries",
-            "WHERE namespace = ? AND (expires_at IS NULL OR expires_at > ?)",
-        ]
-        params: list[object] = [identity.namespace, self._clock()]
-        if tiers is not None:
-            sql.append(f"AND tier IN ({', '.join('?' * len(tiers))})" if tiers else "AND 0")
-            params.extend(tiers)
-        if after is not None:
-            sql.append("AND (updated_at < ? OR (updated_at = ? AND seq < ?))")
-            params.extend((after[0], after[0], after[1]))
-        sql.append("ORDER BY updated_at DESC, seq DESC LIMIT ?")
-        params.append(size + 1)
-        query = " ".join(sql)
+        query, params = page_query(SQLITE, identity.namespace, self._clock(), tiers=tiers,
+                                   after=after, size=size)
+        statement = query.format_map(_TABLES)
 
-        def work(conn: sqlite3.Connection) -> list[tuple[str, str, int, int, bytes | None]]:
-            return [(r[0], r[1], r[2], r[3], r[4]) for r in conn.execute(query, params)]
+        def work(conn: sqlite3.Connection) -> list[Any]:
+            return conn.execute(statement, params).fetchall()
 
-        rows = await self._run("list", work)
-        page = rows[:size]
-        entries = [self._decode(entry_id, body, blob) for entry_id, body, _, _, blob in page]
-        more = len(rows) > size
-        return MemoryPage(
-            entries=entries, cursor=encode_cursor(page[-1][2], page[-1][3]) if more else None
-        )
+        return page_of(await self._run("list", work), size, self._decode)
 
     async def search(
         self,
@@ -316,27 +294,18 @@ class SQLiteStore(Closing):
         namespace, now = identity.namespace, self._clock()
         query = list(vector)
 
-        def work(conn: sqlite3.Connection) -> builtins.list[tuple[str, float, str, bytes]]:
+        def work(conn: sqlite3.Connection) -> builtins.list[tuple[str, str, bytes, float]]:
             index, meta = self._hydrate(conn, namespace)
-
             keep = search_filter(meta, now=now, tiers=tiers, embedder_id=embedder_id)
             hits = index.rank(query, keep=keep, k=k, min_score=min_score)
-            found: builtins.list[tuple[str, float, str, bytes]] = []
+            found: builtins.list[tuple[str, str, bytes, float]] = []
             for entry_id, score in hits:
-                row = conn.execute(
-                    "SELECT body, embedding FROM af_memory_entries "
-                    "WHERE namespace = ? AND id = ?",
-                    (namespace, entry_id),
-                ).fetchone()
+                row = conn.execute(_SQL.read, (namespace, entry_id)).fetchone()
                 if row is not None:
-                    found.append((entry_id, score, row[0], row[1]))
+                    found.append((entry_id, row[0], row[1], score))
             return found
 
-        hits = await self._run("search", work)
-        return [
-            ScoredEntry(entry=self._decode(entry_id, body, blob), score=score)
-            for entry_id, score, body, blob in hits
-        ]
+        return scored(await self._run("search", work), self._decode)
 
     def _hydrate(self, conn: sqlite3.Connection, namespace: str
                  ) -> tuple[VectorIndex, builtins.list[VectorMeta]]:
@@ -360,10 +329,7 @@ class SQLiteStore(Closing):
 
         def work(conn: sqlite3.Connection) -> None:
             self._vectors.pop(namespace, None)
-            conn.execute(
-                "DELETE FROM af_memory_entries WHERE namespace = ? AND id = ?",
-                (namespace, entry_id),
-            )
+            conn.execute(_SQL.delete, (namespace, entry_id))
 
         await self._run("delete", work)
 
@@ -373,11 +339,7 @@ class SQLiteStore(Closing):
         namespace = identity.namespace
 
         def work(conn: sqlite3.Connection) -> bool:
-            row = conn.execute(
-                "SELECT 1 FROM af_memory_signatures WHERE namespace = ? AND signature = ?",
-                (namespace, signature),
-            ).fetchone()
-            return row is not None
+            return conn.execute(_SQL.seen, (namespace, signature)).fetchone() is not None
 
         return await self._run("seen", work)
 
@@ -385,10 +347,7 @@ class SQLiteStore(Closing):
         namespace = identity.namespace
 
         def work(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                "INSERT OR IGNORE INTO af_memory_signatures (namespace, signature) VALUES (?, ?)",
-                (namespace, signature),
-            )
+            conn.execute(_SQL.record_signature, (namespace, signature))
 
         await self._run("record_signature", work)
 
@@ -397,11 +356,7 @@ class SQLiteStore(Closing):
 
         def work(conn: sqlite3.Connection) -> bool:
             conn.execute("BEGIN IMMEDIATE")
-            cursor = conn.execute(
-                "INSERT OR IGNORE INTO af_memory_turn_claims (namespace, turn, claimed_at) "
-                "VALUES (?, ?, ?)",
-                (namespace, turn, now),
-            )
+            cursor = conn.execute(_SQL.claim_turn, (namespace, turn, now))
             conn.execute("COMMIT")
             return cursor.rowcount == 1
 
