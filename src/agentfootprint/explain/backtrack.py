@@ -14,14 +14,14 @@ such; only re-runs (``localize_context_bug``) may say a source is the cause.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..flow.commitlog import CommitLog, CommitRecord
 from ..runs import trace
-from ..runs.window import windowed_messages
+from ..runs.view import CallView, Explainable, RunView
 from .influence import rank_suspects
-from .suspects import Suspect, final_call, is_stage, log_of, suspects_of
+from .suspects import Suspect, suspects_in
 
 __all__ = ["Backtrack", "Hop", "backtrack"]
 
@@ -60,39 +60,32 @@ class Backtrack:
         return "\n".join(lines)
 
 
-def backtrack(source: Any, *, suspect: str | None = None,
+def backtrack(source: Explainable, *, suspect: str | None = None,
               strategy: str = "lexical_overlap") -> Backtrack:
     """The chain from the final answer of ``source`` (a RunResult, FlowRun or Recording).
 
-    ``suspect`` follows a given source id instead of the best-ranked removable one.
+    ``suspect`` follows a given source id instead of the best-ranked removable one. The run is
+    read once (``RunView``); every hop is a field of the call the answer came from.
     """
-    log = log_of(source)
-    call = final_call(log)
-    answer = str(log.value_at(trace.LLM_CONTENT, call.idx, ns=call.ns, default=""))
-    final = _answer_step(log, call)
-    system = str(log.value_at(trace.SYSTEM_PROMPT, call.idx - 1, ns=call.ns, default=""))
-    candidates = suspects_of(log, call)
-    ranked = rank_suspects(answer, candidates, strategy=strategy)
+    view = RunView.of(source)
+    call = view.call()
+    answer, system = call.answer, call.system
+    ranked = rank_suspects(answer, suspects_in(call), strategy=strategy)
     chosen = _choose(ranked, suspect)
-    hops = [Hop("ANSWER", f"{_quote(answer)}", final.runtime_stage_id if final else None)]
-    messages = windowed_messages(
-        log.value_at(trace.HISTORY, call.idx - 1, ns=call.ns, default=[]),
-        log.value_at(trace.WINDOW, call.idx - 1, ns=call.ns, default=None))
-    tools = log.value_at(trace.TOOL_SCHEMAS, call.idx - 1, ns=call.ns, default=[])
-    sentence = None
+    hops = [Hop("ANSWER", f"{_quote(answer)}", call.answered_by)]
     if chosen is None:
         hops.append(Hop("READ", f"{call.runtime_stage_id} — system prompt "
-                                f"({len(system)} chars), {len(messages)} messages, "
-                                f"{len(tools)} tools", call.runtime_stage_id))
+                                f"({len(system)} chars), {len(call.messages)} messages, "
+                                f"{len(call.tools)} tools", call.runtime_stage_id))
         return Backtrack(answer, hops, None, None, system, ranked)
     found, sentence = chosen.suspect, chosen.sentence
     where = "the system prompt" if found.slot == "system" else "the conversation"
     hops.append(Hop("READ", f"{call.runtime_stage_id} — {where} the model saw "
                             f"(sentence: {_quote(sentence or found.text)})",
                     call.runtime_stage_id))
-    hops.append(_landed(log, call, found))
-    hops.append(_allowed(log, call, found))
-    hops.append(_born(log, call, found))
+    hops.append(_landed(call, found))
+    hops.append(_allowed(view, call, found))
+    hops.append(_born(view, call, found))
     return Backtrack(answer, hops, found, sentence, system, ranked)
 
 
@@ -107,49 +100,38 @@ def _choose(ranked: list[Any], suspect: str | None) -> Any:
     return removable[0] if removable else (ranked[0] if ranked else None)
 
 
-def _answer_step(log: CommitLog, call: CommitRecord) -> CommitRecord | None:
-    for record in log.records[call.idx:]:
-        if is_stage(record, trace.FINALIZE) and record.ns == call.ns:
-            return record
-    return None
-
-
-def _landed(log: CommitLog, call: CommitRecord, found: Suspect) -> Hop:
+def _landed(call: CallView, found: Suspect) -> Hop:
     if found.slot == "system":
-        rows = log.value_at(trace.SYSTEM_SLOT, call.idx - 1, ns=call.ns, default=[])
-        position = next((r["position"] for r in rows if r["source"] == found.id), None)
-        where = f" (piece {position + 1} of {len(rows)})" if position is not None else ""
+        position = next((p.position for p in call.pieces
+                         if p.slot == "system" and p.id == found.id), None)
+        where = (f" (piece {position + 1} of {call.system_pieces})"
+                 if position is not None and call.system_pieces else "")
         return Hop("LANDED", f"{found.runtime_stage_id} wrote it into the system prompt{where}",
                    found.runtime_stage_id)
     return Hop("LANDED", f"{found.runtime_stage_id} appended it to the conversation",
                found.runtime_stage_id)
 
 
-def _allowed(log: CommitLog, call: CommitRecord, found: Suspect) -> Hop:
+def _allowed(view: RunView, call: CallView, found: Suspect) -> Hop:
     if found.kind in ("injection", "message"):
-        evaluation = log.value_at(trace.CONTEXT_EVALUATION, call.idx - 1, ns=call.ns, default=[])
-        row = next((r for r in evaluation if r["id"] == found.id), None)
-        writer = log.last_writer(trace.CONTEXT_EVALUATION, call.idx, ns=call.ns)
-        rid = log[writer].runtime_stage_id if writer is not None else None
+        row = call.row(found.id)
         if row is not None:
-            return Hop("ALLOWED", f"trigger {row['trigger']} — {row['reason']}", rid)
-        return Hop("ALLOWED", "no evaluation was recorded for it", rid)
+            return Hop("ALLOWED", f"trigger {row['trigger']} — {row['reason']}",
+                       call.evaluation_writer)
+        return Hop("ALLOWED", "no evaluation was recorded for it", call.evaluation_writer)
     if found.kind == "tool":
-        route = _route_before(log, found.runtime_stage_id)
         return Hop("ALLOWED", f"the model asked for tool {found.id!r} and the route chose "
-                              "to run it", route)
+                              "to run it", view.route_before(found.runtime_stage_id))
     if found.kind == "user":
         return Hop("ALLOWED", "the user's message is always sent", None)
     return Hop("ALLOWED", "the base system prompt is always sent", None)
 
 
-def _born(log: CommitLog, call: CommitRecord, found: Suspect) -> Hop:
+def _born(view: RunView, call: CallView, found: Suspect) -> Hop:
     if found.kind == "injection" and found.flavor in ("memory", "rag"):
-        evaluation = log.value_at(trace.CONTEXT_EVALUATION, call.idx - 1, ns=call.ns, default=[])
-        row: dict[str, Any] = next((r for r in evaluation if r["id"] == found.id), {})
+        row: Mapping[str, Any] = call.row(found.id) or {}
         memory_id = trace.MEMORY_INJECTION.strip(found.id).split(trace.ENTRY_SEPARATOR)[0]
-        read = next((r.runtime_stage_id for r in reversed(log.records[: call.idx])
-                     if r.stage_id == trace.MEMORY_READ.of(memory_id)), None)
+        read = view.memory_read(memory_id, call)
         store = row.get("store", "the store")
         if found.flavor == "rag":
             chunk = (row.get("entry_ids") or ["?"])[0]
@@ -171,18 +153,6 @@ def _born(log: CommitLog, call: CommitRecord, found: Suspect) -> Hop:
     if found.kind == "user":
         return Hop("BORN", "the user's message")
     return Hop("BORN", "Agent(system=...)")
-
-
-def _route_before(log: CommitLog, rid: str | None) -> str | None:
-    if rid is None:
-        return None
-    records = log.records_for(rid)
-    if not records:
-        return None
-    for record in reversed(log.records[: records[0].idx]):
-        if is_stage(record, trace.ROUTE):
-            return record.runtime_stage_id
-    return None
 
 
 def _quote(text: str, limit: int = 100) -> str:

@@ -21,11 +21,13 @@ NOT CONFIRMED; never CAUSAL.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from ..errors import ConfigurationError
 from ..flow.commitlog import CommitLog, CommitRecord
 from ..runs import trace
+from ..runs.recording import AgentRun
+from ..runs.view import Explainable
 from .rerun import (
     IsWrong,
     Probe,
@@ -101,7 +103,7 @@ class DroppedContextReport:
         return "\n".join(lines)
 
 
-def dropped_candidates(source: Any) -> list[DroppedCandidate]:
+def dropped_candidates(source: Explainable) -> list[DroppedCandidate]:
     """The candidates of the answering call, read from the log alone (no re-runs)."""
     log = log_of(source)
     call = final_call(log)
@@ -158,7 +160,7 @@ def _near_misses(log: CommitLog, call: CommitRecord) -> list[DroppedCandidate]:
 
 
 async def find_dropped_context(
-    result: Any,
+    result: AgentRun,
     *,
     restore: Rebuild | None = None,
     is_wrong: IsWrong | None = None,

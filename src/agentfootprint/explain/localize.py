@@ -19,9 +19,10 @@ rules and the ``rebuild(without)`` contract are those of ``rerun.py``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from ..errors import ConfigurationError
+from ..runs.recording import AgentRun
 from .influence import (
     InfluenceStrategy,
     RankingConfidence,
@@ -183,7 +184,7 @@ def _clip(text: str, limit: int) -> str:
 
 
 async def localize_context_bug(
-    result: Any,
+    result: AgentRun,
     *,
     rebuild: Rebuild,
     is_wrong: IsWrong,

@@ -37,6 +37,7 @@ from typing import Any, Literal
 from ..errors import ConfigurationError
 from ..flow import FlowRun
 from ..runs import trace
+from ..runs.recording import AgentRun
 from .influence import InfluenceStrategy, RankedSuspect, rank_suspects
 from .suspects import Suspect, is_stage, log_of, suspects_of
 
@@ -220,7 +221,7 @@ def _check_left_out(result: Any, removed: frozenset[str]) -> None:
             "without the sources named in `without` (leave them out of context= / memory)")
 
 
-def message_of(result: Any, message: str | None) -> str:
+def message_of(result: AgentRun, message: str | None) -> str:
     if message is not None:
         if not isinstance(message, str):
             raise ConfigurationError(f"message={message!r} must be a str")
@@ -233,7 +234,7 @@ def message_of(result: Any, message: str | None) -> str:
     return found
 
 
-def answer_of(result: Any) -> str:
+def answer_of(result: object) -> str:
     content = getattr(result, "content", None)
     if not isinstance(content, str):
         raise ConfigurationError(
@@ -326,7 +327,7 @@ def resolve_sources(sources: Iterable[str | Suspect | RankedSuspect], suspects: 
 
 
 async def rerun_without_sources(
-    result: Any,
+    result: AgentRun,
     *,
     rebuild: Rebuild,
     is_wrong: IsWrong,
@@ -387,7 +388,7 @@ class BisectionResult:
 
 
 async def bisect_culprits(
-    result: Any,
+    result: AgentRun,
     *,
     rebuild: Rebuild,
     is_wrong: IsWrong,

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ..errors import ConfigurationError
 from ..flow.redact import RedactionPolicy
+from ..runs.view import Explainable
 from ..tools.tool import Tool, ToolContext, define_tool
 from ..tools.validate import describe_issues
 from .trace_answers import Answer, TraceAnswers, clamp
@@ -76,7 +77,7 @@ EVIDENCE: the step ids from the symptom back to the culprit, with the values tha
 FIX: what to change."""
 
 
-def trace_toolpack(source: Any, *, store: RecordingLoader | None = None,
+def trace_toolpack(source: Explainable | str, *, store: RecordingLoader | None = None,
                    max_chars: int = DEFAULT_MAX_CHARS,
                    redaction: RedactionPolicy | None = None) -> list[Tool]:
     """The seven trace tools over one run (a Recording, FlowRun, RunResult, or a run id).
@@ -106,7 +107,7 @@ def call_trace_tool(tools: Sequence[Tool], name: str, args: Mapping[str, Any] | 
     return str(found.execute(given, ToolContext("call_trace_tool", 0, "offline")))
 
 
-def trace_debug_agent(recording_source: Any, provider: Provider, model: str, *,
+def trace_debug_agent(recording_source: Explainable | str, provider: Provider, model: str, *,
                       store: RecordingLoader | None = None, max_chars: int = DEFAULT_MAX_CHARS,
                       redaction: RedactionPolicy | None = None, max_iterations: int = 12,
                       instruction: str | None = None, name: str = "TraceDebugAgent") -> Agent:

@@ -28,7 +28,8 @@ from ..flow.commitlog import Change, CommitRecord
 from ..flow.redact import REDACTED, RedactionPolicy
 from ..flow.run import FlowRun
 from ..flow.values import MISSING
-from ..runs.recording import Recording
+from ..runs.recording import AgentRun, Recording
+from ..runs.view import Explainable
 
 __all__ = ["RecordingLoader", "StageInfo", "TraceLookupError", "TraceView", "open_recording",
            "page", "preview", "render"]
@@ -60,7 +61,7 @@ class StageInfo:
     description: str = ""
 
 
-def open_recording(source: Any, *, store: RecordingLoader | None = None) -> Recording:
+def open_recording(source: Explainable | str, *, store: RecordingLoader | None = None) -> Recording:
     """The recording behind ``source``: a Recording, a FlowRun, a RunResult or a run id.
 
     A run id needs ``store``. A live run is converted through ``Recording.of`` so the view
@@ -74,7 +75,8 @@ def open_recording(source: Any, *, store: RecordingLoader | None = None) -> Reco
                 f"run id {source!r} needs a run store to load it from; pass "
                 "store=RunStore(path) or the Recording itself")
         return store.load(source)
-    if isinstance(source, FlowRun) or isinstance(getattr(source, "recording", None), FlowRun):
+    if isinstance(source, FlowRun) or (
+            isinstance(source, AgentRun) and isinstance(source.recording, FlowRun)):
         return Recording.of(source)
     raise ConfigurationError(
         f"cannot read a trace from {type(source).__name__}; pass a Recording, a FlowRun, a "
