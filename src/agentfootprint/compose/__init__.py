@@ -1,6 +1,6 @@
 """Systems of agents: Sequence, Parallel, Conditional, Loop and named patterns, one recording."""
 
-from .base import Composition, Input
+from .base import Composition, Input, Runner
 from .conditional import Conditional
 from .loop import Loop
 from .parallel import Parallel
@@ -25,6 +25,7 @@ __all__ = [
     "Loop",
     "Parallel",
     "Pattern",
+    "Runner",
     "Sequence",
     "Thought",
     "debate",

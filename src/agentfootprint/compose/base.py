@@ -1,7 +1,7 @@
 """What every composition shares: runners as mounted subflows, one recording for the whole.
 
-A runner is anything with a ``chart`` that takes ``{"message": ...}`` as its input and leaves
-its answer in ``final_content`` — an ``Agent``, an ``LLMCall`` or another composition. A
+A runner (``Runner``) is anything with a ``chart`` that takes ``{"message": ...}`` as its input
+and leaves its answer in ``final_content`` — an ``Agent``, an ``LLMCall`` or another composition. A
 composition mounts each runner's chart as a subflow, so the whole pipeline runs as one chart
 and leaves one commit log: backtracking an answer crosses from the pipeline into the agent
 that produced it.
@@ -11,22 +11,31 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeGuard
 
 from ..agent.agent import RunResult, raise_framework_cause
 from ..errors import ConfigurationError, StageError
 from ..events.dispatcher import EventBridge, EventDispatcher
-from ..flow import Chart
+from ..flow import Chart, Scope
 from ..flow.run import run_sync
+from ..flow.scope import ReadView
 from ..runs import trace
 
 __all__ = ["Composition", "Input", "Runner", "mount_options"]
 
 
 class Runner(Protocol):
-    """An agent, an LLM call or a composition: a chart that turns a message into an answer."""
+    """An agent, an LLM call or a composition: a chart that turns a message into an answer.
 
-    chart: Chart
+    What every composition and pattern accepts as a step. ``Agent``, ``LLMCall`` and every
+    ``Composition`` are runners; so is any object whose ``chart`` reads ``message`` and writes
+    ``final_content``.
+    """
+
+    @property
+    def chart(self) -> Chart:
+        """The runner's flowchart, mounted as a subflow by the composition."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +48,7 @@ class Input:
     """The message the whole pipeline was run with (the user's request)."""
 
 
-def mount_options(runner: Any, *, collect: str | None = None,
+def mount_options(runner: Runner, *, collect: str | None = None,
                   key: str | None = None) -> dict[str, Any]:
     """Input/output mapping for a mounted runner: the message in, its answer out.
 
@@ -49,12 +58,12 @@ def mount_options(runner: Any, *, collect: str | None = None,
     """
     nested = isinstance(runner, Composition)
 
-    def take_message(parent: Any) -> Mapping[str, Any]:
+    def take_message(parent: ReadView) -> Mapping[str, Any]:
         if nested:
             return {trace.MESSAGE: parent[trace.CURRENT], trace.ORIGINAL: parent[trace.ORIGINAL]}
         return {trace.MESSAGE: parent[trace.CURRENT]}
 
-    def give_answer(inner: Any) -> Mapping[str, Any]:
+    def give_answer(inner: ReadView) -> Mapping[str, Any]:
         answer = inner.get(trace.FINAL_CONTENT, "")
         out: dict[str, Any] = {"current": answer, "final_content": answer}
         if collect is not None and key is not None:
@@ -64,7 +73,13 @@ def mount_options(runner: Any, *, collect: str | None = None,
     return {"input": take_message, "output": give_answer}
 
 
-def check_runner(runner: Any, where: str) -> Chart:
+def is_runner(value: object) -> TypeGuard[Runner]:
+    """Whether ``value`` is meant as a runner (it has a ``chart``), not as a function."""
+    return getattr(value, "chart", None) is not None
+
+
+def check_runner(runner: object, where: str) -> Chart:
+    """The chart of ``runner``, or a ConfigurationError naming ``where`` it was passed."""
     chart = getattr(runner, "chart", None)
     if not isinstance(chart, Chart):
         raise ConfigurationError(
@@ -72,7 +87,7 @@ def check_runner(runner: Any, where: str) -> Chart:
     return chart
 
 
-def start(scope: Any) -> None:
+def start(scope: Scope) -> None:
     """The pipeline's input becomes the current message (and the answer, if nothing runs).
 
     It is kept under ``current``: ``message`` is the read-only input of a nested pipeline.
@@ -88,7 +103,7 @@ class Composition:
     """Base of Sequence, Parallel, Conditional and Loop."""
 
     chart: Chart
-    runners: list[Any]
+    runners: list[Runner]
 
     def dispatchers(self) -> list[EventDispatcher]:
         """Every agent's event dispatcher in the tree, once each."""

@@ -6,10 +6,10 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import ConfigurationError
-from ..flow import Decision, flow_chart
+from ..flow import Decision, Scope, flow_chart
 from ..flow.values import summarize
 from ..runs import trace
-from .base import Composition, Input, check_runner, mount_options, start
+from .base import Composition, Input, Runner, check_runner, mount_options, start
 
 __all__ = ["Conditional"]
 
@@ -25,7 +25,8 @@ class Conditional(Composition):
     its error on the record).
     """
 
-    def __init__(self, *branches: tuple[str, Callable[[Input], bool], Any], otherwise: Any,
+    def __init__(self, *branches: tuple[str, Callable[[Input], bool], Runner],
+                 otherwise: Runner,
                  name: str = "Conditional") -> None:
         if not branches:
             raise ConfigurationError("Conditional needs at least one (id, predicate, runner)")
@@ -40,7 +41,7 @@ class Conditional(Composition):
                 f"Conditional branch ids must be distinct and not {OTHERWISE!r}")
         routes = [(b[0], b[1]) for b in branches]
 
-        def route(scope: Any) -> Decision:
+        def route(scope: Scope) -> Decision:
             message, original = str(scope[trace.CURRENT]), str(scope[trace.ORIGINAL])
             rules = []
             for index, (branch_id, predicate) in enumerate(routes):

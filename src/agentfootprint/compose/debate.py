@@ -7,10 +7,11 @@ so the recording holds every argument in order, and the verdict backtracks into 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..flow import Decision, flow_chart
+from ..flow import Decision, Scope, flow_chart
+from ..flow.scope import ReadView
 from ..runs import trace
 from .base import Runner, check_runner
 from .pattern import Pattern, as_answer, begin, check_budget, rule, skip, wire
@@ -18,13 +19,13 @@ from .pattern import Pattern, as_answer, begin, check_budget, rule, skip, wire
 __all__ = ["debate", "debate_message", "verdict_message"]
 
 
-def _render(transcript: Sequence[Any]) -> str:
+def _render(transcript: Sequence[Mapping[str, str]]) -> str:
     """Speeches alternate proponent, opponent, so entry ``i`` belongs to round ``i // 2 + 1``."""
     return "\n\n".join(f"[{entry['speaker']}, round {i // 2 + 1}]: {entry['text']}"
                        for i, entry in enumerate(transcript))
 
 
-def debate_message(task: str, transcript: Sequence[Any], speaker: str) -> str:
+def debate_message(task: str, transcript: Sequence[Mapping[str, str]], speaker: str) -> str:
     """What a debater is sent: the question, the debate so far, and which side it speaks for."""
     text = f"Question:\n{task}"
     if transcript:
@@ -32,7 +33,7 @@ def debate_message(task: str, transcript: Sequence[Any], speaker: str) -> str:
     return text + f"\n\nYou speak as the {speaker}; make your case."
 
 
-def verdict_message(task: str, transcript: Sequence[Any]) -> str:
+def verdict_message(task: str, transcript: Sequence[Mapping[str, str]]) -> str:
     """What the judge is sent: the question and the whole debate."""
     return f"Question:\n{task}\n\nThe debate:\n{_render(transcript)}\n\nGive your verdict."
 
@@ -52,7 +53,7 @@ def debate(proponent: Runner, opponent: Runner, judge: Runner, *, rounds: int,
                                    ("judge", judge))}
 
     def speech(speaker: str) -> dict[str, Any]:
-        def message(parent: Any) -> str:
+        def message(parent: ReadView) -> str:
             return debate_message(str(parent[trace.TASK]), parent.get("transcript") or [], speaker)
 
         def spoken(text: str) -> dict[str, Any]:
@@ -60,10 +61,10 @@ def debate(proponent: Runner, opponent: Runner, judge: Runner, *, rounds: int,
 
         return wire(message, spoken)
 
-    def number(scope: Any) -> None:
+    def number(scope: Scope) -> None:
         scope[trace.ROUND] = int(scope.get(trace.ROUND) or 0) + 1
 
-    def again(scope: Any) -> Decision:
+    def again(scope: Scope) -> Decision:
         done = int(scope[trace.ROUND])
         chosen = "next_round" if done < budget else "verdict"
         label = (f"round {done} of {budget} done" if chosen == "next_round"

@@ -5,12 +5,11 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from typing import Any
 
 from ..errors import ConfigurationError
-from ..flow import Decision, flow_chart
+from ..flow import Decision, Scope, flow_chart
 from ..runs import trace
-from .base import Composition, check_runner, mount_options, start
+from .base import Composition, Runner, check_runner, mount_options, start
 
 __all__ = ["Loop"]
 
@@ -24,7 +23,7 @@ class Loop(Composition):
     the record.
     """
 
-    def __init__(self, runner: Any, *, times: int | None = None,
+    def __init__(self, runner: Runner, *, times: int | None = None,
                  until: Callable[[str], bool] | None = None,
                  max_seconds: float | None = None, name: str = "Loop") -> None:
         if times is None and max_seconds is None:
@@ -42,12 +41,12 @@ class Loop(Composition):
             raise ConfigurationError(f"Loop(until={until!r}) must be callable")
         chart = check_runner(runner, "Loop body")
 
-        def begin(scope: Any) -> None:
+        def begin(scope: Scope) -> None:
             start(scope)
             if max_seconds is not None:
                 scope[trace.LOOP_STARTED] = time.monotonic()
 
-        def again(scope: Any) -> Decision:
+        def again(scope: Scope) -> Decision:
             passes = int(scope.get(trace.PASSES) or 0) + 1
             scope[trace.PASSES] = passes
             answer = str(scope[trace.FINAL_CONTENT])
@@ -68,7 +67,7 @@ class Loop(Composition):
                     "label": label, "inputs": [{"key": "passes", "value": str(passes)}]}
             return Decision(chosen, {"chosen": chosen, "default": "done", "rules": [rule]})
 
-        def finish(scope: Any) -> None:
+        def finish(scope: Scope) -> None:
             scope[trace.LOOP_FINISHED] = True
 
         self.runners = [runner]

@@ -12,9 +12,9 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 from ..errors import ConfigurationError, RunError
-from ..flow import Selection, flow_chart
+from ..flow import Scope, Selection, flow_chart
 from ..runs import trace
-from .base import Runner, check_runner
+from .base import Runner, check_runner, is_runner
 from .pattern import Pattern, as_answer, begin, call_user, check_budget, check_callable, rule, wire
 
 __all__ = ["map_reduce", "reduce_message"]
@@ -44,8 +44,10 @@ def map_reduce(mapper: Runner, reducer: Runner | ReduceFn, *, split: Split,
     mapper_chart = check_runner(mapper, f"{where} mapper")
     reducer_chart = None
     reduce_fn: ReduceFn | None = None
-    if getattr(reducer, "chart", None) is not None:
+    runners: list[Runner] = [mapper]
+    if is_runner(reducer):
         reducer_chart = check_runner(reducer, f"{where} reducer")
+        runners.append(reducer)
     elif callable(reducer):
         reduce_fn = reducer
     else:
@@ -54,7 +56,7 @@ def map_reduce(mapper: Runner, reducer: Runner | ReduceFn, *, split: Split,
             "function (mapped answers) -> str")
     slots = [f"item-{i}" for i in range(1, limit + 1)]
 
-    async def split_items(scope: Any) -> None:
+    async def split_items(scope: Scope) -> None:
         found = await call_user(split, str(scope[trace.TASK]))
         items = list(found) if isinstance(found, Iterable) and not isinstance(found, str) \
             else None
@@ -68,7 +70,7 @@ def map_reduce(mapper: Runner, reducer: Runner | ReduceFn, *, split: Split,
                            f"max_items={limit}; raise max_items= or split into fewer items")
         scope[trace.ITEMS] = items
 
-    def fan_out(scope: Any) -> Selection:
+    def fan_out(scope: Scope) -> Selection:
         items = list(scope[trace.ITEMS])
         chosen = tuple(slots[: len(items)])
         rules = [rule(i, slot, f"item {i + 1} of {len(items)}", True, item=items[i])
@@ -79,7 +81,7 @@ def map_reduce(mapper: Runner, reducer: Runner | ReduceFn, *, split: Split,
         return wire(lambda parent: str(parent[trace.ITEMS][index]),
                     lambda text: {trace.MAPPED_OF.of(slots[index]): text})
 
-    async def gather(scope: Any) -> None:
+    async def gather(scope: Scope) -> None:
         count = len(scope[trace.ITEMS])
         mapped = [str(scope[trace.MAPPED_OF.of(slot)]) for slot in slots[:count]]
         scope[trace.MAPPED] = mapped
@@ -99,9 +101,7 @@ def map_reduce(mapper: Runner, reducer: Runner | ReduceFn, *, split: Split,
                                  **item_wiring(index))
     flow = builder.end().then("Gather", gather, id="gather",
                               description="Collect the mapped answers in item order")
-    runners: list[Any] = [mapper]
     if reducer_chart is not None:
         flow = flow.subflow("reducer", reducer_chart, name="Reducer",
                             **wire(lambda parent: str(parent[trace.CURRENT]), as_answer))
-        runners.append(reducer)
     return Pattern(kind="MapReduce", chart=flow.build(description=name), runners=runners)

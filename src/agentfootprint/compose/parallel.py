@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
 
 from ..errors import ConfigurationError
-from ..flow import flow_chart
+from ..flow import Scope, flow_chart
 from ..runs import trace
-from .base import Composition, check_runner, mount_options, start
+from .base import Composition, Runner, check_runner, mount_options, start
 
 __all__ = ["Parallel"]
 
-Merge = Callable[[dict[str, str]], Any]
+Merge = Callable[[dict[str, str]], str | Awaitable[str]]
 
 
 def _join(answers: dict[str, str]) -> str:
@@ -27,7 +26,7 @@ class Parallel(Composition):
     A branch that fails fails the whole (fail-fast), so a merge never sees a missing answer.
     """
 
-    def __init__(self, *branches: tuple[str, Any], merge: Merge | None = None,
+    def __init__(self, *branches: tuple[str, Runner], merge: Merge | None = None,
                  name: str = "Parallel") -> None:
         if len(branches) < 2:
             raise ConfigurationError("Parallel needs at least two (id, runner) branches")
@@ -40,7 +39,7 @@ class Parallel(Composition):
         combine = merge or _join
         order = list(ids)
 
-        async def merge_answers(scope: Any) -> None:
+        async def merge_answers(scope: Scope) -> None:
             outputs = scope.get(trace.OUTPUTS) or {}
             answers = {key: str(outputs.get(key, "")) for key in order}
             merged = combine(answers)

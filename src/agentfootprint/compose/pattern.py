@@ -14,7 +14,8 @@ from typing import Any
 
 from ..agent.agent import RunResult
 from ..errors import ConfigurationError
-from ..flow import Chart
+from ..flow import Chart, Scope
+from ..flow.scope import ReadView
 from ..flow.values import summarize
 from ..runs import trace
 from .base import Composition, Runner, start
@@ -52,7 +53,7 @@ class Pattern(Composition):
 # -- configuration checks ---------------------------------------------------------------------
 
 
-def check_budget(value: Any, *, where: str, name: str, minimum: int = 1,
+def check_budget(value: object, *, where: str, name: str, minimum: int = 1,
                  maximum: int = MAX_PASSES) -> int:
     """An int within ``[minimum, maximum]``, else a ConfigurationError naming the argument."""
     if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
@@ -62,7 +63,7 @@ def check_budget(value: Any, *, where: str, name: str, minimum: int = 1,
     return value
 
 
-def check_callable(value: Any, *, where: str, name: str, what: str) -> None:
+def check_callable(value: object, *, where: str, name: str, what: str) -> None:
     """``value`` must be callable (sync or async); the error says what it is for."""
     if not callable(value):
         raise ConfigurationError(f"{where}({name}={value!r}) must be a function {what}")
@@ -86,7 +87,7 @@ def check_ids(ids: list[str], *, where: str, reserved: frozenset[str]) -> None:
 # -- run-time helpers --------------------------------------------------------------------------
 
 
-async def call_user(fn: Callable[..., Any], *args: Any) -> Any:
+async def call_user(fn: Callable[..., Any], *args: object) -> Any:
     """Call a user callback that may be sync or async."""
     out = fn(*args)
     if inspect.isawaitable(out):
@@ -94,24 +95,24 @@ async def call_user(fn: Callable[..., Any], *args: Any) -> Any:
     return out
 
 
-def begin(scope: Any) -> None:
+def begin(scope: Scope) -> None:
     """The pattern's input becomes the current message, the answer so far, and the task."""
     start(scope)
     scope[trace.TASK] = scope.args[trace.MESSAGE]
 
 
-def skip(scope: Any) -> None:
+def skip(scope: Scope) -> None:
     """A branch that only routes (a loop's back edge, a finish line)."""
 
 
-def wire(message: Callable[[Any], str],
+def wire(message: Callable[[ReadView], str],
          answer: Callable[[str], Mapping[str, Any]]) -> dict[str, Any]:
     """Mount options: ``message(parent_state)`` in, ``answer(final_content)`` written back."""
 
-    def take(parent: Any) -> Mapping[str, Any]:
+    def take(parent: ReadView) -> Mapping[str, Any]:
         return {trace.MESSAGE: message(parent)}
 
-    def give(inner: Any) -> Mapping[str, Any]:
+    def give(inner: ReadView) -> Mapping[str, Any]:
         return answer(str(inner.get(trace.FINAL_CONTENT, "")))
 
     return {"input": take, "output": give}
@@ -122,14 +123,14 @@ def as_answer(text: str) -> dict[str, Any]:
     return {trace.CURRENT: text, trace.FINAL_CONTENT: text}
 
 
-def take_answer(key: str) -> Callable[[Any], None]:
+def take_answer(key: str) -> Callable[[Scope], None]:
     """A stage that hands back the answer stored under ``key`` (reads exactly that key).
 
     Reading one key, not the whole pool of candidates, keeps the causal slice precise: the
     answer links to the one branch that produced it, and the choice links through the decider.
     """
 
-    def take(scope: Any) -> None:
+    def take(scope: Scope) -> None:
         text = str(scope[key])
         scope[trace.CURRENT] = text
         scope[trace.FINAL_CONTENT] = text
@@ -138,7 +139,7 @@ def take_answer(key: str) -> Callable[[Any], None]:
 
 
 def rule(index: int, branch: str, label: str, matched: bool,
-         **inputs: Any) -> dict[str, Any]:
+         **inputs: object) -> dict[str, Any]:
     """One function-rule of a decision's evidence, in the shape the narrative renders."""
     return {"type": "function", "rule": index, "branch": branch, "label": label,
             "matched": matched,

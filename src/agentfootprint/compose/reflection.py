@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..flow import Decision, flow_chart
+from ..flow import Decision, Scope, flow_chart
+from ..flow.scope import ReadView
 from ..runs import trace
 from .base import Runner, check_runner
 from .pattern import (
@@ -57,7 +58,7 @@ def reflection(writer: Runner, critic: Runner, *, max_rounds: int, accept: Accep
     writer_chart = check_runner(writer, f"{where} writer")
     critic_chart = check_runner(critic, f"{where} critic")
 
-    def writer_message(parent: Any) -> str:
+    def writer_message(parent: ReadView) -> str:
         task = str(parent[trace.TASK])
         critique = parent.get(trace.CRITIQUE)
         if critique is None:
@@ -67,10 +68,10 @@ def reflection(writer: Runner, critic: Runner, *, max_rounds: int, accept: Accep
     def drafted(text: str) -> dict[str, Any]:
         return {"draft": text, "current": text, "final_content": text}
 
-    def critic_message(parent: Any) -> str:
+    def critic_message(parent: ReadView) -> str:
         return critique_message(str(parent[trace.TASK]), str(parent["draft"]))
 
-    async def verdict(scope: Any) -> Decision:
+    async def verdict(scope: Scope) -> Decision:
         rounds = int(scope.get(trace.ROUNDS) or 0) + 1
         scope[trace.ROUNDS] = rounds
         critique = str(scope[trace.CRITIQUE])
@@ -86,7 +87,7 @@ def reflection(writer: Runner, critic: Runner, *, max_rounds: int, accept: Accep
         return Decision(chosen, {"chosen": chosen, "default": "out_of_rounds",
                                  "rules": evidence})
 
-    def out_of_rounds(scope: Any) -> None:
+    def out_of_rounds(scope: Scope) -> None:
         scope[trace.STOPPED_EARLY] = "max_rounds"
 
     chart = (

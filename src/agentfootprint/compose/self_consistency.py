@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 from ..errors import RunError
-from ..flow import Decision, flow_chart
+from ..flow import Decision, Scope, flow_chart
 from ..runs import trace
 from .base import Runner, check_runner
 from .pattern import (
@@ -58,7 +58,7 @@ def self_consistency(runner: Runner, *, n: int, vote: Ballot | None = None,
     chart = check_runner(runner, f"{where} runner")
     ids = [f"sample-{i}" for i in range(1, count + 1)]
 
-    async def tally(scope: Any) -> Decision:
+    async def tally(scope: Scope) -> Decision:
         answers = {sid: str(scope.get(f"answer:{sid}", "")) for sid in ids}
         cast: dict[str, str] = {}
         for sid, answer in answers.items():

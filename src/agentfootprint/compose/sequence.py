@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..errors import ConfigurationError
 from ..flow import flow_chart
-from .base import Composition, check_runner, mount_options, start
+from .base import Composition, Runner, check_runner, mount_options, start
 
 __all__ = ["Sequence"]
 
@@ -14,7 +12,7 @@ __all__ = ["Sequence"]
 class Sequence(Composition):
     """``Sequence(("classify", a), ("respond", b))``: ``b`` receives ``a``'s answer."""
 
-    def __init__(self, *steps: tuple[str, Any], name: str = "Sequence") -> None:
+    def __init__(self, *steps: tuple[str, Runner], name: str = "Sequence") -> None:
         if not steps:
             raise ConfigurationError("Sequence needs at least one (id, runner) step")
         builder = flow_chart("Start", start, id="start", description="Take the message")

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigurationError, RunError
-from ..flow import Decision, flow_chart
+from ..flow import Decision, Scope, flow_chart
+from ..flow.scope import ReadView
 from ..runs import trace
 from .base import Runner, check_runner
 from .pattern import Pattern, begin, call_user, check_budget, check_callable, check_ids, rule, skip
@@ -83,7 +84,7 @@ def swarm(*agents: tuple[str, Runner], max_hops: int, route: Route | None = None
     charts = [(agent_id, check_runner(runner, f"{where} agent {agent_id!r}"))
               for agent_id, runner in agents]
 
-    async def hand_off(scope: Any) -> Decision:
+    async def hand_off(scope: Scope) -> Decision:
         speaker = scope.get(trace.SPEAKER)
         hops = int(scope.get(trace.HOPS) or 0)
         if speaker is None:
@@ -111,16 +112,16 @@ def swarm(*agents: tuple[str, Runner], max_hops: int, route: Route | None = None
         return Decision(chosen, {"chosen": chosen, "default": "done", "rules": evidence})
 
     def turn_of(agent_id: str) -> dict[str, Any]:
-        def take(parent: Any) -> dict[str, Any]:
+        def take(parent: ReadView) -> dict[str, Any]:
             return {trace.MESSAGE: str(parent[trace.CURRENT])}
 
-        def give(inner: Any) -> dict[str, Any]:
+        def give(inner: ReadView) -> dict[str, Any]:
             text = str(inner.get(trace.FINAL_CONTENT, ""))
             return {"speaker": agent_id, "final_content": text, "relay": [agent_id]}
 
         return {"input": take, "output": give}
 
-    def out_of_hops(scope: Any) -> None:
+    def out_of_hops(scope: Scope) -> None:
         scope[trace.STOPPED_EARLY] = "max_hops"
 
     builder = (flow_chart("Start", begin, id="start", description="Take the request")

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigurationError, RunError
-from ..flow import Chart, Decision, Selection, flow_chart
+from ..flow import Chart, Decision, Scope, Selection, flow_chart
+from ..flow.scope import ReadView
 from ..runs import trace
-from .base import Runner, check_runner
+from .base import Runner, check_runner, is_runner
 from .pattern import (
     MAX_PASSES,
     Pattern,
@@ -92,8 +93,8 @@ def tree_of_thoughts(propose: Runner, score: Score | Runner, *, breadth: int, de
     propose_chart = check_runner(propose, f"{where} propose")
     score_chart: Chart | None = None
     score_fn: Score | None = None
-    runners: list[Any] = [propose]
-    if getattr(score, "chart", None) is not None:
+    runners: list[Runner] = [propose]
+    if is_runner(score):
         score_chart = check_runner(score, f"{where} score")
         runners.append(score)
     elif callable(score):
@@ -104,7 +105,7 @@ def tree_of_thoughts(propose: Runner, score: Score | Runner, *, breadth: int, de
     slots = [f"thought-{i}" for i in range(1, width * keep + 1)]
     slot_chart = propose_chart if score_chart is None else _scored(propose_chart, score_chart)
 
-    def expand(scope: Any) -> Selection:
+    def expand(scope: Scope) -> Selection:
         level = int(scope.get(trace.LEVEL) or 0) + 1
         scope[trace.LEVEL] = level
         frontier = list(scope.get(trace.FRONTIER) or [{"path": []}])
@@ -118,7 +119,7 @@ def tree_of_thoughts(propose: Runner, score: Score | Runner, *, breadth: int, de
         return Selection(tuple(chosen), {"rules": rules})
 
     def slot_wiring(index: int) -> dict[str, Any]:
-        def take(parent: Any) -> dict[str, Any]:
+        def take(parent: ReadView) -> dict[str, Any]:
             path = list(list(parent.get(trace.FRONTIER) or [{"path": []}])[index // width]["path"])
             task = str(parent[trace.TASK])
             message = propose_message(task, path, index % width + 1, width)
@@ -127,7 +128,7 @@ def tree_of_thoughts(propose: Runner, score: Score | Runner, *, breadth: int, de
             return {trace.MESSAGE: message, trace.TASK: task, trace.PATH: path,
                     trace.LEVEL: int(parent[trace.LEVEL])}
 
-        def give(inner: Any) -> dict[str, Any]:
+        def give(inner: ReadView) -> dict[str, Any]:
             if score_chart is None:
                 return {trace.THOUGHT_OF.of(slots[index]): str(inner.get(trace.FINAL_CONTENT, ""))}
             return {trace.THOUGHT_OF.of(slots[index]): str(inner[trace.THOUGHT]),
@@ -135,7 +136,7 @@ def tree_of_thoughts(propose: Runner, score: Score | Runner, *, breadth: int, de
 
         return {"input": take, "output": give}
 
-    async def judge(scope: Any) -> None:
+    async def judge(scope: Scope) -> None:
         task, level = str(scope[trace.TASK]), int(scope[trace.LEVEL])
         frontier = list(scope.get(trace.FRONTIER) or [{"path": []}])
         rows = []
@@ -157,7 +158,7 @@ def tree_of_thoughts(propose: Runner, score: Score | Runner, *, breadth: int, de
         scope[trace.BEST] = ranked[0]["slot"]
         scope[trace.BEST_SCORE] = ranked[0]["score"]
 
-    def next_level(scope: Any) -> Decision:
+    def next_level(scope: Scope) -> Decision:
         level, best = int(scope[trace.LEVEL]), str(scope[trace.BEST])
         top = float(scope[trace.BEST_SCORE])
         if stop_at is not None and top >= stop_at:
@@ -189,7 +190,7 @@ def tree_of_thoughts(propose: Runner, score: Score | Runner, *, breadth: int, de
 def _scored(propose_chart: Chart, score_chart: Chart) -> Chart:
     """One slot when a runner scores: propose, then score that proposal."""
 
-    def rating_message(parent: Any) -> str:
+    def rating_message(parent: ReadView) -> str:
         thought = Thought(str(parent[trace.TASK]), str(parent[trace.THOUGHT]),
                           tuple(parent[trace.PATH]), int(parent[trace.LEVEL]))
         return score_message(thought)
