@@ -17,7 +17,8 @@ from ..context.injection import Injection
 from ..context.skills import READ_SKILL, SKIP_STEP, read_skill_tool, skip_step_tool
 from ..errors import AgentFootprintError, ConfigurationError, RunError, StageError, listed
 from ..events.dispatcher import AgentEvent, EventBridge, EventDispatcher
-from ..flow import Chart, FlowRun, RedactionPolicy, deferred
+from ..flow import Chart, FlowEvent, FlowRun, RedactionPolicy, deferred
+from ..flow.recorders import Recorder
 from ..flow.run import run_sync
 from ..flow.values import copy_value
 from ..providers.base import Message, Provider
@@ -105,7 +106,7 @@ class RunResult:
 class _Runner:
     """Shared by ``Agent`` and ``LLMCall``: build once, run many times."""
 
-    def __init__(self, spec: AgentSpec, *, name: str, watch: Sequence[Any],
+    def __init__(self, spec: AgentSpec, *, name: str, watch: Sequence[Recorder],
                  observer_delivery: Literal["inline", "deferred"],
                  redaction: RedactionPolicy | None, run_store: RunStorePort | None = None) -> None:
         if observer_delivery not in ("inline", "deferred"):
@@ -139,16 +140,15 @@ class _Runner:
                 "with stream=True (or listen to 'stream.llm_end' for whole answers)")
         return self.events.on(pattern, listener)
 
-    def _recorders(self) -> tuple[list[Any], Callable[[Any], None]]:
-        bridge: Any = EventBridge(self.events)
-        live: Callable[[Any], None] = bridge.on_emit
-        if self.observer_delivery == "deferred":
-            bridge = deferred(bridge)
-            queue = bridge
+    def _recorders(self) -> tuple[list[Recorder], Callable[[FlowEvent], None]]:
+        bridge = EventBridge(self.events)
+        if self.observer_delivery == "inline":
+            return [bridge, *self.watch], bridge.on_emit
+        queue = deferred(bridge)
 
-            def live(event: Any) -> None:
-                queue.enqueue("emit", event)
-        return [bridge, *self.watch], live
+        def live(event: FlowEvent) -> None:
+            queue.enqueue("emit", event)
+        return [queue, *self.watch], live
 
     async def _run(self, message: str, history: Sequence[Message] | None, *,
                    run_id: str | None, timeout: float | None,
@@ -165,7 +165,7 @@ class _Runner:
         return await self._drive(lambda recorders: self.chart.run(
             args, recorders=recorders, redaction=self.redaction, timeout=timeout, run_id=run_id))
 
-    async def _drive(self, start: Callable[[list[Any]], Awaitable[FlowRun]]) -> RunResult:
+    async def _drive(self, start: Callable[[list[Recorder]], Awaitable[FlowRun]]) -> RunResult:
         """Walk the chart (``start(recorders)``) with this agent's listeners live; a failure of
         ours (a provider's, a store's) surfaces as itself, not as the engine's StageError."""
         recorders, live = self._recorders()
@@ -215,7 +215,7 @@ class _Runner:
             self.last = result
         return result
 
-    async def resume(self, checkpoint: Mapping[str, Any], answer: Any = None, *,
+    async def resume(self, checkpoint: Mapping[str, Any], answer: object = None, *,
                      timeout: float | None = None) -> RunResult:
         """Continue a paused run with the person's ``answer`` (a check-in verdict, a reply).
 
@@ -228,7 +228,7 @@ class _Runner:
             checkpoint["flow"], answer, recorders=recorders, redaction=self.redaction,
             timeout=timeout))
 
-    def _check_resumable(self, checkpoint: Any, answer: Any) -> None:
+    def _check_resumable(self, checkpoint: object, answer: object) -> None:
         """Refuse, before anything runs, a resume that could only go wrong."""
         if isinstance(checkpoint, str | bytes):
             raise ConfigurationError(
@@ -256,11 +256,12 @@ class _Runner:
                 "check_in_approved(by=...) or check_in_declined(by=..., note=...), "
                 f"not {answer!r}")
 
-    def resume_sync(self, checkpoint: Mapping[str, Any], answer: Any = None,
+    def resume_sync(self, checkpoint: Mapping[str, Any], answer: object = None,
                     **options: Any) -> RunResult:
         return run_sync(self.resume(checkpoint, answer, **options))
 
-    async def resume_on_error(self, failed: Any, *, timeout: float | None = None) -> RunResult:
+    async def resume_on_error(self, failed: BaseException | FlowRun, *,
+                              timeout: float | None = None) -> RunResult:
         """Replay a run that crashed mid-way (say, a provider error) from its last commit.
 
         ``failed`` is the raised error (it carries ``.run``) or the failed ``FlowRun``. Tool
@@ -269,13 +270,13 @@ class _Runner:
         """
         run = failed if isinstance(failed, FlowRun) else getattr(failed, "run", None)
         state = dict(run.state) if isinstance(run, FlowRun) else {}
-        if "user_message" not in state or "history" not in state:
+        if not isinstance(run, FlowRun) or "user_message" not in state or "history" not in state:
             raise ConfigurationError(
                 "resume_on_error() needs the error a run raised (it carries .run) or that "
                 "FlowRun, from a run that got past its seed stage")
         saved = {key: copy_value(value) for key, value in state.items()
                  if key in _RESUMABLE_KEYS}
-        saved[trace.RESUMED_FROM] = run.run_id  # type: ignore[union-attr]
+        saved[trace.RESUMED_FROM] = run.run_id
         args: dict[str, Any] = {trace.MESSAGE: state[trace.USER_MESSAGE], trace.RESUME_STATE: saved}
         if self.spec.memories:
             args[trace.IDENTITY] = _check_identity(getattr(self, "identity", None))
@@ -302,7 +303,7 @@ class Agent(_Runner):
         identity: MemoryIdentity | None = None,
         max_iterations: int = 10,
         react_mode: Literal["dynamic", "classic"] = "dynamic",
-        watch: Sequence[Any] = (),
+        watch: Sequence[Recorder] = (),
         name: str = "Agent",
         temperature: float | None = None,
         max_tokens: int | None = None,
@@ -388,7 +389,7 @@ class LLMCall(_Runner):
     """One model call, no tools: a system prompt and the user's message in, the answer out."""
 
     def __init__(self, *, provider: Provider, model: str | None = None, system: str = "",
-                 watch: Sequence[Any] = (), name: str = "LLMCall",
+                 watch: Sequence[Recorder] = (), name: str = "LLMCall",
                  temperature: float | None = None, max_tokens: int | None = None,
                  stream: bool = False,
                  observer_delivery: Literal["inline", "deferred"] = "inline",
@@ -429,7 +430,7 @@ def raise_framework_cause(exc: StageError) -> None:
         raise cause from exc
 
 
-def _model_for(provider: Any, model: Any) -> str:
+def _model_for(provider: object, model: object) -> str:
     """The model this agent asks for: its own ``model=``, else the provider's.
 
     Naming one model on the agent and another on the provider is refused: which one was meant
@@ -496,7 +497,7 @@ def _check_governance(act: Iterable[ActRule], permissions: PermissionChecker | N
     return check_act(rules, check_checker(permissions))
 
 
-def _is_window(value: Any) -> bool:
+def _is_window(value: object) -> bool:
     from .window import WindowStrategy
 
     return isinstance(value, WindowStrategy)
@@ -522,7 +523,7 @@ def _check_memories(memory: Iterable[MemoryDefinition], injections: tuple[Inject
     return memories
 
 
-def _check_identity(identity: Any) -> MemoryIdentity:
+def _check_identity(identity: object) -> MemoryIdentity:
     from ..memory.identity import MemoryIdentity
 
     if not isinstance(identity, MemoryIdentity):

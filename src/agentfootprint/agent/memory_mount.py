@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..flow import Scope
 from ..flow.builder import FlowBuilder
+from ..flow.scope import ReadView
 from ..runs import trace
 from .spec import AgentSpec
 
@@ -151,10 +152,10 @@ def mount_memories(builder: FlowBuilder, spec: AgentSpec, *,
     return builder
 
 
-def _recall_output(key: str) -> Callable[[Any], dict[str, Any]]:
+def _recall_output(key: str) -> Callable[[ReadView], dict[str, Any]]:
     """Lift a memory read's recall (and its retrieval evidence) into the agent's state."""
 
-    def output(inner: Any) -> dict[str, Any]:
+    def output(inner: ReadView) -> dict[str, Any]:
         lifted = {trace.MEMORY_RECALL.of(key): inner.get(trace.RECALL)
                   or {"text": "", "entry_ids": [], "turns": []}}
         if trace.RETRIEVED in inner:

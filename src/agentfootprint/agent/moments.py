@@ -122,7 +122,7 @@ class Verdict:
         return self.replacement is not KEEP
 
 
-def allow(replacement: Any = KEEP, *, reason: str | None = None) -> Verdict:
+def allow(replacement: object = KEEP, *, reason: str | None = None) -> Verdict:
     """Pass, or pass ``replacement`` on instead; a replacement must say why (``reason``)."""
     if replacement is not KEEP and not (isinstance(reason, str) and reason.strip()):
         raise ConfigurationError(

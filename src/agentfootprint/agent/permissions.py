@@ -190,7 +190,7 @@ async def check_permission(checker: PermissionChecker, request: PermissionReques
     return PermissionVerdict(result="allow", event=event)
 
 
-def check_checker(checker: Any) -> PermissionChecker | None:
+def check_checker(checker: object) -> PermissionChecker | None:
     """``Agent(permissions=...)``: a checker, or None; anything else is refused clearly."""
     if checker is None:
         return None

@@ -44,7 +44,7 @@ class ToolBatchStages:
                         "tool_calls": calls})
         return await self._run_batch(scope, calls, 0, [], history, iteration)
 
-    async def tool_calls_resume(self, scope: Scope, answer: Any) -> Pause | None:
+    async def tool_calls_resume(self, scope: Scope, answer: object) -> Pause | None:
         """Settle the paused call with the person's answer, then run the calls after it.
 
         Siblings after a paused call never run before the pause is answered; on resume they
