@@ -43,7 +43,7 @@ Pass ``client=`` (an ``anthropic.AsyncAnthropic``) to reuse or test a client.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import (
     ConfigurationError,
@@ -61,6 +61,9 @@ from .base import (
     Usage,
     wire_messages,
 )
+
+if TYPE_CHECKING:
+    from anthropic import AsyncAnthropic
 
 __all__ = ["AnthropicProvider"]
 
@@ -104,7 +107,7 @@ class AnthropicProvider(Provider):
         max_tokens: int = 4096,
         timeout: float | None = None,
         max_retries: int = 0,
-        client: Any = None,
+        client: AsyncAnthropic | None = None,
         parallel_tool_calls: bool | None = None,
         name: str = "anthropic",
     ) -> None:
@@ -134,7 +137,7 @@ class AnthropicProvider(Provider):
                 raise ConfigurationError(
                     "the anthropic provider needs an API key: set ANTHROPIC_API_KEY or pass "
                     "api_key=")
-        self.client: Any = client
+        self.client: AsyncAnthropic = client
 
     async def aclose(self) -> None:
         """Close the SDK client's connections (the provider is unusable afterwards)."""

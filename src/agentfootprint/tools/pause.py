@@ -16,7 +16,7 @@ __all__ = ["PauseRequest", "ask_human", "pause_here"]
 class PauseRequest(Exception):
     """Raised by ``ask_human``/``pause_here`` inside a tool to pause the run at that call."""
 
-    def __init__(self, kind: Literal["ask", "pause"], data: Any) -> None:
+    def __init__(self, kind: Literal["ask", "pause"], data: object) -> None:
         super().__init__(f"the tool asked to pause the run ({kind})")
         self.kind = kind
         self.data = data
@@ -29,6 +29,6 @@ def ask_human(question: str, **details: Any) -> NoReturn:
     raise PauseRequest("ask", {"question": question, **details})
 
 
-def pause_here(data: Any = None) -> NoReturn:
+def pause_here(data: object = None) -> NoReturn:
     """Pause the run with JSON ``data`` for whoever resumes; their input is the tool's result."""
     raise PauseRequest("pause", data)

@@ -13,7 +13,6 @@ import inspect
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from ..errors import ConfigurationError
 from ..providers.base import ToolCall, ToolSchema
@@ -89,7 +88,7 @@ class ToolRegistry:
         return ToolOutcome(cap_result(found.name, result_text(value), self.max_result_chars))
 
 
-def result_text(value: Any) -> str:
+def result_text(value: object) -> str:
     """The string the model reads for a tool's return value."""
     if isinstance(value, str):
         return value

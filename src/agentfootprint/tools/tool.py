@@ -20,9 +20,13 @@ from ..errors import ConfigurationError
 from ..providers.base import ToolSchema
 from .validate import ArgumentIssue, check_arguments
 
-__all__ = ["Tool", "ToolContext", "define_tool", "tool"]
+__all__ = ["CheckIn", "Tool", "ToolContext", "define_tool", "tool"]
 
 _NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+CheckIn = bool | Callable[[dict[str, Any]], bool] | None
+"""A tool's consent gate: ``True`` always asks a person, ``fn(args) -> bool`` asks when it
+returns true, ``None``/``False`` never asks (see ``agent/checkin.py``)."""
 
 
 @dataclass(slots=True, eq=False)
@@ -45,8 +49,8 @@ class Tool:
     """Runs the tool with already-validated arguments; may be sync or async."""
     validate: Callable[[dict[str, Any]], list[ArgumentIssue]] = field(repr=False)
     """Returns the argument issues (empty when the arguments are fine)."""
-    check_in: Any = None
-    """Reserved for consent gates (check-in); ``None`` = no consent needed."""
+    check_in: CheckIn = None
+    """The consent gate (check-in); ``None`` = no consent needed."""
     blocking: bool = False
     """True for a sync function that may block (network, disk, a subprocess): it runs in a
     worker thread, so other runs and parallel branches on the event loop go on meanwhile."""
@@ -107,13 +111,13 @@ def _arity(fn: Callable[..., Any]) -> int:
 def tool(fn: Callable[..., Any], /) -> Tool: ...
 @overload
 def tool(*, name: str | None = None, description: str | None = None,
-         check_in: Any = None, blocking: bool | None = None
+         check_in: CheckIn = None, blocking: bool | None = None
          ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
 def tool(fn: Callable[..., Any] | None = None, /, *, name: str | None = None,
-         description: str | None = None, check_in: Any = None,
-         blocking: bool | None = None) -> Any:
+         description: str | None = None, check_in: CheckIn = None,
+         blocking: bool | None = None) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a typed function (sync or async) into a ``Tool``.
 
     A sync function runs in a worker thread, so a slow one (an HTTP call, a query) never stalls
@@ -128,7 +132,7 @@ def tool(fn: Callable[..., Any] | None = None, /, *, name: str | None = None,
 
 
 def _from_function(func: Callable[..., Any], *, name: str | None, description: str | None,
-                   check_in: Any, blocking: bool) -> Tool:
+                   check_in: CheckIn, blocking: bool) -> Tool:
     tool_name = name or func.__name__
     _check_name(tool_name)
     summary, param_docs = _parse_docstring(inspect.getdoc(func) or "")
@@ -194,7 +198,7 @@ def _issue(error: Any) -> ArgumentIssue:
 
 def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """Drop Pydantic's titles: the model needs names and types, not echoes of them."""
-    def strip(node: Any) -> Any:
+    def strip(node: object) -> Any:
         if isinstance(node, dict):
             return {k: strip(v) for k, v in node.items() if k != "title"}
         if isinstance(node, list):

@@ -10,6 +10,7 @@ check more, but it is not a core dependency; ``@tool`` functions get full Pydant
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from typing_extensions import TypedDict
@@ -53,7 +54,7 @@ def _matches(value: Any, kind: str) -> bool:
     return expected is None or isinstance(value, expected)
 
 
-def check_arguments(schema: Any, value: Any) -> list[ArgumentIssue]:
+def check_arguments(schema: Mapping[str, Any], value: object) -> list[ArgumentIssue]:
     """Every issue (at most ten) found in ``value`` against ``schema``."""
     issues: list[ArgumentIssue] = []
     _check(schema, {} if value is None else value, "", issues)
