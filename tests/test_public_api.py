@@ -5,10 +5,15 @@ from __future__ import annotations
 import importlib
 import inspect
 import types
+from pathlib import Path
 
 import pytest
 
-PACKAGES = ["agentfootprint", "agentfootprint.flow"]
+SRC = Path(__file__).resolve().parents[1] / "src"
+PACKAGES = sorted(
+    ".".join(init.parent.relative_to(SRC).parts)
+    for init in (SRC / "agentfootprint").rglob("__init__.py"))
+"""Every namespace of the package: one drift test covers them all."""
 
 
 def _public_members(module: types.ModuleType) -> set[str]:

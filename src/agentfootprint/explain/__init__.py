@@ -6,7 +6,7 @@ the agent without each candidate and is the only thing allowed to say CAUSAL;
 ``recorded_chat`` keeps a conversation's turns as frozen evidence to reason about, re-run and fork.
 """
 
-from .._lazy import moved_names
+from .._lazy import moved_names as _moved_names
 from .backtrack import Backtrack, Hop, backtrack
 from .chat import ChatTurn, RecordedChat, TurnReason, TurnRerun, recorded_chat
 from .dropped import DroppedContextReport, dropped_candidates, find_dropped_context
@@ -24,7 +24,7 @@ from .rerun import bisect_culprits, rerun_without_sources
 from .suspects import Suspect, suspects_of
 from .toolpack import TRACE_TOOL_NAMES, call_trace_tool, trace_debug_agent, trace_toolpack
 
-__getattr__ = moved_names(__name__, {
+__getattr__ = _moved_names(__name__, {
     name: "agentfootprint.runs"
     for name in ("PostgresRunStore", "Recording", "RunStore", "RunSummary")})
 
@@ -42,12 +42,12 @@ __all__ = [
     "backtrack",
     "bisect_culprits",
     "call_trace_tool",
+    "content_word_embedder",
     "dropped_candidates",
     "find_dropped_context",
     "lexical_overlap",
     "list_influence_strategies",
     "localize_context_bug",
-    "content_word_embedder",
     "rank_suspects",
     "ranking_confidence",
     "recorded_chat",

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._lazy import lazy_names
+from .._lazy import lazy_names as _lazy_names
 from .redaction import RedactionPolicy
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ __all__ = [
     "RunSummary",
 ]
 
-__getattr__, __dir__ = lazy_names(__name__, {
+__getattr__, __dir__ = _lazy_names(__name__, {
     "DEFAULT_RUN_STORE": "sqlite", "RunStore": "sqlite", "PostgresRunStore": "postgres",
     "RECORDING_FORMAT": "recording", "AgentRun": "recording", "Recording": "recording",
     "RUN_STORE_SCHEMA": "store", "RunSource": "store", "RunStorePort": "store",
