@@ -30,6 +30,7 @@ from agentfootprint.memory.stages import (
 from agentfootprint.memory.store import MemoryStore, VectorSearchStore
 from agentfootprint.memory.turn import max_stored_turn
 
+from ..flow import Scope
 from ..runs import trace
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ def write_snapshot(
     _require_search(store, "write_snapshot")
     model = embedder_id or embedder.id
 
-    async def stage(scope: Any) -> None:
+    async def stage(scope: Scope) -> None:
         messages: list[dict[str, Any]] = list(value_of(scope, trace.NEW_MESSAGES) or [])
         if not messages:
             return
@@ -135,7 +136,7 @@ def load_snapshot(
     model = embedder_id or embedder.id
     excluded = frozenset(exclude)
 
-    async def stage(scope: Any) -> None:
+    async def stage(scope: Scope) -> None:
         query = last_user_text(value_of(scope, trace.MESSAGES)
                                or value_of(scope, trace.NEW_MESSAGES))
         if not query:

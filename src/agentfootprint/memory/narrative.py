@@ -21,6 +21,7 @@ from agentfootprint.memory.stages import (
 )
 from agentfootprint.memory.store import MemoryStore
 
+from ..flow import Scope
 from ..runs import trace
 
 __all__ = ["NARRATIVE_HEADER", "extract_beats", "format_narrative", "heuristic_beats"]
@@ -60,7 +61,7 @@ def extract_beats(
 ) -> Stage:
     """Write this turn's beats as ``beat-{turn}-{index}`` (one ``put_many``)."""
 
-    async def stage(scope: Any) -> None:
+    async def stage(scope: Scope) -> None:
         messages = list(value_of(scope, trace.NEW_MESSAGES) or [])
         if not messages:
             return
@@ -82,7 +83,7 @@ def extract_beats(
 def format_narrative(*, header: str = NARRATIVE_HEADER) -> Stage:
     """Render ``selected`` beats as one paragraph: "From earlier: …"."""
 
-    def stage(scope: Any) -> None:
+    def stage(scope: Scope) -> None:
         selected: list[dict[str, Any]] = list(value_of(scope, trace.SELECTED) or [])
         sentences = []
         for entry in selected:

@@ -20,7 +20,7 @@ than answering from a guess.
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +28,7 @@ from agentfootprint.memory.entry import MemoryEntry, MemorySource, Tier, now_ms,
 from agentfootprint.memory.identity import MemoryIdentity
 from agentfootprint.memory.store import MemoryStore, VectorSearchStore
 
+from ..flow import Scope
 from ..runs import trace
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ __all__ = [
     "write_messages",
 ]
 
-Stage = Callable[[Any], Awaitable[None] | None]
+Stage = Callable[[Scope], Awaitable[None] | None]
 """A flowchart stage: called with the run's scope."""
 
 MEMORY_HEADER = (
@@ -59,7 +60,7 @@ MAX_LOAD_PAGES = 20
 """Pages ``load_recent`` reads at most while skipping entries that are not messages."""
 
 
-def value_of(scope: Any, key: str, default: Any = None) -> Any:
+def value_of(scope: Scope, key: str, default: object = None) -> Any:
     """A key from the run's state, else from the subflow's mapped input."""
     if key in scope:
         return scope[key]
@@ -75,7 +76,7 @@ def identity_record(identity: MemoryIdentity) -> dict[str, str | None]:
     }
 
 
-def identity_from(scope: Any) -> MemoryIdentity:
+def identity_from(scope: Scope) -> MemoryIdentity:
     """The run's identity, rebuilt from state; a missing one is a wiring mistake, said so."""
     raw = value_of(scope, trace.IDENTITY)
     if isinstance(raw, MemoryIdentity):
@@ -90,7 +91,7 @@ def identity_from(scope: Any) -> MemoryIdentity:
     )
 
 
-def turn_from(scope: Any) -> int:
+def turn_from(scope: Scope) -> int:
     turn = value_of(scope, trace.TURN)
     if isinstance(turn, bool) or not isinstance(turn, int) or turn < 1:
         raise ValueError(
@@ -108,7 +109,7 @@ def entry_record(entry: MemoryEntry, score: float | None = None) -> dict[str, An
     return record
 
 
-def content_of(value: Any) -> str:
+def content_of(value: object) -> str:
     """The text of a stored value: a message's ``content`` or a chunk's ``text``."""
     if isinstance(value, str):
         return value
@@ -140,7 +141,7 @@ def write_messages(
     """
     make_id = id_from or (lambda turn, index, _message: f"msg-{turn}-{index}")
 
-    async def stage(scope: Any) -> None:
+    async def stage(scope: Scope) -> None:
         messages: list[dict[str, Any]] = list(value_of(scope, trace.NEW_MESSAGES) or [])
         if not messages:
             return
@@ -176,7 +177,7 @@ def write_messages(
 def embed_messages(embedder: Embedder, *, embedder_id: str | None = None) -> Stage:
     """Embed ``new_messages`` for a semantic memory's write (vectors stamped with the model)."""
 
-    async def stage(scope: Any) -> None:
+    async def stage(scope: Scope) -> None:
         messages = list(value_of(scope, trace.NEW_MESSAGES) or [])
         if not messages:
             return
@@ -208,7 +209,7 @@ def load_recent(
         raise ValueError(f"load_recent(count={count!r}) must be a positive int.")
     excluded = frozenset(exclude)
 
-    async def stage(scope: Any) -> None:
+    async def stage(scope: Scope) -> None:
         identity = identity_from(scope)
         found: list[MemoryEntry] = []
         cursor: str | None = None
@@ -252,7 +253,7 @@ def load_relevant(
     model = embedder_id or embedder.id
     excluded = frozenset(exclude)
 
-    async def stage(scope: Any) -> None:
+    async def stage(scope: Scope) -> None:
         identity = identity_from(scope)
         query = last_user_text(value_of(scope, trace.MESSAGES)
                                or value_of(scope, trace.NEW_MESSAGES))
@@ -293,7 +294,7 @@ def load_relevant(
     return stage
 
 
-def last_user_text(messages: Any) -> str:
+def last_user_text(messages: Iterable[Mapping[str, Any]] | None) -> str:
     for message in reversed(list(messages or [])):
         if message.get("role") == "user" and isinstance(message.get("content"), str):
             text = str(message["content"]).strip()
@@ -316,7 +317,7 @@ def pick_by_budget(
     so a turn's user message and its answer keep their order.
     """
 
-    def stage(scope: Any) -> None:
+    def stage(scope: Scope) -> None:
         loaded: list[dict[str, Any]] = list(value_of(scope, trace.LOADED) or [])
         remaining = value_of(scope, "context_tokens_remaining", 32_000)
         budget = int(remaining) - reserve_tokens
@@ -351,7 +352,7 @@ def pick_by_budget(
 def format_memory(*, header: str = MEMORY_HEADER, footer: str | None = None) -> Stage:
     """Render ``selected`` as one system-prompt block and say where every line came from."""
 
-    def stage(scope: Any) -> None:
+    def stage(scope: Scope) -> None:
         selected: list[dict[str, Any]] = list(value_of(scope, trace.SELECTED) or [])
         if not selected:
             scope[trace.RECALL] = {"text": "", "entry_ids": [], "turns": []}

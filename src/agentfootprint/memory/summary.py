@@ -24,6 +24,7 @@ from agentfootprint.memory.stages import (
 from agentfootprint.memory.store import MemoryStore
 from agentfootprint.providers.base import LLMRequest, Provider
 
+from ..flow import Scope
 from ..runs import trace
 
 __all__ = ["SUMMARY_PREFIX", "SUMMARY_SYSTEM_PROMPT", "summarize_loaded"]
@@ -68,7 +69,7 @@ def summarize_loaded(
     """A stage between load and pick that replaces old ``loaded`` entries by their summary."""
     refused: set[str] = set()
 
-    async def stage(scope: Any) -> None:
+    async def stage(scope: Scope) -> None:
         loaded: list[dict[str, Any]] = list(value_of(scope, trace.LOADED) or [])
         summaries = [e for e in loaded if _covered(e)]
         covered = {i for s in summaries for i in _covered(s)}
