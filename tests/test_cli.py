@@ -96,3 +96,19 @@ def test_store_goes_before_or_after_the_command_and_is_never_created_by_a_read(
         assert main(["--store", str(missing), *command]) == 1
         assert "no run store at" in capsys.readouterr().err
     assert not missing.parent.exists()
+
+
+def test_explain_on_a_run_without_a_model_call_is_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A plain flow has no answer to backtrack: one line naming the run and `report`, exit 1."""
+    from agentfootprint.flow import flow_chart
+    from agentfootprint.runs import RunStore
+
+    store = tmp_path / "runs.db"
+    run = flow_chart("Receive", lambda s: s.__setitem__("x", 1)).build().run_sync()
+    with RunStore(store) as runs:
+        runs.save(run)
+    assert main(["--store", str(store), "explain", run.run_id]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "made no LLM call" in err
+    assert f"agentfootprint report {run.run_id}" in err

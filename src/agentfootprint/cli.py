@@ -66,6 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if options.command == "report":
         return _report(store_path, options.run_id, options.output or f"{options.run_id}.html")
     from .explain.backtrack import backtrack
+    from .runs.view import RunView
 
     with RunStore(store_path) as store:
         try:
@@ -73,7 +74,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         except KeyError as exc:
             print(exc.args[0], file=sys.stderr)
             return 1
-    print(backtrack(recording.commit_log()))
+    if not RunView.of(recording).records:
+        print(f"run {options.run_id} ({recording.kind} {recording.name!r}) made no LLM call, so "
+              f"there is no answer to backtrack; `agentfootprint report {options.run_id}` shows "
+              "its steps", file=sys.stderr)
+        return 1
+    print(backtrack(recording))
     return 0
 
 
