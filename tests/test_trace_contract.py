@@ -22,7 +22,8 @@ CONTRACT = PACKAGE / "runs" / "trace.py"
 
 STATE_NAMES = {"scope", "s", "state", "inner", "saved", "args", "resumed", "parent"}
 STATE_ATTRS = {"state", "args"}
-KEY_READERS = {"value_at", "last_writer", "value_of", "_input", "first_write", "writers_of"}
+KEY_READERS = {"value_at", "last_writer", "value_of", "_input", "first_write", "writers_of",
+               "value"}
 MAPPING_METHODS = {"get", "pop", "setdefault"}
 OWN_NAME = "# trace: own id"
 """Marks a line that uses a declared word as its own, unrelated name (a composition's stage)."""
@@ -94,6 +95,10 @@ def _violations(tree: ast.AST) -> Iterator[tuple[int, str]]:
                         yield keyword.value.lineno, f"{name}(id={_text(keyword.value)!r})"
         elif isinstance(node, ast.Compare):
             sides = [node.left, *node.comparators]
+            if any(isinstance(s, ast.Attribute) and s.attr == "key" for s in sides):
+                for side in sides:
+                    if _is_key(_text(side)):
+                        yield node.lineno, f"comparison of a change's key with {_text(side)!r}"
             if any(isinstance(s, ast.Attribute) and s.attr in ("stage_id", "id") for s in sides):
                 for side in sides:
                     if _text(side) in STAGES:

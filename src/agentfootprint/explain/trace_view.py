@@ -28,6 +28,7 @@ from ..flow.commitlog import Change, CommitRecord
 from ..flow.redact import REDACTED, RedactionPolicy
 from ..flow.run import FlowRun
 from ..flow.values import MISSING
+from ..runs import trace
 from ..runs.recording import AgentRun, Recording
 from ..runs.view import Explainable
 
@@ -199,7 +200,7 @@ class TraceView:
         calls: dict[str, dict[str, Any]] = {}
         for record in log.records:
             for change in record.changes:
-                if change.key != "llm_tool_calls" or change.op != "set":
+                if change.key != trace.LLM_TOOL_CALLS or change.op != "set":
                     continue
                 proposed = view.written(change)
                 for raw in proposed if isinstance(proposed, list) else ():
@@ -222,14 +223,14 @@ class TraceView:
             idx = call.get("step_idx")
             if idx is None:
                 continue
-            history = view.value("history", idx, call["ns"])
+            history = view.value(trace.HISTORY, idx, call["ns"])
             if isinstance(history, str):
                 call["result"] = history  # the conversation itself is redacted
             for message in history if isinstance(history, list) else ():
                 if isinstance(message, dict) and message.get("tool_call_id") == cid \
                         and message.get("role") == "tool":
                     call["result"] = message.get("content")
-            ledger = view.value("act_ledger", idx, call["ns"])
+            ledger = view.value(trace.ACT_LEDGER, idx, call["ns"])
             call["ledger"] = [r for r in ledger if isinstance(r, dict)
                               and r.get("tool_call_id") == cid] \
                 if isinstance(ledger, list) else []

@@ -284,7 +284,7 @@ def _detail(log: CommitLog, record: CommitRecord) -> str:
         return f"asked for {', '.join(asked)}" if asked else "answered"
     if is_stage(record, trace.TOOL_CALLS):
         for change in record.changes:
-            if change.key == "tool_results" and isinstance(change.value, list):
+            if change.key == trace.TOOL_RESULTS and isinstance(change.value, list):
                 names = [str(r.get("tool_name")) for r in change.value if isinstance(r, dict)]
                 return "ran " + ", ".join(names) if names else ""
     if record.break_reason is not None:
