@@ -15,7 +15,8 @@ from typing import Any, Literal, NoReturn
 
 from ..errors import ChartBuildError
 from .chart import Chart, Mount, Node, NodeKind, StageFn
-from .decide import Rule, check_rules, decide, select
+from .decide import Decision, Rule, Selection, check_rules, decide, select
+from .scope import Scope
 
 __all__ = ["BranchBuilder", "FlowBuilder", "flow_chart"]
 
@@ -230,13 +231,13 @@ class FlowBuilder:
             if kind == "decider":
                 fallback = default or ""
 
-                def by_rules(scope: Any) -> Any:
+                def by_rules(scope: Scope) -> Decision:
                     return decide(scope, frozen_rules, default=fallback)
 
                 fn = by_rules
             else:
 
-                def by_select_rules(scope: Any) -> Any:
+                def by_select_rules(scope: Scope) -> Selection:
                     return select(scope, frozen_rules)
 
                 fn = by_select_rules

@@ -117,7 +117,7 @@ class Chart:
     async def resume(
         self,
         checkpoint: Checkpoint | Mapping[str, Any] | str,
-        input: Any = None,
+        input: object = None,
         *,
         env: Mapping[str, Any] | None = None,
         recorders: tuple[Recorder, ...] | list[Recorder] = (),
@@ -138,7 +138,7 @@ class Chart:
         )
         return await resume_chart(self, checkpoint, input, env=env, options=options)
 
-    def resume_sync(self, checkpoint: Checkpoint | Mapping[str, Any] | str, input: Any = None,
+    def resume_sync(self, checkpoint: Checkpoint | Mapping[str, Any] | str, input: object = None,
                     **kwargs: Any) -> FlowRun:
         from .run import run_sync
 

@@ -217,7 +217,7 @@ class CommitLog:
         i = bisect_left(found, before)
         return found[i - 1] if i else None
 
-    def value_at(self, key: str, step: int, *, ns: str = "", default: Any = MISSING) -> Any:
+    def value_at(self, key: str, step: int, *, ns: str = "", default: object = MISSING) -> Any:
         """The value of ``key`` once record ``step`` (inclusive) committed; ``-1`` = initial."""
         self._index()
         found = self._positions.get((ns, key), [])

@@ -13,10 +13,13 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ..errors import ChartBuildError, ConfigurationError
 from .values import MISSING, summarize
+
+if TYPE_CHECKING:
+    from .scope import Scope
 
 __all__ = ["OPERATORS", "Decision", "Rule", "Selection", "check_rules", "decide", "select"]
 
@@ -59,7 +62,7 @@ class Selection:
     evidence: dict[str, Any]
 
 
-def decide(scope: Any, rules: Sequence[Rule], default: str) -> Decision:
+def decide(scope: Scope, rules: Sequence[Rule], default: str) -> Decision:
     """First rule that matches wins; none matching gives ``default``."""
     _check_shapes(rules, "decide()")
     evidence: list[dict[str, Any]] = []
@@ -72,7 +75,7 @@ def decide(scope: Any, rules: Sequence[Rule], default: str) -> Decision:
     return Decision(default, {"chosen": default, "default": default, "rules": evidence})
 
 
-def select(scope: Any, rules: Sequence[Rule]) -> Selection:
+def select(scope: Scope, rules: Sequence[Rule]) -> Selection:
     """Every rule that matches contributes its branch (once, in rule order)."""
     _check_shapes(rules, "select()")
     evidence = [_evaluate(scope, index, rule) for index, rule in enumerate(rules)]

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from types import CoroutineType
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -26,13 +26,13 @@ from ..errors import FlowTimeoutError, LoopLimitError, RunError, StageError
 from .commitlog import Change, CommitLog, CommitRecord
 from .decide import Decision, Selection
 from .pause import Pause
-from .recorders import Dispatcher, FlowEvent
+from .recorders import Dispatcher, FlowEvent, Hooks
 from .redact import RedactionPolicy
 from .scope import ReadView, Scope, frozen_mapping
 from .values import MISSING, FrozenList, copy_value, freeze, same_prefix, same_value
 
 if TYPE_CHECKING:
-    from .chart import Chart, Node
+    from .chart import Chart, Node, StageFn
     from .checkpoint import Checkpoint
 
 __all__ = ["EngineOptions", "Frame", "Step"]
@@ -90,7 +90,7 @@ class Frame:
         policy = self.redaction
         return policy is not None and policy.is_redacted(key)
 
-    def shown(self, key: str, value: Any) -> Any:
+    def shown(self, key: str, value: object) -> Any:
         """``value`` as the record may show it under ``key`` (masked when the key is redacted)."""
         policy = self.redaction
         if policy is None or not policy.is_redacted(key):
@@ -119,7 +119,7 @@ class Step:
 class _Paused(Exception):
     """Internal: unwinds from a paused stage, collecting the unfinished levels."""
 
-    def __init__(self, node: str, rid: str, data: Any) -> None:
+    def __init__(self, node: str, rid: str, data: object) -> None:
         super().__init__(node)
         self.node = node
         self.rid = rid
@@ -235,7 +235,8 @@ class _Engine:
         return rid, passes
 
     async def call(self, node: Node, frame: Frame, parent: str | None, control: str | None,
-                   fn: Any, kind: str, extra: tuple[Any, ...] = ()) -> tuple[Any, Scope, int]:
+                   fn: StageFn | None, kind: str, extra: tuple[Any, ...] = ()
+                   ) -> tuple[Any, Scope, int]:
         """Run ``fn`` as one step. On failure its writes are committed, then it raises."""
         rid, passes = self.stamp(node)
         step = Step(rid, node.id, node.name)
@@ -244,6 +245,8 @@ class _Engine:
         if dispatch.h_stage_start:
             self.fire(dispatch.h_stage_start, "stage_start", rid, node)
         try:
+            if fn is None:  # the builder gives every stage, decider and selector a function
+                raise TypeError(f"{kind} {node.name!r} has no function to run")
             out = fn(scope, *extra)
             if out is not None and (type(out) is CoroutineType
                                     or hasattr(type(out), "__await__")):
@@ -263,7 +266,7 @@ class _Engine:
         return out, scope, passes
 
     async def stage(self, node: Node, frame: Frame, parent: str | None,
-                    control: str | None, fn: Any = None, extra: tuple[Any, ...] = (),
+                    control: str | None, fn: StageFn | None = None, extra: tuple[Any, ...] = (),
                     kind: str = "stage") -> tuple[Any, str]:
         out, scope, passes = await self.call(node, frame, parent, control, fn or node.fn, kind,
                                              extra)
@@ -399,15 +402,15 @@ class _Engine:
             self.fire(hooks, "commit", step.rid, node, value=record)
         return record
 
-    def fire(self, hooks: tuple[Any, ...], name: str, rid: str, node: Node, *,
-             value: Any = None, data: Mapping[str, Any] | None = None) -> None:
+    def fire(self, hooks: Hooks, name: str, rid: str, node: Node, *,
+             value: object = None, data: Mapping[str, Any] | None = None) -> None:
         event = FlowEvent(name, self.run_id, rid, node.id, node.name, None, value, data)
         for hook in hooks:
             hook(event)
 
     # -- parallel ---------------------------------------------------------------------------
 
-    async def parallel(self, node: Node, children: Any, frame: Frame, rid: str,
+    async def parallel(self, node: Node, children: Iterable[str], frame: Frame, rid: str,
                        control: str | None) -> dict[str, Any]:
         """Run children concurrently on the parent's state; results keyed by child id.
 
@@ -510,7 +513,7 @@ class _Engine:
         return await self.finish_subflow(node, frame, rid, passes, inner, out), rid
 
     async def finish_subflow(self, node: Node, frame: Frame, rid: str, passes: int,
-                             inner: Frame, out: Any) -> Any:
+                             inner: Frame, out: object) -> object:
         mount = node.mount
         assert mount is not None
         step = Step(rid, node.id, node.name)
@@ -549,7 +552,8 @@ class _Engine:
 
     # -- resume -----------------------------------------------------------------------------
 
-    async def resume_level(self, cp: Checkpoint, level: int, frame: Frame, answer: Any) -> Any:
+    async def resume_level(self, cp: Checkpoint, level: int, frame: Frame, answer: object
+                           ) -> Any:
         frames = cp.frames
         if level == len(frames):
             node = self.nodes[cp.paused_stage]

@@ -102,7 +102,7 @@ class NarrativeRenderer:
                 f"{', '.join(names)}.")
         return out
 
-    def show(self, value: Any) -> str:
+    def show(self, value: object) -> str:
         return summarize(value, self.max_len)
 
     def _steps(self, record: CommitRecord, add: Any, *, reads: bool) -> None:

@@ -15,6 +15,6 @@ class Pause:
     data: Any = None
 
 
-def pause(data: Any = None) -> Pause:
+def pause(data: object = None) -> Pause:
     """Return this from a stage declared with ``resume=`` to pause the run there."""
     return Pause(data)

@@ -76,7 +76,7 @@ class Deferred:
     ``overflow="block"`` delivers the backlog inline before queueing more, losing nothing.
     """
 
-    recorder: Any
+    recorder: Recorder
     max_queue: int = 10_000
     overflow: Literal["drop_oldest", "block"] = "drop_oldest"
     queued: int = 0
@@ -136,7 +136,7 @@ class Deferred:
 
 
 def deferred(
-    recorder: Any, *, max_queue: int = 10_000,
+    recorder: Recorder, *, max_queue: int = 10_000,
     overflow: Literal["drop_oldest", "block"] = "drop_oldest",
 ) -> Deferred:
     """Wrap ``recorder`` so its events are delivered off the hot path."""
@@ -150,7 +150,7 @@ def deferred(
     return Deferred(recorder, max_queue=max_queue, overflow=overflow)
 
 
-def recorder_id(recorder: Any) -> str:
+def recorder_id(recorder: Recorder) -> str:
     return str(getattr(recorder, "id", None) or type(recorder).__name__)
 
 

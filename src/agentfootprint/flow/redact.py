@@ -57,7 +57,7 @@ class RedactionPolicy:
         """Whether any state key is redacted (then emit payloads are scrubbed of its values)."""
         return bool(self._keys or self._patterns)
 
-    def redact_value(self, key: str, value: Any) -> Any:
+    def redact_value(self, key: str, value: object) -> Any:
         """What the record shows of ``value`` under the redacted key ``key``: the marker.
 
         A policy that knows the shape of a key's value may keep its structure (roles, ids,
@@ -104,7 +104,7 @@ def redacted_values(policy: RedactionPolicy, *sources: Mapping[str, Any]) -> set
     """
     found: set[Any] = set()
 
-    def collect(value: Any) -> None:
+    def collect(value: object) -> None:
         if isinstance(value, str):
             if len(value) >= MIN_SCRUBBED_LEAF_CHARS:
                 found.add(value)
@@ -129,7 +129,7 @@ def redacted_values(policy: RedactionPolicy, *sources: Mapping[str, Any]) -> set
     return found
 
 
-def scrub(payload: Any, secrets: set[Any]) -> Any:
+def scrub(payload: object, secrets: set[Any]) -> Any:
     """``payload`` with every occurrence of a secret replaced by :data:`REDACTED`.
 
     An emitted payload often repeats a state value (an answer, a message); key redaction
@@ -137,7 +137,7 @@ def scrub(payload: Any, secrets: set[Any]) -> Any:
     """
     texts = sorted((s for s in secrets if isinstance(s, str)), key=len, reverse=True)
 
-    def clean(value: Any) -> Any:
+    def clean(value: object) -> Any:
         if isinstance(value, str):
             for secret in texts:
                 if secret in value:

@@ -13,7 +13,7 @@ import atexit
 import threading
 import time
 import uuid
-from collections.abc import Coroutine, Mapping
+from collections.abc import Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from ..errors import CheckpointError, ConfigurationError, FlowTimeoutError, RunError
 from .commitlog import CommitLog, CommitRecord
 from .engine import Frame, _Engine, _frozen_state, _Paused
-from .recorders import FlowEvent, ObserverFailure
+from .recorders import FlowEvent, ObserverFailure, Recorder
 from .redact import RedactionPolicy
 from .scope import frozen_mapping
 from .values import MISSING, check_json_value, copy_value, summarize
@@ -40,15 +40,15 @@ T = TypeVar("T")
 class RunOptions:
     """Per-run settings shared by ``run`` and ``resume``."""
 
-    recorders: tuple[Any, ...] = ()
+    recorders: tuple[Recorder, ...] = ()
     redaction: RedactionPolicy | None = None
     timeout: float | None = None
     max_loop_iterations: int = 1000
     max_depth: int = 500
 
     @classmethod
-    def make(cls, *, recorders: Any, redaction: RedactionPolicy | None, timeout: float | None,
-             max_loop_iterations: int, max_depth: int) -> RunOptions:
+    def make(cls, *, recorders: Iterable[Recorder], redaction: RedactionPolicy | None,
+             timeout: float | None, max_loop_iterations: int, max_depth: int) -> RunOptions:
         if max_loop_iterations < 1:
             raise ConfigurationError(f"max_loop_iterations={max_loop_iterations} must be >= 1")
         if max_depth < 1:
@@ -92,7 +92,7 @@ class FlowRun:
     def records(self) -> list[CommitRecord]:
         return self.log.records
 
-    def value_at(self, key: str, step: int, *, ns: str = "", default: Any = MISSING) -> Any:
+    def value_at(self, key: str, step: int, *, ns: str = "", default: object = MISSING) -> Any:
         return self.log.value_at(key, step, ns=ns, default=default)
 
     def state_at(self, step: int, *, ns: str = "") -> dict[str, Any]:
@@ -230,7 +230,7 @@ async def run_chart(chart: Chart, *, args: Mapping[str, Any] | None,
 
 
 async def resume_chart(chart: Chart, checkpoint: Checkpoint | Mapping[str, Any] | str,
-                       answer: Any, *, env: Mapping[str, Any] | None,
+                       answer: object, *, env: Mapping[str, Any] | None,
                        options: RunOptions) -> FlowRun:
     from .checkpoint import load_checkpoint
 

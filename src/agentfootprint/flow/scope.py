@@ -57,7 +57,7 @@ class Scope:
             )
         return value
 
-    def get(self, key: str, default: Any = None) -> Any:
+    def get(self, key: str, default: object = None) -> Any:
         """Tracked read that returns ``default`` when the key is absent."""
         value = self._read(key)
         return default if value is MISSING else value
@@ -162,7 +162,7 @@ class Scope:
     def run_id(self) -> str:
         return self._frame.run_id
 
-    def emit(self, name: str, payload: Any = None) -> None:
+    def emit(self, name: str, payload: object = None) -> None:
         """Record a named event on this step and deliver it to ``on_emit`` recorders."""
         frame = self._frame
         policy = frame.redaction
@@ -233,7 +233,7 @@ class ReadView:
         self._reads[key] = None
         return thaw(self._state[key])
 
-    def get(self, key: str, default: Any = None) -> Any:
+    def get(self, key: str, default: object = None) -> Any:
         self._reads[key] = None
         value = self._state.get(key, MISSING)
         return default if value is MISSING else thaw(value)
