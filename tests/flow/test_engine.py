@@ -1182,3 +1182,15 @@ async def test_history_is_unchanged_by_later_writes() -> None:
     assert run.value_at("items", 0) == [1]
     assert run.value_at("items", 1) == [1, 2]
     assert run.state_at(0) == {"items": [1]}
+
+
+async def test_a_hand_built_stage_without_a_function_fails_as_a_stage_error() -> None:
+    """A Node of kind "stage" with no fn (the builder never makes one) is a StageError naming it."""
+    from dataclasses import replace
+
+    built = flow_chart("Start", noop).then("Empty", noop, id="empty").build()
+    nodes = {**built.nodes, "empty": replace(built.nodes["empty"], fn=None)}
+    chart = Chart(name=built.name, root=built.root, nodes=nodes)
+    with pytest.raises(StageError, match="'Empty' has no function to run") as err:
+        await chart.run()
+    assert isinstance(err.value.__cause__, TypeError)
