@@ -22,8 +22,8 @@ This module imports nothing from the package, so every layer may import it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, TypeVar
 
 __all__ = [
     "AgentFootprintError",
@@ -123,7 +123,10 @@ class CircuitOpenError(ProviderError):
         super().__init__(message, provider=provider, retryable=False)
 
 
-def listed(value: Any, *, argument: str, example: str) -> tuple[Any, ...]:
+_T = TypeVar("_T")
+
+
+def listed(value: Iterable[_T], *, argument: str, example: str) -> tuple[_T, ...]:
     """``value`` as a tuple, refusing what would iterate into nonsense.
 
     A string is iterable, so ``tools="refund"`` would otherwise arrive as ``'r', 'e', ...``, and
