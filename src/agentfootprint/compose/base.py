@@ -17,6 +17,7 @@ from ..agent.agent import RunResult, raise_framework_cause
 from ..errors import ConfigurationError, StageError
 from ..events.dispatcher import EventBridge, EventDispatcher
 from ..flow import Chart, Scope
+from ..flow.recorders import Recorder
 from ..flow.run import run_sync
 from ..flow.scope import ReadView
 from ..runs import trace
@@ -124,7 +125,7 @@ class Composition:
         """Run the whole pipeline once; the result's recording spans every runner in it."""
         if not isinstance(message, str):
             raise ConfigurationError(f"run() takes the message as a str, got {message!r}")
-        bridges: list[Any] = [EventBridge(d, id=f"agent-events-{i}")
+        bridges: list[Recorder] = [EventBridge(d, id=f"agent-events-{i}")
                               for i, d in enumerate(self.dispatchers())]
         try:
             flow = await self.chart.run({trace.MESSAGE: message}, recorders=bridges,

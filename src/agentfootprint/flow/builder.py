@@ -18,7 +18,11 @@ from .chart import Chart, Mount, Node, NodeKind, StageFn
 from .decide import Decision, Rule, Selection, check_rules, decide, select
 from .scope import Scope
 
-__all__ = ["BranchBuilder", "FlowBuilder", "flow_chart"]
+__all__ = ["BranchBuilder", "FlowBuilder", "ParallelChild", "flow_chart"]
+
+ParallelChild = (tuple[str, StageFn | Chart]
+                 | tuple[str, StageFn | Chart, Mapping[str, Any]])
+"""A ``parallel()`` child: ``(name, fn[, options])`` or ``(id, chart[, mount options])``."""
 
 
 @dataclass(slots=True, eq=False, repr=False)
@@ -98,7 +102,7 @@ class FlowBuilder:
         self._link(draft)
         return self
 
-    def parallel(self, *children: Any, fail_fast: bool = False) -> FlowBuilder:
+    def parallel(self, *children: ParallelChild, fail_fast: bool = False) -> FlowBuilder:
         """Run children concurrently after the current stage, before its ``next``.
 
         Each child is ``(name, fn)``, ``(name, fn, {"id": ..., "description": ...})``,
