@@ -106,7 +106,7 @@ from _harness import (
     time_sync,
 )
 
-from agentfootprint import Agent, tool
+from agentfootprint import Agent, Limits, tool
 from agentfootprint.providers import mock
 
 SIZES: tuple[int, ...] = (1, 10, 50)
@@ -206,7 +206,7 @@ def our_script(n: int) -> list[Any]:
 
 def build_ours(n: int) -> Agent:
     return Agent(provider=mock(script=our_script(n)), model="mock", tools=[ours_add],
-                 max_iterations=n + 1)
+                 limits=Limits(max_iterations=n + 1))
 
 
 async def bench_ours(n: int, budget: Budget) -> tuple[Row, float]:

@@ -71,7 +71,7 @@ from _harness import (
     time_sync,
 )
 
-from agentfootprint import Agent, RunResult, define_fact, tool
+from agentfootprint import Agent, Limits, RunResult, define_fact, tool
 from agentfootprint.demo import QUESTION as DEMO_QUESTION
 from agentfootprint.demo import is_wrong, make_refund_agent
 from agentfootprint.explain.backtrack import backtrack
@@ -151,7 +151,7 @@ def build_loop(n: int = N) -> Agent:
                     active_when=lambda ctx: ctx.iteration % 10 == 0),
     ]
     return Agent(provider=mock(script=[*script, FINAL]), model="mock", tools=[add],
-                 context=context, max_iterations=n + 1)
+                 context=context, limits=Limits(max_iterations=n + 1))
 
 
 async def bench_loop(budget: Budget, folder: Path) -> tuple[list[Row], Sizes]:

@@ -39,7 +39,7 @@ NOT_FOR_A_PLAIN_RUN = [
 ]
 
 PLAIN_RUN = '''
-from agentfootprint import Agent, tool
+from agentfootprint import Agent, Limits, tool
 from agentfootprint.providers import mock
 
 @tool
@@ -47,7 +47,8 @@ def add(a: int, b: int) -> int:
     """Add two integers and return the sum."""
     return a + b
 
-agent = Agent(provider=mock(script=["done"]), model="mock", tools=[add], max_iterations=2)
+agent = Agent(provider=mock(script=["done"]), model="mock", tools=[add],
+              limits=Limits(max_iterations=2))
 assert agent.run_sync("Add one and one.").content == "done"
 '''
 

@@ -8,7 +8,7 @@ records it all lives in ``agentfootprint.flow``.
 from typing import TYPE_CHECKING
 
 from ._lazy import lazy_names as _lazy_names
-from .agent import Agent, LLMCall, RunResult
+from .agent import Agent, Governance, Limits, LLMCall, ModelSettings, RunResult, Tracing
 from .context import (
     define_fact,
     define_injection,
@@ -46,8 +46,11 @@ __all__ = [
     "ConfigurationError",
     "ContextWindowExceededError",
     "FlowTimeoutError",
+    "Governance",
     "LLMCall",
+    "Limits",
     "LoopLimitError",
+    "ModelSettings",
     "ProviderError",
     "ProviderUnavailableError",
     "RunError",
@@ -55,6 +58,7 @@ __all__ = [
     "StageError",
     "Tool",
     "ToolContext",
+    "Tracing",
     "__version__",
     "check_in_approved",
     "check_in_declined",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -11,10 +12,12 @@ import pytest
 from agentfootprint import (
     Agent,
     ConfigurationError,
+    Limits,
     LLMCall,
     ProviderError,
     RunResult,
     StageError,
+    Tracing,
     tool,
 )
 from agentfootprint.agent import WRAP_UP_INSTRUCTION
@@ -168,12 +171,32 @@ async def test_run_rejects_non_string_message() -> None:
 
 
 @pytest.mark.parametrize("options", [
-    {"max_iterations": 0}, {"react_mode": "fancy"}, {"observer_delivery": "later"},
+    lambda: {"limits": Limits(max_iterations=0)}, lambda: {"react_mode": "fancy"},
+    lambda: {"tracing": Tracing(observer_delivery="later")},  # type: ignore[arg-type]
+    lambda: {"limits": Limits(max_iterations=True)},
+    lambda: {"settings": Limits()},
 ])
-def test_bad_agent_options_are_configuration_errors(options: dict[str, Any]) -> None:
+def test_bad_agent_options_are_configuration_errors(options: Callable[[], dict[str, Any]]
+                                                    ) -> None:
     """Invalid Agent options raise ConfigurationError at construction."""
     with pytest.raises(ConfigurationError):
-        Agent(provider=mock(reply="x"), model="m", **options)
+        Agent(provider=mock(reply="x"), model="m", **options())
+
+
+def test_a_flat_keyword_still_works_for_one_release_and_says_where_it_went() -> None:
+    """Agent(max_iterations=3) warns with the grouped spelling and means limits=Limits(3)."""
+    with pytest.warns(DeprecationWarning) as warned:
+        agent = Agent(provider=mock(reply="x"), model="m", max_iterations=3, temperature=0.5)
+    assert [str(w.message).split(" moved")[0] for w in warned] == [
+        "Agent(max_iterations=...)", "Agent(temperature=...)"]
+    assert "pass limits=Limits(max_iterations=...)" in str(warned[0].message)
+    assert agent.spec.max_iterations == 3 and agent.spec.temperature == 0.5
+    with pytest.raises(ConfigurationError, match="both given"):
+        Agent(provider=mock(reply="x"), model="m", limits=Limits(), max_iterations=3)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'max_iteration'"):
+        Agent(provider=mock(reply="x"), model="m", max_iteration=3)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'act'"):
+        LLMCall(provider=mock(reply="x"), model="m", act=[])
 
 
 def test_agent_requires_provider_and_model() -> None:
@@ -243,7 +266,7 @@ async def test_budget_runs_calls_1_to_n_then_one_wrap_up_without_tools(n: int) -
     """With max_iterations=N and a model always asking for tools: N tool calls, then a wrap-up."""
     lookup, ran = counting_tool()
     provider = mock(script=always_tool_script(n))
-    agent = Agent(provider=provider, model="m", tools=[lookup], max_iterations=n)
+    agent = Agent(provider=provider, model="m", tools=[lookup], limits=Limits(max_iterations=n))
     result = await agent.run("go")
     requests = provider.requests
     assert len(requests) == n + 1
@@ -266,7 +289,8 @@ async def test_wrap_up_disabled_makes_no_extra_call() -> None:
     """wrap_up=False: N calls only, and the last response's content is the answer."""
     lookup, ran = counting_tool()
     provider = mock(script=always_tool_script(3))
-    agent = Agent(provider=provider, model="m", tools=[lookup], max_iterations=3, wrap_up=False)
+    agent = Agent(provider=provider, model="m", tools=[lookup],
+                  limits=Limits(max_iterations=3, wrap_up=False))
     result = await agent.run("go")
     assert len(provider.requests) == 3
     assert all(r.tools for r in provider.requests)
@@ -281,7 +305,7 @@ async def test_wrap_up_disabled_makes_no_extra_call() -> None:
 async def test_agent_without_tools_never_wraps_up() -> None:
     """An agent with no tools is cut short at the budget, with no wrap-up call."""
     provider = mock(script=always_tool_script(2))
-    agent = Agent(provider=provider, model="m", max_iterations=2)
+    agent = Agent(provider=provider, model="m", limits=Limits(max_iterations=2))
     events: list[AgentEvent] = []
     agent.on("agent.budget_exhausted", events.append)
     result = await agent.run("go")
@@ -297,7 +321,7 @@ async def test_answer_within_budget_is_not_stopped_early() -> None:
     """A model that answers within the budget gets no wrap-up and stopped_early None."""
     lookup, _ = counting_tool()
     provider = mock(script=[call("lookup", query="x"), "done"])
-    agent = Agent(provider=provider, model="m", tools=[lookup], max_iterations=2)
+    agent = Agent(provider=provider, model="m", tools=[lookup], limits=Limits(max_iterations=2))
     events: list[AgentEvent] = []
     agent.on("agent.budget_exhausted", events.append)
     result = await agent.run("go")
@@ -311,7 +335,7 @@ async def test_budget_exhausted_fires_once_with_wrapped_up_action() -> None:
     """A wrapped-up turn emits agent.budget_exhausted exactly once, with action 'wrapped-up'."""
     lookup, _ = counting_tool()
     agent = Agent(provider=mock(script=always_tool_script(3)), model="m", tools=[lookup],
-                  max_iterations=3)
+                  limits=Limits(max_iterations=3))
     events: list[AgentEvent] = []
     agent.on("agent.budget_exhausted", events.append)
     await agent.run("go")
@@ -324,7 +348,8 @@ async def test_budget_exhausted_after_plain_wrap_up_answer_fires_once() -> None:
     """A wrap-up answered with plain text still gives exactly one budget_exhausted event."""
     lookup, _ = counting_tool()
     script: list[Any] = [call("lookup", query="a"), call("lookup", query="b"), "Summary."]
-    agent = Agent(provider=mock(script=script), model="m", tools=[lookup], max_iterations=2)
+    agent = Agent(provider=mock(script=script), model="m", tools=[lookup],
+                  limits=Limits(max_iterations=2))
     events: list[AgentEvent] = []
     agent.on("agent.budget_exhausted", events.append)
     result = await agent.run("go")
@@ -337,7 +362,7 @@ async def test_budget_exhausted_cut_short_action_without_wrap_up() -> None:
     """wrap_up=False emits agent.budget_exhausted once with action 'cut-short'."""
     lookup, _ = counting_tool()
     agent = Agent(provider=mock(script=always_tool_script(2)), model="m", tools=[lookup],
-                  max_iterations=2, wrap_up=False)
+                  limits=Limits(max_iterations=2, wrap_up=False))
     events: list[AgentEvent] = []
     agent.on("agent.budget_exhausted", events.append)
     await agent.run("go")
@@ -360,7 +385,7 @@ async def test_wrap_up_run_walks_the_wrap_up_stage() -> None:
     """A budget-cut run records the wrap_up stage between the last route and the final call."""
     lookup, _ = counting_tool()
     agent = Agent(provider=mock(script=always_tool_script(1)), model="m", tools=[lookup],
-                  max_iterations=1)
+                  limits=Limits(max_iterations=1))
     result = await agent.run("go")
     loop = ["injections", "system_slot", "messages_slot", "tools_slot", "call_llm", "route"]
     assert [r.stage_id for r in result.recording.log.records] == [
@@ -398,7 +423,7 @@ async def test_each_request_can_be_rebuilt_from_the_log() -> None:
     lookup, _ = counting_tool()
     provider = mock(script=always_tool_script(3))
     agent = Agent(provider=provider, model="m", system="Be brief.", tools=[lookup, weather],
-                  max_iterations=3)
+                  limits=Limits(max_iterations=3))
     result = await agent.run("go")
     sent = [{"messages": r.messages, "system": r.system, "tools": r.tools}
             for r in provider.requests]
@@ -426,7 +451,7 @@ async def _recording_bytes(n: int) -> float:
          "tool_calls": [{"name": "lookup", "args": {"query": f"q{k:03d}"}}]}
         for k in range(n)] + ["done"]
     agent = Agent(provider=mock(script=script), model="m", system="sys", tools=[lookup],
-                  max_iterations=n + 1)
+                  limits=Limits(max_iterations=n + 1))
     result = await agent.run("go")
     assert result.iterations == n + 1
     return len(json.dumps(result.recording.log.to_json())) / n
@@ -488,7 +513,7 @@ async def _static_run(mode: str) -> tuple[RunResult, list[LLMRequest], Writes]:
     writes = Writes()
     provider = mock(script=[call("lookup", query="a"), call("weather", city="Oslo"), "done"])
     agent = Agent(provider=provider, model="m", system="sys", tools=[lookup, weather],
-                  react_mode=mode, watch=[writes])  # type: ignore[arg-type]
+                  react_mode=mode, tracing=Tracing(watch=[writes]))  # type: ignore[arg-type]
     return await agent.run("go"), provider.requests, writes
 
 
@@ -583,7 +608,7 @@ async def test_wrap_up_instruction_does_not_count_as_a_user_turn() -> None:
     """The wrap-up message is tagged, so the turn after a wrapped-up turn is turn 2, not 3."""
     lookup, _ = counting_tool()
     provider = mock(script=[*always_tool_script(2), "second answer"])
-    agent = Agent(provider=provider, model="m", tools=[lookup], max_iterations=2)
+    agent = Agent(provider=provider, model="m", tools=[lookup], limits=Limits(max_iterations=2))
     first = await agent.run("go")
     assert first.stopped_early == "max-iterations"
     second = await agent.follow_up("and now?")

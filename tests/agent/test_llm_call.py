@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentfootprint import ConfigurationError, LLMCall, ProviderError
+from agentfootprint import ConfigurationError, LLMCall, ModelSettings, ProviderError
 from agentfootprint.events.dispatcher import AgentEvent
 from agentfootprint.providers import mock
 
@@ -13,7 +13,7 @@ async def test_one_call_with_system_and_no_tools() -> None:
     """LLMCall makes exactly one call, with the system prompt, the message, and no tools."""
     provider = mock(reply="Bonjour.")
     call = LLMCall(provider=provider, model="m", system="Translate to French.",
-                   temperature=0.2, max_tokens=50)
+                   settings=ModelSettings(temperature=0.2, max_tokens=50))
     result = await call.run("Hello.")
     assert result.content == "Bonjour."
     assert len(provider.requests) == 1

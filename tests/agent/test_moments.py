@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from agentfootprint import Agent, ConfigurationError, tool
+from agentfootprint import Agent, ConfigurationError, Governance, tool
 from agentfootprint.agent.moments import (
     LEDGER,
     InputContext,
@@ -43,7 +43,8 @@ def refund_call(amount: int = 50, call_id: str = "c1") -> dict[str, Any]:
 
 def agent_with(*rules: Any, script: list[Any]) -> tuple[Agent, MockProvider]:
     provider = mock(script=script)
-    return Agent(provider=provider, model="m", tools=[refund], act=list(rules)), provider
+    return Agent(provider=provider, model="m", tools=[refund],
+                 governance=Governance(act=list(rules))), provider
 
 
 def tool_message(provider: MockProvider, request: int, call_id: str = "c1") -> str:
@@ -265,7 +266,7 @@ async def test_window_rule_can_put_messages_back_or_refuse_eviction() -> None:
 
     provider = mock(reply="ok")
     agent = Agent(provider=provider, model="m", window=sliding_window(turns=1),
-                  act=[act("window", keep_code, id="keep-code")])
+                  governance=Governance(act=[act("window", keep_code, id="keep-code")]))
     result = await agent.run("What is my code?", continue_from=earlier)
     sent = [m["content"] for m in provider.requests[0].messages]
     assert sent == ["Remember: my code is 4417.", "What is my code?"]
@@ -274,7 +275,8 @@ async def test_window_rule_can_put_messages_back_or_refuse_eviction() -> None:
 
     refusing = mock(reply="ok")
     agent = Agent(provider=refusing, model="m", window=sliding_window(turns=1),
-                  act=[act("window", lambda c: deny("no eviction here"), id="keep-all")])
+                  governance=Governance(act=[
+                      act("window", lambda c: deny("no eviction here"), id="keep-all")]))
     await agent.run("What is my code?", continue_from=earlier)
     assert len(refusing.requests[0].messages) == 5
 
@@ -292,7 +294,7 @@ async def test_window_allow_keeps_the_plan_ask_and_raising_rule_send_everything(
     for rule, decision, sent in cases:
         provider = mock(reply="ok")
         agent = Agent(provider=provider, model="m", window=sliding_window(turns=2),
-                      act=[act("window", rule, id="w")])
+                      governance=Governance(act=[act("window", rule, id="w")]))
         result = await agent.run("third", continue_from=earlier)
         assert len(provider.requests[0].messages) == sent
         assert ledger(result)[0]["moment"] == "window"
@@ -464,7 +466,7 @@ def test_act_refuses_bad_configuration() -> None:
         deny("")
     with pytest.raises(ConfigurationError, match="unique"):
         Agent(provider=mock(reply="x"), model="m",
-              act=[act("input", lambda c: allow(), id="a"),
-                   act("output", lambda c: allow(), id="a")])
+              governance=Governance(act=[act("input", lambda c: allow(), id="a"),
+                   act("output", lambda c: allow(), id="a")]))
     with pytest.raises(ConfigurationError, match="not a rule"):
-        Agent(provider=mock(reply="x"), model="m", act=["nope"])  # type: ignore[list-item]
+        Agent(provider=mock(reply="x"), model="m", governance=Governance(act=["nope"]))  # type: ignore[list-item]

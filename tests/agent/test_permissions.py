@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from agentfootprint import Agent, ConfigurationError, tool
+from agentfootprint import Agent, ConfigurationError, Governance, tool
 from agentfootprint.agent.moments import LEDGER, ToolCallContext, Verdict, act, allow
 from agentfootprint.agent.permissions import (
     PermissionDecision,
@@ -46,8 +46,9 @@ def calls(*pairs: tuple[str, str, dict[str, Any]]) -> dict[str, Any]:
 def build(permissions: Any, script: list[Any], **options: Any
           ) -> tuple[Agent, MockProvider, list[AgentEvent]]:
     provider = mock(script=script)
+    act = options.pop("act", ())
     agent = Agent(provider=provider, model="m", tools=[lookup, delete_account],
-                  permissions=permissions, **options)
+                  **options, governance=Governance(permissions=permissions, act=act))
     events: list[AgentEvent] = []
     agent.on("permission.*", events.append)
     return agent, provider, events
@@ -191,4 +192,4 @@ def test_policy_refuses_bad_configuration() -> None:
         PermissionPolicy(rules=[PermissionRule(id="a", result="allow"),
                                 PermissionRule(id="a", result="deny")])
     with pytest.raises(ConfigurationError, match="permission checker"):
-        Agent(provider=mock(reply="x"), model="m", permissions="nope")  # type: ignore[arg-type]
+        Agent(provider=mock(reply="x"), model="m", governance=Governance(permissions="nope"))  # type: ignore[arg-type]

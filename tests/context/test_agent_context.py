@@ -15,6 +15,7 @@ from system_prompt_script import request_hashes
 
 from agentfootprint import (
     Agent,
+    Limits,
     define_fact,
     define_instruction,
     define_skill,
@@ -454,7 +455,7 @@ async def test_wrap_up_call_records_no_tools_offered() -> None:
     """On the wrap-up call the provider gets no tools, so the record must not claim any landed."""
     agent, provider = skill_agent(
         billing(tools_while_active=True), read("billing"), calls("refund", order_id="A-1"),
-        "Refund started; confirm identity next.", max_iterations=2)
+        "Refund started; confirm identity next.", limits=Limits(max_iterations=2))
     result = await agent.run("Refund A-1.")
     assert result.stopped_early == "max-iterations"
     assert provider.requests[-1].tools == []

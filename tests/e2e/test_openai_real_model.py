@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from agentfootprint import Agent, LLMCall, tool
+from agentfootprint import Agent, Limits, LLMCall, ModelSettings, tool
 from agentfootprint.providers import with_retry
 from agentfootprint.providers.base import LLMRequest, StreamChunk, ToolSchema
 from agentfootprint.providers.openai import OpenAIProvider
@@ -70,7 +70,7 @@ async def test_stream_yields_tokens_and_a_terminal_response_with_real_usage(
 async def test_streamed_llm_call_records_real_usage(provider: OpenAIProvider) -> None:
     """LLMCall(stream=True) on a real model: tokens arrive as events and usage is recorded."""
     call = LLMCall(provider=provider, model=MODEL, system="Answer briefly.", stream=True,
-                   max_tokens=32)
+                   settings=ModelSettings(max_tokens=32))
     tokens: list[str] = []
     call.on("stream.token", lambda event: tokens.append(event.payload["content"]))
     result = await call.run("Name a colour.")
@@ -127,7 +127,7 @@ async def test_no_usage_chunk_unless_asked(llm_base_url: str) -> None:
 
 async def test_llm_call_runs_and_is_recorded(provider: OpenAIProvider) -> None:
     call = LLMCall(provider=provider, model=MODEL, system="Answer in one word.",
-                   temperature=0.0, max_tokens=16)
+                   settings=ModelSettings(temperature=0.0, max_tokens=16))
     result = await call.run("Capital of France?")
     assert isinstance(result.content, str) and result.content.strip()
     assert result.run_id
@@ -145,7 +145,8 @@ async def weather(city: str) -> str:
 
 async def test_agent_with_a_tool_records_a_complete_run(provider: OpenAIProvider) -> None:
     agent = Agent(provider=provider, model=MODEL, system="Use the weather tool.",
-                  tools=[weather], max_iterations=3, temperature=0.0, max_tokens=64)
+                  tools=[weather], limits=Limits(max_iterations=3),
+                  settings=ModelSettings(temperature=0.0, max_tokens=64))
     result = await agent.run("What is the weather in Paris?")
     assert isinstance(result.content, str)
     recording = result.recording

@@ -7,7 +7,15 @@ from typing import Any
 
 import pytest
 
-from agentfootprint import Agent, ConfigurationError, ProviderError, RunResult, tool
+from agentfootprint import (
+    Agent,
+    ConfigurationError,
+    Limits,
+    ProviderError,
+    RunResult,
+    Tracing,
+    tool,
+)
 from agentfootprint.events import EVENTS, AgentEvent, EventDispatcher, full_name, payload_model
 from agentfootprint.flow import CommitRecord, FlowEvent
 from agentfootprint.providers import mock, with_fallback, with_retry
@@ -185,7 +193,8 @@ async def test_every_payload_validates_against_its_model() -> None:
     ]
     primary = with_retry(mock(script=script, name="primary"), sleep=_no_sleep)
     provider = with_fallback(primary, mock(reply="unused", name="spare"))
-    agent = make_agent(provider=provider, tools=[weather, explode], max_iterations=2, stream=True)
+    agent = make_agent(provider=provider, tools=[weather, explode], limits=Limits(max_iterations=2),
+                       stream=True)
     result, events = await run_with_all_events(agent)
     assert result.content == "Summary of everything."
     names = set(short(events))
@@ -257,7 +266,7 @@ def envelope(events: list[AgentEvent]) -> list[tuple[str, dict[str, Any], str]]:
 async def test_deferred_delivery_same_events_same_order() -> None:
     """observer_delivery='deferred' delivers the inline events, in order, before run() returns."""
     _, inline = await run_with_all_events(make_agent())
-    _, later = await run_with_all_events(make_agent(observer_delivery="deferred"))
+    _, later = await run_with_all_events(make_agent(tracing=Tracing(observer_delivery="deferred")))
     assert envelope(later) == envelope(inline)
     assert len(inline) == 14
 
@@ -274,7 +283,8 @@ async def test_deferred_delivery_is_off_the_stage() -> None:
     script = [{"tool_calls": [{"name": "probe", "args": {"city": "x"}}]}, "done"]
     for mode, expect_tool_start in (("inline", True), ("deferred", False)):
         heard.clear()
-        agent = make_agent(provider=mock(script=script), tools=[probe], observer_delivery=mode)
+        agent = make_agent(provider=mock(script=script), tools=[probe],
+                           tracing=Tracing(observer_delivery=mode))
         agent.on("stream.tool_start", lambda e: heard.append("tool_start"))
         result = await agent.run("go")
         seen_by_tool = result.history[-1]["content"]
@@ -285,7 +295,8 @@ async def test_deferred_delivery_is_off_the_stage() -> None:
 async def test_deferred_delivery_keeps_token_order_when_streaming() -> None:
     """With stream=True, deferred delivery keeps tokens between llm_start and llm_end."""
     _, inline = await run_with_all_events(make_agent(stream=True))
-    _, later = await run_with_all_events(make_agent(stream=True, observer_delivery="deferred"))
+    _, later = await run_with_all_events(
+        make_agent(stream=True, tracing=Tracing(observer_delivery="deferred")))
     assert "stream.token" in short(inline)
     assert short(later) == short(inline)
     assert envelope(later) == envelope(inline)
@@ -335,7 +346,7 @@ class Commits:
 async def test_watch_recorders_see_flow_events() -> None:
     """watch=[recorder] receives the run's flow events: every commit, then run_end."""
     commits = Commits()
-    agent = make_agent(watch=[commits])
+    agent = make_agent(tracing=Tracing(watch=[commits]))
     result = await agent.run("Weather?")
     assert commits.records == result.recording.log.records
     assert commits.flow == ["run_end"]

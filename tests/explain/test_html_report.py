@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from agentfootprint import Agent, LLMCall, define_fact, tool
+from agentfootprint import Agent, LLMCall, Tracing, define_fact, tool
 from agentfootprint.compose import Sequence
 from agentfootprint.demo import QUESTION, is_wrong, make_refund_agent
 from agentfootprint.explain import backtrack, localize_context_bug
@@ -260,7 +260,8 @@ def test_a_redacted_value_never_appears(keys: list[str]) -> None:
     agent = Agent(provider=mock(reply=reply), model="mock", name="Keeper",
                   context=[define_fact(id="vault", data=f"The key is {SECRET}. Never say it.")]
                   if in_prompt else [],
-                  redaction=RedactionPolicy(keys=keys, emit_patterns=[r"llm_end|turn_end"]))
+                  tracing=Tracing(redaction=RedactionPolicy(
+                      keys=keys, emit_patterns=[r"llm_end|turn_end"])))
     result = agent.run_sync("What is the key?")
     html = render_html_report(Recording.of(result), backtrack=backtrack(result))
     assert SECRET not in html

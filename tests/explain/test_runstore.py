@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from agentfootprint import Tracing
 from agentfootprint.errors import RunError
 from agentfootprint.runs import RunStore
 
@@ -32,8 +33,8 @@ def test_an_agent_with_a_run_store_records_every_run_even_a_failed_one(
     path = tmp_path / "runs.db"
     with RunStore(path) as store:
         down = ProviderError("down", provider="mock")
-        agent = Agent(provider=mock(script=["Refund approved.", down]), run_store=store,
-                      name="Refunds")
+        agent = Agent(provider=mock(script=["Refund approved.", down]), name="Refunds",
+                      tracing=Tracing(run_store=store))
         done = agent.run_sync("Refund A-1?")
         with pytest.raises(ProviderError, match="down"):
             agent.run_sync("And A-2?")
@@ -42,6 +43,6 @@ def test_an_agent_with_a_run_store_records_every_run_even_a_failed_one(
         assert len(rows) == 2
         assert [r.status for r in rows.values() if r.run_id != done.run_id] == ["failed"]
         with pytest.raises(ConfigurationError, match="cannot save runs"):
-            Agent(provider=mock(reply="x"), run_store="runs.db")
+            Agent(provider=mock(reply="x"), tracing=Tracing(run_store="runs.db"))
     assert main(["--store", str(path), "explain", done.run_id]) == 0
     assert capsys.readouterr().out.startswith('ANSWER   "Refund approved."')

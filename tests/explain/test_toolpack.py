@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from agentfootprint import Agent, ConfigurationError, tool
+from agentfootprint import Agent, ConfigurationError, Governance, Tracing, tool
 from agentfootprint.agent.moments import act, allow
 from agentfootprint.explain.toolpack import (
     TRACE_DEBUG_METHODOLOGY,
@@ -291,7 +291,7 @@ async def test_an_agents_redacted_tool_calls_and_history_never_surface() -> None
     agent = Agent(provider=mock(script=[
         {"tool_calls": [{"id": "c1", "name": "balance", "args": {"account": SECRET}}]},
         "Your balance is 120.00 EUR."]), model="m", tools=[balance],
-        redaction=RedactionPolicy(keys=["history", "llm_tool_calls"]))
+                  tracing=Tracing(redaction=RedactionPolicy(keys=["history", "llm_tool_calls"])))
     result = await agent.run("What is my balance?")
     recording = Recording.of(result)
     assert SECRET not in recording.to_json()
@@ -381,7 +381,7 @@ async def test_an_agent_runs_tool_calls_and_looping_stages() -> None:
         {"tool_calls": [{"id": "c1", "name": "lookup", "args": {"order": "a1"}},
                         {"id": "c2", "name": "lookup", "args": {"order": 5}}]},
         "Shipped."]), model="m", tools=[lookup],
-        act=[act("before_tool", uppercase, id="upper-ids")])
+                  governance=Governance(act=[act("before_tool", uppercase, id="upper-ids")]))
     tools = trace_toolpack(await agent.run("where is a1?"))
     first = call_trace_tool(tools, "inspect_tool_call", {"tool_call_id": "c1"})
     assert "proposed by the model at call_llm#5 with args: {\"order\": \"a1\"}" in first

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentfootprint import Agent
+from agentfootprint import Agent, Tracing
 from agentfootprint.flow import RedactionPolicy, flow_chart
 from agentfootprint.providers import mock
 from agentfootprint.runs import Recording
@@ -14,7 +14,7 @@ async def test_agent_answer_redacted_by_key_is_not_in_emit_payloads() -> None:
     """llm_content/final_content are redacted; llm_end/turn_end payloads repeat them — scrubbed."""
     seen: list[object] = []
     agent = Agent(provider=mock(reply=SECRET), model="m",
-                  redaction=RedactionPolicy(keys=["llm_content", "final_content"]))
+                  tracing=Tracing(redaction=RedactionPolicy(keys=["llm_content", "final_content"])))
     agent.on("*", lambda event: seen.append(event.payload))
     result = await agent.run("pay")
     assert result.content == SECRET  # the caller still gets the real answer

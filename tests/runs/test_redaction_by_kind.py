@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from agentfootprint import Agent
+from agentfootprint import Agent, Tracing
 from agentfootprint.errors import ConfigurationError
 from agentfootprint.explain import backtrack
 from agentfootprint.explain.report import render_html_report
@@ -48,7 +48,8 @@ def _agent(store: SQLiteStore, run_store: RunStore, policy: RedactionPolicy) -> 
     chat = define_memory(id="chat", type="episodic", strategy="window", keep_turns=10,
                          store=store)
     return Agent(provider=mock(respond=_answer), model="mock", memory=[chat],
-                 identity=MemoryIdentity("c-1"), redaction=policy, run_store=run_store)
+                 identity=MemoryIdentity("c-1"),
+                 tracing=Tracing(redaction=policy, run_store=run_store))
 
 
 def test_kinds_alone_keep_a_secret_out_of_every_sink(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from agentfootprint import Agent, define_fact, tool
+from agentfootprint import Agent, Tracing, define_fact, tool
 from agentfootprint.errors import ConfigurationError, RunError
 from agentfootprint.providers import mock
 from agentfootprint.runs import RUN_STORE_SCHEMA, PostgresRunStore, Recording, RunStore
@@ -40,7 +40,8 @@ def _weather_agent(store: RunStorePort | None = None) -> Agent:
     return Agent(provider=mock(script=[
         {"tool_calls": [{"name": "weather", "args": {"city": "Oslo"}}]}, "Cold and clear."]),
         name="Weather", system="Answer weather questions.", tools=[weather],
-        context=[define_fact(id="units", data="The user prefers Celsius.")], run_store=store)
+        context=[define_fact(id="units", data="The user prefers Celsius.")],
+                 tracing=Tracing(run_store=store))
 
 
 def test_a_schema_1_file_opens_upgraded_with_its_query_tables(tmp_path: Path) -> None:

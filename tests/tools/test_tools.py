@@ -8,7 +8,7 @@ from typing import Any, Literal, Optional
 
 import pytest
 
-from agentfootprint import Agent, ConfigurationError, Tool, ToolContext, define_tool, tool
+from agentfootprint import Agent, ConfigurationError, Limits, Tool, ToolContext, define_tool, tool
 from agentfootprint.events.dispatcher import AgentEvent
 from agentfootprint.providers import MockProvider, mock
 from agentfootprint.tools import ToolRegistry
@@ -184,7 +184,8 @@ async def test_over_size_result_is_replaced_by_a_marker() -> None:
         return "".join(str(i % 10) for i in range(n))
 
     result, _, events = await run_agent(
-        [dump], calls(("dump", {"n": 5000}), ("dump", {"n": 50})), max_tool_result_chars=200)
+        [dump], calls(("dump", {"n": 5000}), ("dump", {"n": 50})),
+        limits=Limits(max_tool_result_chars=200))
     big, small = tool_messages(result)
     assert len(big["content"]) <= 200
     marker = json.loads(big["content"])
@@ -208,7 +209,8 @@ def test_marker_never_exceeds_the_cap(cap: int) -> None:
 def test_cap_below_minimum_is_refused() -> None:
     """A max_tool_result_chars too small to hold a marker raises ConfigurationError."""
     with pytest.raises(ConfigurationError, match="max_tool_result_chars"):
-        Agent(provider=mock(reply="x"), model="m", tools=[weather], max_tool_result_chars=10)
+        Agent(provider=mock(reply="x"), model="m", tools=[weather],
+              limits=Limits(max_tool_result_chars=10))
 
 
 async def test_sync_and_async_tools_both_run() -> None:

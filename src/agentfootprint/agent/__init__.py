@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_names as _lazy_names
 from .agent import Agent, LLMCall, RunResult
 from .loop import WRAP_UP_INSTRUCTION
+from .options import Governance, Limits, ModelSettings, Tracing
 
 if TYPE_CHECKING:
     from .checkin import CheckInRequest, check_in_approved, check_in_declined
@@ -32,10 +33,14 @@ __all__ = [
     "WRAP_UP_INSTRUCTION",
     "Agent",
     "CheckInRequest",
+    "Governance",
     "LLMCall",
+    "Limits",
+    "ModelSettings",
     "PermissionPolicy",
     "PermissionRule",
     "RunResult",
+    "Tracing",
     "WindowStrategy",
     "act",
     "allow",

@@ -17,7 +17,7 @@ from ..context.injection import Injection
 from ..context.skills import READ_SKILL, SKIP_STEP, read_skill_tool, skip_step_tool
 from ..errors import AgentFootprintError, ConfigurationError, RunError, StageError, listed
 from ..events.dispatcher import AgentEvent, EventBridge, EventDispatcher
-from ..flow import Chart, FlowEvent, FlowRun, RedactionPolicy, deferred
+from ..flow import Chart, FlowEvent, FlowRun, deferred
 from ..flow.recorders import Recorder
 from ..flow.run import run_sync
 from ..flow.values import copy_value
@@ -27,11 +27,11 @@ from ..tools.registry import ToolRegistry
 from ..tools.script_keys import LEDGER_KEY
 from ..tools.tool import Tool
 from .loop import AgentSpec, build_agent_chart, live_emit
+from .options import Governance, Limits, ModelSettings, Tracing, grouped_options
 
 if TYPE_CHECKING:
     from ..memory.define import MemoryDefinition
     from ..memory.identity import MemoryIdentity
-    from ..runs.store import RunStorePort
     from .checkin import CheckInRequest
     from .moments import ActRule
     from .permissions import PermissionChecker
@@ -106,9 +106,8 @@ class RunResult:
 class _Runner:
     """Shared by ``Agent`` and ``LLMCall``: build once, run many times."""
 
-    def __init__(self, spec: AgentSpec, *, name: str, watch: Sequence[Recorder],
-                 observer_delivery: Literal["inline", "deferred"],
-                 redaction: RedactionPolicy | None, run_store: RunStorePort | None = None) -> None:
+    def __init__(self, spec: AgentSpec, *, name: str, tracing: Tracing) -> None:
+        observer_delivery, run_store = tracing.observer_delivery, tracing.run_store
         if observer_delivery not in ("inline", "deferred"):
             raise ConfigurationError(
                 f"observer_delivery={observer_delivery!r} must be 'inline' or 'deferred'")
@@ -121,9 +120,9 @@ class _Runner:
         self.spec = spec
         self.chart: Chart = build_agent_chart(spec, name=name)
         self.events: EventDispatcher = spec.dispatcher
-        self.watch = list(watch)
+        self.watch = list(tracing.watch)
         self.observer_delivery = observer_delivery
-        self.redaction = redaction
+        self.redaction = tracing.redaction
         self.last: RunResult | None = None
 
     def __repr__(self) -> str:
@@ -287,8 +286,9 @@ class _Runner:
 class Agent(_Runner):
     """A ReAct agent: the model reasons, calls tools, and answers; every step recorded.
 
-    With ``run_store=`` (``agentfootprint.explain.RunStore``) each run is saved as it ends,
-    failed runs included, for ``agentfootprint runs list`` / ``explain`` / ``report``.
+    ``limits=``, ``settings=``, ``governance=`` and ``tracing=`` group the rest (see
+    ``agent/options.py``). With ``tracing=Tracing(run_store=RunStore())`` each run is saved as
+    it ends, failed runs included, for ``agentfootprint runs list`` / ``explain`` / ``report``.
     """
 
     def __init__(
@@ -301,30 +301,26 @@ class Agent(_Runner):
         context: Iterable[Injection] = (),
         memory: Iterable[MemoryDefinition] = (),
         identity: MemoryIdentity | None = None,
-        max_iterations: int = 10,
         react_mode: Literal["dynamic", "classic"] = "dynamic",
-        watch: Sequence[Recorder] = (),
         name: str = "Agent",
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-        max_tool_result_chars: int | None = None,
-        wrap_up: bool = True,
         stream: bool = False,
-        observer_delivery: Literal["inline", "deferred"] = "inline",
-        redaction: RedactionPolicy | None = None,
         window: WindowStrategy | None = None,
-        act: Iterable[ActRule] = (),
-        permissions: PermissionChecker | None = None,
-        run_store: RunStorePort | None = None,
+        limits: Limits | None = None,
+        settings: ModelSettings | None = None,
+        governance: Governance | None = None,
+        tracing: Tracing | None = None,
+        **moved: Any,
     ) -> None:
+        options = grouped_options("Agent", {"limits": limits, "settings": settings,
+                                            "governance": governance, "tracing": tracing}, moved)
+        limits, settings = options["limits"], options["settings"]
+        governance, tracing = options["governance"], options["tracing"]
         model = _model_for(provider, model)
-        rules = _check_governance(act, permissions)
+        rules = _check_governance(governance.act, governance.permissions)
         if window is not None and not _is_window(window):
             raise ConfigurationError(
                 f"window={window!r} is not a window strategy; use sliding_window(turns=...), "
                 "token_budget(max_tokens=...) or summarize_window(...)")
-        if not isinstance(max_iterations, int) or max_iterations < 1:
-            raise ConfigurationError(f"max_iterations={max_iterations!r} must be an int >= 1")
         if react_mode not in ("dynamic", "classic"):
             raise ConfigurationError(f"react_mode={react_mode!r} must be 'dynamic' or 'classic'")
         static = _check_tools(tools)
@@ -344,13 +340,13 @@ class Agent(_Runner):
             dispatchable.append(skipper)
         spec = AgentSpec(
             provider=provider, model=model, system=system,
-            registry=ToolRegistry(dispatchable, max_result_chars=max_tool_result_chars),
-            max_iterations=max_iterations, react_mode=react_mode, temperature=temperature,
-            max_tokens=max_tokens, wrap_up=wrap_up, stream=stream, injections=injections,
+            registry=ToolRegistry(dispatchable, max_result_chars=limits.max_tool_result_chars),
+            max_iterations=limits.max_iterations, react_mode=react_mode,
+            temperature=settings.temperature, max_tokens=settings.max_tokens,
+            wrap_up=limits.wrap_up, stream=stream, injections=injections,
             static_tools=static, read_skill=reader, skip_step=skipper, memories=memories,
             window=window, act=rules)
-        super().__init__(spec, name=name, watch=watch, observer_delivery=observer_delivery,
-                         redaction=redaction, run_store=run_store)
+        super().__init__(spec, name=name, tracing=tracing)
 
     async def run(self, message: str, *, continue_from: Mapping[str, Any] | None = None,
                   run_id: str | None = None, timeout: float | None = None,
@@ -389,18 +385,18 @@ class LLMCall(_Runner):
     """One model call, no tools: a system prompt and the user's message in, the answer out."""
 
     def __init__(self, *, provider: Provider, model: str | None = None, system: str = "",
-                 watch: Sequence[Recorder] = (), name: str = "LLMCall",
-                 temperature: float | None = None, max_tokens: int | None = None,
-                 stream: bool = False,
-                 observer_delivery: Literal["inline", "deferred"] = "inline",
-                 redaction: RedactionPolicy | None = None,
-                 run_store: RunStorePort | None = None) -> None:
+                 name: str = "LLMCall", stream: bool = False,
+                 settings: ModelSettings | None = None, tracing: Tracing | None = None,
+                 **moved: Any) -> None:
+        options = grouped_options("LLMCall", {"settings": settings, "tracing": tracing}, moved,
+                                  allowed=("settings", "tracing"))
+        settings, tracing = options["settings"], options["tracing"]
         model = _model_for(provider, model)
         spec = AgentSpec(provider=provider, model=model, system=system,
-                         registry=ToolRegistry(()), max_iterations=1, temperature=temperature,
-                         max_tokens=max_tokens, stream=stream, with_tools=False, wrap_up=False)
-        super().__init__(spec, name=name, watch=watch, observer_delivery=observer_delivery,
-                         redaction=redaction, run_store=run_store)
+                         registry=ToolRegistry(()), max_iterations=1,
+                         temperature=settings.temperature, max_tokens=settings.max_tokens,
+                         stream=stream, with_tools=False, wrap_up=False)
+        super().__init__(spec, name=name, tracing=tracing)
 
     async def run(self, message: str, *, run_id: str | None = None,
                   timeout: float | None = None) -> RunResult:

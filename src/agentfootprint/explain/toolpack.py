@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
+from ..agent.options import Limits
 from ..errors import ConfigurationError
 from ..flow.redact import RedactionPolicy
 from ..runs.view import Explainable
@@ -123,7 +124,8 @@ def trace_debug_agent(recording_source: Explainable | str, provider: Provider, m
                            redaction=redaction)
     system = TRACE_DEBUG_METHODOLOGY + (f"\n\n{instruction}" if instruction else "")
     return Agent(provider=provider, model=model, system=system, tools=tools,
-                 max_iterations=max_iterations, name=name)
+                 name=name, limits=Limits(max_iterations=max_iterations))
+
 
 def _tools(answers: TraceAnswers, cap: int) -> list[Tool]:
     """The seven tools, in the order a model should meet them."""
