@@ -106,13 +106,23 @@ from _harness import (
     time_sync,
 )
 
-from agentfootprint import Agent, Limits, tool
+from agentfootprint import Agent, tool
 from agentfootprint.providers import mock
 
 SIZES: tuple[int, ...] = (1, 10, 50)
 TARGET_N = 50
 BYTES_BASE_N = 10
 RESULTS = Path(__file__).resolve().parent / "results" / "agent_overhead.jsonl"
+
+
+def budget(iterations: int) -> dict[str, object]:
+    """The iteration budget as this version of the package spells it, so that
+    ``bench/compare_commits.py`` can run this script against commits from before ``Limits``."""
+    try:
+        from agentfootprint import Limits
+    except ImportError:
+        return {"max_iterations": iterations}
+    return {"limits": Limits(max_iterations=iterations)}
 
 TARGET_US_PER_ITERATION = 500.0
 TARGET_BYTES_DRIFT = 0.20
@@ -206,7 +216,7 @@ def our_script(n: int) -> list[Any]:
 
 def build_ours(n: int) -> Agent:
     return Agent(provider=mock(script=our_script(n)), model="mock", tools=[ours_add],
-                 limits=Limits(max_iterations=n + 1))
+                 **budget(n + 1))
 
 
 async def bench_ours(n: int, budget: Budget) -> tuple[Row, float]:
