@@ -106,7 +106,7 @@ def verdict_for(probe: Probe, baseline: Probe, label: str) -> tuple[Verdict, str
         "re-runs — its score remains a correlational proxy only.")
 
 
-def check_reruns(reruns: Any) -> int:
+def check_reruns(reruns: object) -> int:
     if isinstance(reruns, bool) or not isinstance(reruns, int) or reruns < 2:
         raise ConfigurationError(
             f"reruns={reruns!r}: a verdict needs at least 2 seeded re-runs per probe (3 is the "

@@ -25,7 +25,7 @@ Answer = tuple[str, str]
 """(full text, the call that fetches its next part)."""
 
 
-def clamp(value: Any, default: int, low: int, high: int | None) -> int:
+def clamp(value: object, default: int, low: int, high: int | None) -> int:
     """``value`` as an int in ``[low, high]``; ``default`` when it is not a finite number."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
         return default

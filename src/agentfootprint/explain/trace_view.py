@@ -132,7 +132,7 @@ class TraceView:
         """Every redacted key this trace holds (names only)."""
         return sorted({k for keys in self.keys.values() for k in keys if self.is_secret(k)})
 
-    def scrub(self, value: Any) -> Any:
+    def scrub(self, value: object) -> Any:
         """``value`` with every nested redacted key (and evidence row about one) masked."""
         if isinstance(value, dict):
             named = value.get("key")
@@ -166,7 +166,7 @@ class TraceView:
         records = self.steps.get(rid)
         return f'{rid} "{records[0].stage}"' if records else rid
 
-    def resolve(self, text: Any) -> tuple[str, list[CommitRecord], str]:
+    def resolve(self, text: object) -> tuple[str, list[CommitRecord], str]:
         """The step named by ``text`` (a runtime id, or a stage that ran exactly once)."""
         wanted = text.strip() if isinstance(text, str) else ""
         found = self.steps.get(wanted)
@@ -239,7 +239,7 @@ class TraceView:
 
     # -- keys -----------------------------------------------------------------------------
 
-    def locate(self, key: Any, prefer: str | None = None) -> tuple[str, str, list[str]]:
+    def locate(self, key: object, prefer: str | None = None) -> tuple[str, str, list[str]]:
         """(namespace, top-level key, path below it) for ``key``; dots reach nested fields."""
         wanted = key.strip() if isinstance(key, str) else ""
         order = [ns for ns in (prefer, "") if ns is not None]
@@ -274,7 +274,7 @@ class TraceView:
         return list(dict.fromkeys(hits))[:n]
 
 
-def descend(value: Any, path: list[str]) -> Any:
+def descend(value: object, path: list[str]) -> Any:
     """The field at ``path`` inside ``value`` (dict keys, list indexes), or MISSING."""
     for part in path:
         if isinstance(value, dict) and part in value:
@@ -287,14 +287,14 @@ def descend(value: Any, path: list[str]) -> Any:
     return value
 
 
-def render(value: Any) -> str:
+def render(value: object) -> str:
     """A value as compact JSON text (strings quoted), the form every tool serves."""
     if value is MISSING:
         return "(no value)"
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def preview(value: Any, limit: int, *, more: str = "") -> str:
+def preview(value: object, limit: int, *, more: str = "") -> str:
     """``render(value)`` cut to ``limit`` chars, saying the true size and where the rest is."""
     text = render(value)
     if len(text) <= limit:

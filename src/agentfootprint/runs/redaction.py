@@ -54,7 +54,7 @@ class RedactionPolicy(KeyRedactionPolicy):
         self._patterns = self._patterns + tuple(
             re.compile("^" + re.escape(prefix)) for prefix in prefixes)
 
-    def redact_value(self, key: str, value: Any) -> Any:
+    def redact_value(self, key: str, value: object) -> Any:
         """``value`` with the content of the redacted kinds masked, its structure kept."""
         shape = self._shape(key)
         if shape == "messages" and isinstance(value, list | tuple):

@@ -501,7 +501,7 @@ def _redacted_keys(log: CommitLog) -> frozenset[str]:
 def _masked_output(value: Any, redacted: frozenset[str]) -> str:
     """A flow's output as text, with every value under a redacted key masked."""
 
-    def mask(item: Any) -> Any:
+    def mask(item: object) -> object:
         if isinstance(item, dict):
             return {k: REDACTED if k in redacted else mask(v) for k, v in item.items()}
         if isinstance(item, list):
