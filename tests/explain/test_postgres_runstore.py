@@ -7,11 +7,8 @@ refusals that happen before connecting.
 from __future__ import annotations
 
 import math
-import os
 import subprocess
 import sys
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -36,24 +33,13 @@ print("SYSTEM:" + chain.system_prompt)
 
 
 @pytest.fixture
-def url() -> str:
-    found = os.environ.get(PG_URL_ENV)
-    if found:
-        return found
-    if os.environ.get("CI"):
-        pytest.fail(f"{PG_URL_ENV} is unset under CI; .ci/run starts PostgreSQL and sets it.")
-    pytest.skip(f"PostgreSQL tests need {PG_URL_ENV}=postgresql://… (a running server).")
+def url(pg_url: str) -> str:
+    return pg_url
 
 
 @pytest.fixture
-def schema(url: str) -> Iterator[str]:
-    import psycopg
-    from psycopg import sql
-
-    name = f"aftest_{uuid.uuid4().hex}"
-    yield name
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
+def schema(pg_schema: str) -> str:
+    return pg_schema
 
 
 def recording(run_id: str, created_at: float, output: object = "ok") -> Recording:

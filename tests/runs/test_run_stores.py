@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
 import shutil
 import sqlite3
 import sys
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -135,24 +132,13 @@ def test_a_moved_name_still_reads_from_explain_and_warns(name: str) -> None:
 
 
 @pytest.fixture
-def url() -> str:
-    found = os.environ.get(PG_URL_ENV)
-    if found:
-        return found
-    if os.environ.get("CI"):
-        pytest.fail(f"{PG_URL_ENV} is unset under CI; .ci/run starts PostgreSQL and sets it.")
-    pytest.skip(f"PostgreSQL tests need {PG_URL_ENV}=postgresql://… (a running server).")
+def url(pg_url: str) -> str:
+    return pg_url
 
 
 @pytest.fixture
-def schema(url: str) -> Iterator[str]:
-    import psycopg
-    from psycopg import sql
-
-    name = f"aftest_{uuid.uuid4().hex}"
-    yield name
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
+def schema(pg_schema: str) -> str:
+    return pg_schema
 
 
 def test_postgres_upgrades_a_schema_1_table(url: str, schema: str) -> None:

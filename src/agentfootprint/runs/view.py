@@ -59,7 +59,10 @@ def is_stage(record: CommitRecord, stage_id: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Piece:
-    """One source that reached a call, with the exact text the model saw."""
+    """One source that reached a call, with the exact text the model saw.
+
+    Explain calls it a ``Suspect``: every piece is a candidate cause of the answer.
+    """
 
     kind: PieceKind
     id: str
@@ -68,12 +71,18 @@ class Piece:
     flavor: str | None = None
     slot: str = "system"
     """``system`` or ``messages`` (tool results arrive in ``messages``)."""
-    writer: str | None = None
-    """The runtime stage id of the step that put it where the call read it."""
+    runtime_stage_id: str | None = None
+    """The step that put it where the call read it (for a tool result: the ToolCalls step)."""
     removable: bool = True
     """Whether a rebuild can leave it out (the base prompt and the user's message cannot)."""
     position: int | None = None
     """Its place in the system prompt (pieces in prompt order), for a system piece."""
+
+    @property
+    def label(self) -> str:
+        """``fact 'vip-override'``: an injection is named by its flavor, as it was defined."""
+        kind = self.flavor if self.kind == "injection" and self.flavor else self.kind
+        return f"{kind} {self.id!r}"
 
 
 @dataclass(frozen=True, slots=True)
