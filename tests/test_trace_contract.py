@@ -111,9 +111,10 @@ def _violations(tree: ast.AST) -> Iterator[tuple[int, str]]:
             head = _text(node.values[0])
             if head is not None and head.startswith(PREFIXES + FAMILY_PREFIXES):
                 yield node.lineno, f"f-string starting with {head!r}"
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
-                node.value.startswith(PREFIXES) and len(node.value) <= 40:
-            yield node.lineno, f"text starting with a declared prefix {node.value!r}"
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and (
+                (node.value.startswith(PREFIXES) and len(node.value) <= 40)
+                or node.value in FAMILY_PREFIXES):
+            yield node.lineno, f"text naming a declared prefix {node.value!r}"
 
 
 def _docstring_lines(tree: ast.Module) -> set[int]:

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ..errors import ConfigurationError
-from ..flow.commitlog import CommitLog, CommitRecord
+from ..flow.commitlog import CommitLog
 from ..runs import trace
 from ..runs.recording import AgentRun
-from ..runs.view import Explainable
+from ..runs.view import CallView, Explainable, RunView
 from .rerun import (
     IsWrong,
     Probe,
@@ -40,7 +40,6 @@ from .rerun import (
     message_of,
     verdict_for,
 )
-from .suspects import final_call, log_of
 
 __all__ = ["DroppedCandidate", "DroppedContextReport", "dropped_candidates", "find_dropped_context"]
 
@@ -105,30 +104,29 @@ class DroppedContextReport:
 
 def dropped_candidates(source: Explainable) -> list[DroppedCandidate]:
     """The candidates of the answering call, read from the log alone (no re-runs)."""
-    log = log_of(source)
-    call = final_call(log)
+    view = RunView.of(source)
+    call = view.call()
     out: list[DroppedCandidate] = []
-    out.extend(_unfired(log, call))
-    out.extend(_evicted(log, call))
-    out.extend(_near_misses(log, call))
+    out.extend(_unfired(call))
+    out.extend(_evicted(call))
+    out.extend(_near_misses(view.log, call))
     return out
 
 
-def _unfired(log: CommitLog, call: CommitRecord) -> list[DroppedCandidate]:
-    rows = log.value_at(trace.CONTEXT_EVALUATION, call.idx - 1, ns=call.ns, default=[])
+def _unfired(call: CallView) -> list[DroppedCandidate]:
     return [DroppedCandidate(id=f"injection:{row['id']}", kind="injection",
                              detail=f"{row['trigger']} did not fire — {row['reason']}")
-            for row in rows if not row["fired"] and row.get("flavor") not in ("memory", "rag")]
+            for row in call.evaluation
+            if not row["fired"] and row.get("flavor") not in ("memory", "rag")]
 
 
-def _evicted(log: CommitLog, call: CommitRecord) -> list[DroppedCandidate]:
-    window = log.value_at(trace.WINDOW, call.idx - 1, ns=call.ns, default=None)
+def _evicted(call: CallView) -> list[DroppedCandidate]:
+    window = call.window
     if window is None:
         return []
-    history = log.value_at(trace.HISTORY, call.idx - 1, ns=call.ns, default=[])
     kept = set(window["kept"])
     out = []
-    for index, message in enumerate(history):
+    for index, message in enumerate(call.history):
         if index in kept:
             continue
         how = "summarized" if index in (window.get("summarized") or ()) else "outside-window"
@@ -139,13 +137,13 @@ def _evicted(log: CommitLog, call: CommitRecord) -> list[DroppedCandidate]:
     return out
 
 
-def _near_misses(log: CommitLog, call: CommitRecord) -> list[DroppedCandidate]:
+def _near_misses(log: CommitLog, call: CallView) -> list[DroppedCandidate]:
     out = []
-    state = log.state_at(call.idx - 1, ns=call.ns)
+    state = log.state_at(call.record.idx - 1, ns=call.record.ns)
     for key, evidence in state.items():
-        if not key.startswith("memory_retrieved_") or not isinstance(evidence, dict):
+        if not trace.MEMORY_RETRIEVED.matches(key) or not isinstance(evidence, dict):
             continue
-        memory_id = key.removeprefix("memory_retrieved_")
+        memory_id = trace.MEMORY_RETRIEVED.suffix(key)
         for candidate in evidence.get("candidates") or ():
             if candidate.get("admitted"):
                 continue

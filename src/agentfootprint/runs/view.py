@@ -93,7 +93,12 @@ class CallView:
     iteration: int | None
     system: str
     messages: list[Any]
+    """The messages the call was sent (``history`` through the window)."""
     tools: list[Any]
+    history: list[Any]
+    """The whole conversation as it stood, window or not."""
+    window: Mapping[str, Any] | None
+    """The window's plan for this call (``kept``, ``summarized``, ``strategy``), if any."""
     pieces: tuple[Piece, ...]
     system_pieces: int
     """How many pieces the system prompt was assembled from (0 when it was not recorded)."""
@@ -219,7 +224,7 @@ def _call_view(log: CommitLog, record: CommitRecord) -> CallView:
     return CallView(
         record=record, iteration=log.value_at(trace.ITERATION, before, ns=ns, default=None),
         system=system, messages=windowed_messages(history, window),
-        tools=tools if isinstance(tools, list) else [],
+        tools=tools if isinstance(tools, list) else [], history=history, window=window,
         pieces=tuple(system_pieces + _message_pieces(log, record, history, window)),
         system_pieces=rows, evaluation=evaluation,
         evaluation_writer=log[evaluator].runtime_stage_id if evaluator is not None else None,
