@@ -19,9 +19,10 @@ from ...flow.commitlog import CommitLog, CommitRecord
 from ...flow.redact import REDACTED
 from ...runs import trace
 from ...runs.recording import Recording
+from ...runs.view import RunView
 from ..backtrack import Backtrack, Hop
 from ..localize import ContextBugReport
-from ..suspects import Suspect, final_call, is_stage
+from ..suspects import Suspect, is_stage
 
 __all__ = [
     "Board",
@@ -299,41 +300,33 @@ def _detail(log: CommitLog, record: CommitRecord) -> str:
 
 def _calls(log: CommitLog) -> list[CallView]:
     """One view per LLM call, in run order, with the injections ``context_report`` reads."""
-    records = [record for record in log.records if is_stage(record, trace.CALL_LLM)]
-    if not records:
+    run = RunView.of(log)
+    if not run.records:
         return []
     reports: dict[str, dict[str, Any]] = {}
-    for ns in dict.fromkeys(record.ns for record in records):
+    for ns in dict.fromkeys(record.ns for record in run.records):
         for entry in context_report(_namespace_log(log, ns)):
             reports[entry["runtime_stage_id"]] = entry
-    try:
-        final_idx = final_call(log).idx
-    except ValueError:
-        final_idx = -1
+    final_idx = run.final_record.idx if run.final_record is not None else -1
     out = []
-    for index, record in enumerate(records):
+    for index, record in enumerate(run.records):
+        call = run.call(record)
         before, ns = record.idx - 1, record.ns
         entry = reports.get(record.runtime_stage_id, {})
-        system = log.value_at(trace.SYSTEM_PROMPT, before, ns=ns, default="")
-        system = system if isinstance(system, str) else _as_text(system)
         rows = log.value_at(trace.SYSTEM_SLOT, before, ns=ns, default=[])
         tool_rows = log.value_at(trace.TOOLS_SLOT, before, ns=ns, default=[])
-        schemas = log.value_at(trace.TOOL_SCHEMAS, before, ns=ns, default=[])
-        wrapped = bool(log.value_at(trace.WRAP_UP_ASKED, before, ns=ns, default=False))
         offered_by = {t.get("name"): t.get("source") for t in _dicts(tool_rows)}
-        tools = () if wrapped else tuple(
-            (str(t.get("name")), _str_or_none(offered_by.get(t.get("name"))))
-            for t in _dicts(schemas))
+        tools = tuple((str(t.get("name")), _str_or_none(offered_by.get(t.get("name"))))
+                      for t in _dicts(call.tools))
         iteration = entry.get("iteration")
         out.append(CallView(
             index=index, runtime_stage_id=record.runtime_stage_id, scope=_scope(ns),
             iteration=iteration if isinstance(iteration, int) else None,
-            system=system, spans=_spans(system, rows),
+            system=call.system, spans=_spans(call.system, rows),
             messages=_messages(log.value_at(trace.HISTORY, before, ns=ns, default=[])),
-            tools=tools, injections=tuple(_injection_row(r) for r in entry.get("injections", ())),
-            answer=_as_text(log.value_at(trace.LLM_CONTENT, record.idx, ns=ns, default="")),
-            asked_tools=_tool_names(log.value_at(trace.LLM_TOOL_CALLS, record.idx, ns=ns,
-                                                 default=[])),
+            tools=tools,
+            injections=tuple(_injection_row(r) for r in entry.get("injections", ())),
+            answer=call.answer, asked_tools=_tool_names(call.tool_calls),
             is_final=record.idx == final_idx))
     return out
 
