@@ -59,18 +59,25 @@ def keep_bound(package: str, names: Collection[str]) -> None:
     sys.modules[package].__class__ = Package
 
 
-def moved_names(package: str, moved: Mapping[str, str]) -> Callable[[str], Any]:
+def moved_names(package: str, moved: Mapping[str, str], *,
+                notes: Mapping[str, str] | None = None, stacklevel: int = 2
+                ) -> Callable[[str], Any]:
     """A module ``__getattr__`` serving names that moved: ``moved`` maps a name to the module
     it lives in now. Reading one works for one release, with a ``DeprecationWarning`` naming
-    the new import."""
+    the new import (and ``notes[name]``, when a user likely wants something else).
+
+    ``stacklevel`` points the warning at the reader's line: 2 when this is the package's
+    ``__getattr__``, 3 when the package's own ``__getattr__`` calls it."""
 
     def __getattr__(name: str) -> Any:
         home = moved.get(name)
         if home is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        note = (notes or {}).get(name)
         warnings.warn(f"{package}.{name} moved: import it from {home} "
-                      f"(`from {home} import {name}`); the old path goes away in the next release",
-                      DeprecationWarning, stacklevel=2)
+                      f"(`from {home} import {name}`){'; ' + note if note else ''}; "
+                      "the old path goes away in the next release",
+                      DeprecationWarning, stacklevel=stacklevel)
         return getattr(importlib.import_module(home), name)
 
     return __getattr__

@@ -434,7 +434,7 @@ async def test_each_request_can_be_rebuilt_from_the_log() -> None:
 
 async def test_rebuilt_request_survives_json_round_trip() -> None:
     """The log rebuilt from its JSON gives the same requests (another process can explain it)."""
-    from agentfootprint.flow import CommitLog
+    from agentfootprint.flow.commitlog import CommitLog
 
     agent, provider = weather_agent(call(), "Sunny.")
     result = await agent.run("Weather?")

@@ -17,7 +17,8 @@ from agentfootprint import (
     tool,
 )
 from agentfootprint.events import EVENTS, AgentEvent, EventDispatcher, full_name, payload_model
-from agentfootprint.flow import CommitRecord, FlowEvent
+from agentfootprint.flow import FlowEvent
+from agentfootprint.flow.commitlog import CommitRecord
 from agentfootprint.providers import mock, with_fallback, with_retry
 
 # -- helpers ---------------------------------------------------------------------------------

@@ -17,7 +17,8 @@ from agentfootprint.explain.toolpack import (
     trace_debug_agent,
     trace_toolpack,
 )
-from agentfootprint.flow import Chart, FlowRun, RedactionPolicy, Scope, flow_chart
+from agentfootprint.flow import Chart, FlowRun, Scope, flow_chart
+from agentfootprint.flow.redact import RedactionPolicy
 from agentfootprint.providers import mock
 from agentfootprint.providers.base import LLMRequest
 from agentfootprint.runs import Recording, RunStore

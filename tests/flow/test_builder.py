@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from agentfootprint import ChartBuildError, ConfigurationError
-from agentfootprint.flow import Chart, FlowBuilder, flow_chart
+from agentfootprint.flow import Chart, flow_chart
+from agentfootprint.flow.builder import FlowBuilder
 
 
 def noop(scope: Any) -> None:

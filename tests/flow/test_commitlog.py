@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from agentfootprint.errors import StageError
-from agentfootprint.flow import Change, CommitLog, CommitRecord, FlowRun, flow_chart
+from agentfootprint.flow import FlowRun, flow_chart
+from agentfootprint.flow.commitlog import Change, CommitLog, CommitRecord
 from agentfootprint.flow.values import MISSING
 
 

@@ -16,7 +16,8 @@ from agentfootprint import (
     RunError,
     StageError,
 )
-from agentfootprint.flow import Change, Chart, flow_chart
+from agentfootprint.flow import Chart, flow_chart
+from agentfootprint.flow.commitlog import Change
 
 
 def noop(scope: Any) -> None:

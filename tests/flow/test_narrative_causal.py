@@ -8,14 +8,8 @@ from typing import Any
 import pytest
 
 from agentfootprint import ConfigurationError, StageError
-from agentfootprint.flow import (
-    Chart,
-    NarrativeRecorder,
-    causal_chain,
-    flow_chart,
-    format_causal_chain,
-    pause,
-)
+from agentfootprint.flow import Chart, NarrativeRecorder, causal_chain, flow_chart, pause
+from agentfootprint.flow.causal import format_causal_chain
 
 
 def noop(scope: Any) -> None:

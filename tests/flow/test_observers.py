@@ -9,16 +9,8 @@ import pytest
 from event_capture import Events
 
 from agentfootprint import ConfigurationError, FlowTimeoutError, StageError
-from agentfootprint.flow import (
-    Chart,
-    Deferred,
-    FlowEvent,
-    NarrativeRecorder,
-    ObserverFailure,
-    deferred,
-    flow_chart,
-    pause,
-)
+from agentfootprint.flow import Chart, FlowEvent, NarrativeRecorder, deferred, flow_chart, pause
+from agentfootprint.flow.recorders import Deferred, ObserverFailure
 
 
 def noop(scope: Any) -> None:

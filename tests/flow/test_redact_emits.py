@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from agentfootprint import Agent, Tracing
-from agentfootprint.flow import RedactionPolicy, flow_chart
+from agentfootprint.flow import flow_chart
+from agentfootprint.flow.redact import RedactionPolicy
 from agentfootprint.providers import mock
 from agentfootprint.runs import Recording
 

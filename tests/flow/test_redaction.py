@@ -9,17 +9,9 @@ import pytest
 from event_capture import Events
 
 from agentfootprint import ConfigurationError
-from agentfootprint.flow import (
-    REDACTED,
-    Chart,
-    NarrativeRecorder,
-    RedactionPolicy,
-    causal_chain,
-    deferred,
-    flow_chart,
-    format_causal_chain,
-    pause,
-)
+from agentfootprint.flow import Chart, NarrativeRecorder, causal_chain, deferred, flow_chart, pause
+from agentfootprint.flow.causal import format_causal_chain
+from agentfootprint.flow.redact import REDACTED, RedactionPolicy
 
 SECRET = "hunter2-XYZZY-secret"
 TOKEN = "tok-PLUGH-0451"

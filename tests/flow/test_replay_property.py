@@ -19,7 +19,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentfootprint.flow import Chart, CommitLog, flow_chart
+from agentfootprint.flow import Chart, flow_chart
+from agentfootprint.flow.commitlog import CommitLog
 
 KEYS = ("a", "b", "c", "d")
 ABSENT = object()

@@ -16,14 +16,9 @@ import pytest
 from resume_chart import ANSWERS, build_chart
 
 from agentfootprint.errors import CheckpointError, StageError
-from agentfootprint.flow import (
-    Checkpoint,
-    CommitLog,
-    FlowRun,
-    flow_chart,
-    load_checkpoint,
-    pause,
-)
+from agentfootprint.flow import Checkpoint, FlowRun, flow_chart, pause
+from agentfootprint.flow.checkpoint import load_checkpoint
+from agentfootprint.flow.commitlog import CommitLog
 
 HERE = Path(__file__).resolve().parent
 ARGS = {"items": [3, 4]}

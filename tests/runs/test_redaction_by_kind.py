@@ -15,7 +15,7 @@ from agentfootprint import Agent, Tracing
 from agentfootprint.errors import ConfigurationError
 from agentfootprint.explain import backtrack
 from agentfootprint.explain.report import render_html_report
-from agentfootprint.flow import REDACTED
+from agentfootprint.flow.redact import REDACTED
 from agentfootprint.memory import MemoryIdentity, SQLiteStore, define_memory
 from agentfootprint.providers import mock
 from agentfootprint.providers.base import LLMRequest

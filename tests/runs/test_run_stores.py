@@ -20,8 +20,8 @@ import pytest
 from agentfootprint import Agent, Tracing, define_fact, tool
 from agentfootprint.errors import ConfigurationError, RunError
 from agentfootprint.providers import mock
-from agentfootprint.runs import RUN_STORE_SCHEMA, PostgresRunStore, Recording, RunStore
-from agentfootprint.runs.store import RunStorePort
+from agentfootprint.runs import PostgresRunStore, Recording, RunStore
+from agentfootprint.runs.store import RUN_STORE_SCHEMA, RunStorePort
 
 FIXTURE = Path(__file__).parent / "fixtures" / "runs_v1.db"
 PG_URL_ENV = "AGENTFOOTPRINT_PG_URL"

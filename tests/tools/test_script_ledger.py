@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentfootprint.errors import CheckpointError, ConfigurationError
-from agentfootprint.flow import Scope, flow_chart, load_checkpoint, pause
+from agentfootprint.flow import Scope, flow_chart, pause
+from agentfootprint.flow.checkpoint import load_checkpoint
 from agentfootprint.tools.scripts import (
     ABSENT,
     DROPPED_KEY,

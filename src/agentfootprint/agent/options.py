@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from ..errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from ..flow import RedactionPolicy
     from ..flow.recorders import Recorder
+    from ..flow.redact import RedactionPolicy
     from ..runs.store import RunStorePort
     from .moments import ActRule
     from .permissions import PermissionChecker

@@ -16,7 +16,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..context.skills import READ_SKILL, SKIP_STEP, step_sentence
-from ..flow import Pause, Scope, pause
+from ..flow import Scope, pause
+from ..flow.pause import Pause
 from ..providers.base import Message, ToolCall
 from ..runs import trace
 from ..tools.pause import PauseRequest

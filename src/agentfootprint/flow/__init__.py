@@ -3,58 +3,45 @@
 It knows nothing about LLMs and is useful alone: a business pipeline written as a flowchart
 explains its own decisions. Everything above it (agents, compositions, memory) is built from
 flowcharts, so every trace in the product is a commit log of this kind.
+
+The engine's parts (the commit log's records, causal edges, builders, the key-only redaction
+policy) live in their modules; to keep content out of a recording, use
+``agentfootprint.runs.RedactionPolicy``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .._lazy import lazy_names as _lazy_names
-from .builder import BranchBuilder, FlowBuilder, flow_chart
-from .chart import Chart, Node
-from .commitlog import Change, CommitLog, CommitRecord
+from .._lazy import moved_names as _moved_names
+from .builder import flow_chart
+from .chart import Chart
 from .decide import Decision, Selection, decide, select
-from .pause import Pause, pause
-from .recorders import Deferred, FlowEvent, ObserverFailure, deferred
-from .redact import REDACTED, RedactionPolicy
+from .pause import pause
+from .recorders import FlowEvent, deferred
 from .run import FlowRun
 from .scope import Scope
 
 if TYPE_CHECKING:
-    from .causal import CausalChain, CausalEdge, CausalNode, causal_chain, format_causal_chain
-    from .checkpoint import Checkpoint, load_checkpoint
-    from .narrative import NarrativeEntry, NarrativeRecorder, narrative
+    from .causal import CausalChain, causal_chain
+    from .checkpoint import Checkpoint
+    from .narrative import NarrativeRecorder, narrative
 
 __all__ = [
-    "REDACTED",
-    "BranchBuilder",
     "CausalChain",
-    "CausalEdge",
-    "CausalNode",
-    "Change",
     "Chart",
     "Checkpoint",
-    "CommitLog",
-    "CommitRecord",
     "Decision",
-    "Deferred",
-    "FlowBuilder",
     "FlowEvent",
     "FlowRun",
-    "NarrativeEntry",
     "NarrativeRecorder",
-    "Node",
-    "ObserverFailure",
-    "Pause",
-    "RedactionPolicy",
     "Scope",
     "Selection",
     "causal_chain",
     "decide",
     "deferred",
     "flow_chart",
-    "format_causal_chain",
-    "load_checkpoint",
     "narrative",
     "pause",
     "select",
@@ -63,11 +50,31 @@ __all__ = [
 # Loaded on first use: a run only needs them to pause (checkpoint) or to be explained (causal,
 # narrative).
 _LAZY = {
-    "CausalChain": "causal", "CausalEdge": "causal", "CausalNode": "causal",
-    "causal_chain": "causal", "format_causal_chain": "causal",
-    "Checkpoint": "checkpoint", "load_checkpoint": "checkpoint",
-    "NarrativeEntry": "narrative", "NarrativeRecorder": "narrative", "narrative": "narrative",
+    "CausalChain": "causal", "causal_chain": "causal",
+    "Checkpoint": "checkpoint",
+    "NarrativeRecorder": "narrative", "narrative": "narrative",
 }
 
+_MOVED = {
+    **dict.fromkeys(("BranchBuilder", "FlowBuilder"), "agentfootprint.flow.builder"),
+    **dict.fromkeys(("CausalEdge", "CausalNode", "format_causal_chain"),
+                    "agentfootprint.flow.causal"),
+    "Node": "agentfootprint.flow.chart",
+    "load_checkpoint": "agentfootprint.flow.checkpoint",
+    **dict.fromkeys(("Change", "CommitLog", "CommitRecord"), "agentfootprint.flow.commitlog"),
+    "NarrativeEntry": "agentfootprint.flow.narrative",
+    "Pause": "agentfootprint.flow.pause",
+    **dict.fromkeys(("Deferred", "ObserverFailure"), "agentfootprint.flow.recorders"),
+    **dict.fromkeys(("REDACTED", "RedactionPolicy"), "agentfootprint.flow.redact"),
+}
+"""Names this package no longer exports, and the module each is imported from (one release)."""
 
-__getattr__, __dir__ = _lazy_names(__name__, _LAZY, keep=("narrative",))
+_lazy, __dir__ = _lazy_names(__name__, _LAZY, keep=("narrative",))
+_moved = _moved_names(__name__, _MOVED, stacklevel=3, notes={
+    "RedactionPolicy": "to keep kinds of content (and keys) out of a recording, use "
+                       "agentfootprint.runs.RedactionPolicy"})
+
+
+def __getattr__(name: str) -> Any:
+    """A lazy name on first use; else a name that moved, with a DeprecationWarning."""
+    return _lazy(name) if name in _LAZY else _moved(name)

@@ -13,34 +13,43 @@ real type.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .._lazy import lazy_names as _lazy_names
+from .._lazy import moved_names as _moved_names
 from .redaction import RedactionPolicy
 
 if TYPE_CHECKING:
     from .postgres import PostgresRunStore
-    from .recording import RECORDING_FORMAT, AgentRun, Recording
-    from .sqlite import DEFAULT_RUN_STORE, RunStore
-    from .store import RUN_STORE_SCHEMA, RunSource, RunStorePort, RunSummary
+    from .recording import Recording
+    from .sqlite import RunStore
+    from .store import RunStorePort, RunSummary
 
 __all__ = [
-    "DEFAULT_RUN_STORE",
-    "RECORDING_FORMAT",
-    "RUN_STORE_SCHEMA",
-    "AgentRun",
     "PostgresRunStore",
     "Recording",
     "RedactionPolicy",
-    "RunSource",
     "RunStore",
     "RunStorePort",
     "RunSummary",
 ]
 
-__getattr__, __dir__ = _lazy_names(__name__, {
-    "DEFAULT_RUN_STORE": "sqlite", "RunStore": "sqlite", "PostgresRunStore": "postgres",
-    "RECORDING_FORMAT": "recording", "AgentRun": "recording", "Recording": "recording",
-    "RUN_STORE_SCHEMA": "store", "RunSource": "store", "RunStorePort": "store",
-    "RunSummary": "store",
-})
+_LAZY = {
+    "RunStore": "sqlite", "PostgresRunStore": "postgres", "Recording": "recording",
+    "RunStorePort": "store", "RunSummary": "store",
+}
+
+_MOVED = {
+    **dict.fromkeys(("AgentRun", "RECORDING_FORMAT"), "agentfootprint.runs.recording"),
+    "DEFAULT_RUN_STORE": "agentfootprint.runs.sqlite",
+    **dict.fromkeys(("RUN_STORE_SCHEMA", "RunSource"), "agentfootprint.runs.store"),
+}
+"""Names this package no longer exports, and the module each is imported from (one release)."""
+
+_lazy, __dir__ = _lazy_names(__name__, _LAZY)
+_moved = _moved_names(__name__, _MOVED, stacklevel=3)
+
+
+def __getattr__(name: str) -> Any:
+    """A lazy name on first use; else a name that moved, with a DeprecationWarning."""
+    return _lazy(name) if name in _LAZY else _moved(name)

@@ -3,7 +3,7 @@
 ``RedactionPolicy(kinds={"tool_args", "memory_content"})`` redacts every run-state key the trace
 contract declares as able to hold either kind — ``history``, ``llm_tool_calls``, a paused batch,
 each memory's recall (``memory_recall_<id>`` and any key of that family added later) — without
-the user naming one internal key. It *is* the engine's key policy (``flow.RedactionPolicy``),
+the user naming one internal key. It *is* the engine's key policy (``flow.redact.RedactionPolicy``),
 with the kinds compiled into its key names and key prefixes once, at construction, so ``flow/``
 keeps applying one key predicate as it writes and imports nothing above it. ``keys=`` and
 ``patterns=`` still add keys of the user's own charts.
