@@ -42,9 +42,9 @@ from agentfootprint.memory import (
     MemorySource,
     MemoryStore,
     SQLiteStore,
-    VectorSearchStore,
     resolve_turn_number,
 )
+from agentfootprint.memory.store import VectorSearchStore
 
 DIMS = 128
 BATCH = 500

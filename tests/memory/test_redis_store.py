@@ -21,8 +21,8 @@ from agentfootprint.memory import (
     MemoryIdentity,
     MemoryStoreError,
     UnreadableEntryError,
-    VectorSearchStore,
 )
+from agentfootprint.memory.store import VectorSearchStore
 from agentfootprint.memory.stores.redis import CLEANUP_GRACE_MS, RedisStore
 
 ALICE = MemoryIdentity("c1", principal="alice", tenant="acme")

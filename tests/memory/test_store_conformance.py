@@ -21,8 +21,8 @@ from agentfootprint.memory import (
     MemorySource,
     MemoryStore,
     MemoryStoreError,
-    VectorSearchStore,
 )
+from agentfootprint.memory.store import VectorSearchStore
 
 ALICE = MemoryIdentity("c1", principal="alice", tenant="acme")
 BOB = MemoryIdentity("c1", principal="bob", tenant="acme")

@@ -13,15 +13,18 @@ from agentfootprint.memory import (
     InMemoryStore,
     MemoryEntry,
     MemoryIdentity,
-    MemoryPage,
     MemoryStoreError,
     SQLiteStore,
-    max_stored_turn,
-    normalize_host_turn,
     resolve_turn_number,
 )
 from agentfootprint.memory.entry import Tier
-from agentfootprint.memory.turn import MAX_SCAN_PAGES, SCAN_PAGE_SIZE
+from agentfootprint.memory.store import MemoryPage
+from agentfootprint.memory.turn import (
+    MAX_SCAN_PAGES,
+    SCAN_PAGE_SIZE,
+    max_stored_turn,
+    normalize_host_turn,
+)
 
 CONV = MemoryIdentity("conv-1")
 

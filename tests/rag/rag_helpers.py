@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from agentfootprint.memory import InMemoryStore, MemoryIdentity, StoreCapabilities
+from agentfootprint.memory import InMemoryStore, MemoryIdentity
 from agentfootprint.memory.embedding import mock_embedder
+from agentfootprint.memory.store import StoreCapabilities
 
 CORPUS = MemoryIdentity("corpus")
 

@@ -9,7 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentfootprint.errors import ConfigurationError
-from agentfootprint.rag import Chunk, Document, HeadingSplitter, split_document, split_documents
+from agentfootprint.rag import Chunk, Document, HeadingSplitter
+from agentfootprint.rag.chunking import split_document, split_documents
 
 PIECES = st.sampled_from([
     "# Title", "## Sub heading", "###### Deep", "####### not a heading", "#no-space",

@@ -14,14 +14,8 @@ from agentfootprint.errors import ConfigurationError
 from agentfootprint.explain.backtrack import backtrack
 from agentfootprint.memory import InMemoryStore, MemoryIdentity, SQLiteStore
 from agentfootprint.providers import mock
-from agentfootprint.rag import (
-    RAG_HEADER,
-    Document,
-    define_rag,
-    index_documents,
-    load_folder,
-    render_sources,
-)
+from agentfootprint.rag import Document, define_rag, index_documents, load_folder
+from agentfootprint.rag.define import RAG_HEADER, render_sources
 
 CONVERSATION = MemoryIdentity("conv-1", principal="maya")
 DOCS = [

@@ -9,7 +9,7 @@ from pathlib import Path
 import agentfootprint.rag as rag
 
 SRC = Path(rag.__file__).parent
-ALLOWED = ("agentfootprint.errors", "agentfootprint.runs",
+ALLOWED = ("agentfootprint._lazy", "agentfootprint.errors", "agentfootprint.runs",
            "agentfootprint.flow", "agentfootprint.memory",
            "agentfootprint.rag")
 

@@ -12,7 +12,8 @@ from rag_helpers import CORPUS, CountingEmbedder, NoSearchStore
 from agentfootprint.errors import ConfigurationError
 from agentfootprint.memory import InMemoryStore, MemoryEntry, MemoryIdentity
 from agentfootprint.memory.errors import UnreadableEntryError
-from agentfootprint.rag import CHUNK_KIND, Document, index_documents, retrieve
+from agentfootprint.rag import Document, index_documents, retrieve
+from agentfootprint.rag.index import CHUNK_KIND
 
 DOCS = [
     Document(uri="fruit.md", text="apples bananas cherries"),

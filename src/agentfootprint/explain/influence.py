@@ -29,7 +29,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..context.overlap import content_words, set_cosine
 from ..errors import ConfigurationError
-from ..memory.embedding import hash_bag_of_words
+from ..memory.embedding.mock import hash_bag_of_words
 from .suspects import Suspect
 
 __all__ = [

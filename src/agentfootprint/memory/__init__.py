@@ -1,70 +1,53 @@
-"""Memory: entries, identities, the store port, stores, turn numbering, and memories an agent
-mounts (``define_memory`` with a type and a strategy)."""
+"""Memory: identities, stores, turn numbering, and memories an agent mounts (``define_memory``
+with a type and a strategy).
 
-from agentfootprint.memory.causal import load_snapshot, write_snapshot
+Embedders live in ``agentfootprint.memory.embedding``; the store port's details (pages, scored
+hits, capabilities), namespaces and the memory stages live in their modules.
+"""
+
+from agentfootprint._lazy import moved_names as _moved_names
 from agentfootprint.memory.define import MemoryDefinition, define_memory
-from agentfootprint.memory.embedding import (
-    Embedder,
-    minilm_embedder,
-    mock_embedder,
-    openai_embedder,
-)
-from agentfootprint.memory.entry import MemoryEntry, MemorySource, Tier, turn_of
+from agentfootprint.memory.entry import MemoryEntry, MemorySource
 from agentfootprint.memory.errors import InvalidCursorError, MemoryStoreError, UnreadableEntryError
-from agentfootprint.memory.identity import MemoryIdentity, identity_namespace, parse_namespace
-from agentfootprint.memory.stages import write_messages
-from agentfootprint.memory.store import (
-    MemoryPage,
-    MemoryStore,
-    ScoredEntry,
-    StoreCapabilities,
-    VectorSearchStore,
-)
-from agentfootprint.memory.stores import InMemoryStore, PostgresStore, RedisStore, SQLiteStore
-from agentfootprint.memory.strategies import (
-    budget,
-    list_memory_strategies,
-    summarize,
-    top_k,
-    window,
-)
-from agentfootprint.memory.turn import max_stored_turn, normalize_host_turn, resolve_turn_number
+from agentfootprint.memory.identity import MemoryIdentity
+from agentfootprint.memory.store import MemoryStore
+from agentfootprint.memory.stores.memory import InMemoryStore
+from agentfootprint.memory.stores.postgres import PostgresStore
+from agentfootprint.memory.stores.redis import RedisStore
+from agentfootprint.memory.stores.sqlite import SQLiteStore
+from agentfootprint.memory.strategies import budget, summarize, top_k, window
+from agentfootprint.memory.turn import resolve_turn_number
 
 __all__ = [
-    "Embedder",
     "InMemoryStore",
     "InvalidCursorError",
     "MemoryDefinition",
     "MemoryEntry",
     "MemoryIdentity",
-    "MemoryPage",
     "MemorySource",
     "MemoryStore",
     "MemoryStoreError",
     "PostgresStore",
     "RedisStore",
     "SQLiteStore",
-    "ScoredEntry",
-    "StoreCapabilities",
-    "Tier",
     "UnreadableEntryError",
-    "VectorSearchStore",
     "budget",
     "define_memory",
-    "identity_namespace",
-    "list_memory_strategies",
-    "load_snapshot",
-    "max_stored_turn",
-    "minilm_embedder",
-    "mock_embedder",
-    "normalize_host_turn",
-    "openai_embedder",
-    "parse_namespace",
     "resolve_turn_number",
     "summarize",
     "top_k",
-    "turn_of",
     "window",
-    "write_messages",
-    "write_snapshot",
 ]
+
+__getattr__ = _moved_names(__name__, {
+    **dict.fromkeys(("load_snapshot", "write_snapshot"), "agentfootprint.memory.causal"),
+    **dict.fromkeys(("Embedder", "minilm_embedder", "mock_embedder", "openai_embedder"),
+                    "agentfootprint.memory.embedding"),
+    **dict.fromkeys(("Tier", "turn_of"), "agentfootprint.memory.entry"),
+    **dict.fromkeys(("identity_namespace", "parse_namespace"), "agentfootprint.memory.identity"),
+    "write_messages": "agentfootprint.memory.stages",
+    **dict.fromkeys(("MemoryPage", "ScoredEntry", "StoreCapabilities", "VectorSearchStore"),
+                    "agentfootprint.memory.store"),
+    "list_memory_strategies": "agentfootprint.memory.strategies",
+    **dict.fromkeys(("max_stored_turn", "normalize_host_turn"), "agentfootprint.memory.turn"),
+})

@@ -10,46 +10,36 @@ Every chunk is a slice of its document (``text[start:end] == chunk.text``) with 
 that reach the model are a tracked injection, so an explanation can name the chunk.
 """
 
-from .chunking import DEFAULT_MAX_CHARS, Chunk, HeadingSplitter, split_document, split_documents
-from .define import RAG_HEADER, define_rag, render_sources
-from .index import CHUNK_KIND, IndexReport, Splitter, index_documents, require_vector_search
-from .loaders import (
-    DEFAULT_MAX_BYTES,
-    MARKDOWN_SUFFIXES,
-    TEXT_SUFFIXES,
-    Document,
-    DocumentLoadError,
-    load_documents,
-    load_file,
-    load_folder,
-)
-from .retrieve import DEFAULT_THRESHOLD, DropReason, Retrieval, RetrievedChunk, retrieve
+from .._lazy import moved_names as _moved_names
+from .chunking import Chunk, HeadingSplitter
+from .define import define_rag
+from .index import IndexReport, index_documents
+from .loaders import Document, DocumentLoadError, load_documents, load_file, load_folder
+from .retrieve import Retrieval, retrieve
 
 __all__ = [
-    "CHUNK_KIND",
-    "DEFAULT_MAX_BYTES",
-    "DEFAULT_MAX_CHARS",
-    "DEFAULT_THRESHOLD",
-    "MARKDOWN_SUFFIXES",
-    "RAG_HEADER",
-    "TEXT_SUFFIXES",
     "Chunk",
     "Document",
     "DocumentLoadError",
-    "DropReason",
     "HeadingSplitter",
     "IndexReport",
     "Retrieval",
-    "RetrievedChunk",
-    "Splitter",
     "define_rag",
     "index_documents",
     "load_documents",
     "load_file",
     "load_folder",
-    "render_sources",
-    "require_vector_search",
     "retrieve",
-    "split_document",
-    "split_documents",
 ]
+
+__getattr__ = _moved_names(__name__, {
+    **dict.fromkeys(("DEFAULT_MAX_CHARS", "split_document", "split_documents"),
+                    "agentfootprint.rag.chunking"),
+    **dict.fromkeys(("RAG_HEADER", "render_sources"), "agentfootprint.rag.define"),
+    **dict.fromkeys(("CHUNK_KIND", "Splitter", "require_vector_search"),
+                    "agentfootprint.rag.index"),
+    **dict.fromkeys(("DEFAULT_MAX_BYTES", "MARKDOWN_SUFFIXES", "TEXT_SUFFIXES"),
+                    "agentfootprint.rag.loaders"),
+    **dict.fromkeys(("DEFAULT_THRESHOLD", "DropReason", "RetrievedChunk"),
+                    "agentfootprint.rag.retrieve"),
+})

@@ -7,20 +7,18 @@
 Optional packages are imported only when the embedder that needs them is made.
 """
 
-from .base import Embedder, checked_texts, embedder_fingerprint
-from .minilm import MiniLMEmbedder, minilm_embedder
-from .mock import MockEmbedder, hash_bag_of_words, mock_embedder
-from .openai import OpenAIEmbedder, openai_embedder
+from ..._lazy import moved_names as _moved_names
+from .base import Embedder
+from .minilm import minilm_embedder
+from .mock import mock_embedder
+from .openai import openai_embedder
 
-__all__ = [
-    "Embedder",
-    "MiniLMEmbedder",
-    "MockEmbedder",
-    "OpenAIEmbedder",
-    "checked_texts",
-    "embedder_fingerprint",
-    "hash_bag_of_words",
-    "minilm_embedder",
-    "mock_embedder",
-    "openai_embedder",
-]
+__all__ = ["Embedder", "minilm_embedder", "mock_embedder", "openai_embedder"]
+
+__getattr__ = _moved_names(__name__, {
+    **dict.fromkeys(("checked_texts", "embedder_fingerprint"),
+                    "agentfootprint.memory.embedding.base"),
+    "MiniLMEmbedder": "agentfootprint.memory.embedding.minilm",
+    **dict.fromkeys(("MockEmbedder", "hash_bag_of_words"), "agentfootprint.memory.embedding.mock"),
+    "OpenAIEmbedder": "agentfootprint.memory.embedding.openai",
+})

@@ -1,11 +1,12 @@
-"""Memory store implementations: in-process, SQLite, Redis and PostgreSQL.
+"""Memory store implementations: in-process (``memory``), ``sqlite``, ``redis`` and ``postgres``.
 
-Redis and PostgreSQL import their drivers only when a store is made.
+The stores are imported from ``agentfootprint.memory``. Redis and PostgreSQL import their
+drivers only when a store is made.
 """
 
-from agentfootprint.memory.stores.memory import InMemoryStore
-from agentfootprint.memory.stores.postgres import PostgresStore
-from agentfootprint.memory.stores.redis import RedisStore
-from agentfootprint.memory.stores.sqlite import SQLiteStore
+from ..._lazy import moved_names as _moved_names
 
-__all__ = ["InMemoryStore", "PostgresStore", "RedisStore", "SQLiteStore"]
+__all__: list[str] = []
+
+__getattr__ = _moved_names(__name__, dict.fromkeys(
+    ("InMemoryStore", "PostgresStore", "RedisStore", "SQLiteStore"), "agentfootprint.memory"))
