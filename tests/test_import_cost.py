@@ -116,7 +116,8 @@ def test_factories_keep_their_names_after_their_submodule_loads() -> None:
 
 def test_the_payload_catalogue_is_built_once_on_first_use() -> None:
     """EVENTS is built on first access and is then the very dict payload_model reads."""
-    from agentfootprint.events import EVENTS, catalogue, payload_model
+    from agentfootprint.events import EVENTS, catalogue
+    from agentfootprint.events.catalogue import payload_model
 
     assert catalogue.EVENTS is EVENTS
     for name, model in EVENTS.items():

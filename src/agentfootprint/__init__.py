@@ -8,8 +8,9 @@ records it all lives in ``agentfootprint.flow``.
 from typing import TYPE_CHECKING
 
 from ._lazy import lazy_names as _lazy_names
-from .agent import Agent, Governance, Limits, LLMCall, ModelSettings, RunResult, Tracing
-from .context import (
+from .agent.agent import Agent, LLMCall, RunResult
+from .agent.options import Governance, Limits, ModelSettings, Tracing
+from .context.injection import (
     define_fact,
     define_injection,
     define_instruction,
@@ -30,7 +31,7 @@ from .errors import (
     RunError,
     StageError,
 )
-from .tools import Tool, ToolContext, define_tool, tool
+from .tools.tool import Tool, ToolContext, define_tool, tool
 
 if TYPE_CHECKING:
     from .agent.checkin import check_in_approved, check_in_declined
@@ -72,6 +73,6 @@ __all__ = [
 ]
 
 
-# The check-in answers load on first use, like agentfootprint.agent's other governance names.
+# The check-in answers load on first use, like the governance names of agentfootprint.agent.
 __getattr__, __dir__ = _lazy_names(__name__, dict.fromkeys(
     ("check_in_approved", "check_in_declined"), "agent.checkin"))

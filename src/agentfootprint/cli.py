@@ -85,7 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _report(store_path: Path, run_id: str, output: str) -> int:
     """Write the HTML report of a stored run; print its path."""
-    from .explain.report import write_html_report
+    from .explain.report.render import write_html_report
     from .runs.sqlite import RunStore
 
     with RunStore(store_path) as store:

@@ -13,16 +13,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .agent import Agent, RunResult
-from .context import define_fact, define_steering
+from .agent.agent import Agent, RunResult
+from .context.injection import define_fact, define_steering
 from .explain.backtrack import Backtrack, backtrack
 from .explain.localize import ContextBugReport, localize_context_bug
-from .explain.report import write_html_report
+from .explain.report.render import write_html_report
 from .flow.run import run_sync
 from .providers.base import LLMRequest
 from .providers.mock import mock
 from .runs.sqlite import DEFAULT_RUN_STORE, RunStore
-from .tools import tool
+from .tools.tool import tool
 
 __all__ = ["PLANTED", "QUESTION", "make_refund_agent", "run_demo"]
 

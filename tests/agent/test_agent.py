@@ -20,7 +20,7 @@ from agentfootprint import (
     Tracing,
     tool,
 )
-from agentfootprint.agent import WRAP_UP_INSTRUCTION
+from agentfootprint.agent.loop import WRAP_UP_INSTRUCTION
 from agentfootprint.events.dispatcher import AgentEvent
 from agentfootprint.flow import FlowEvent
 from agentfootprint.providers import LLMRequest, Message, MockProvider, mock

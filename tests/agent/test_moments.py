@@ -217,7 +217,7 @@ async def test_deny_at_before_tool_shows_the_model_a_refusal_and_names_the_rule(
 
 async def test_before_tool_ask_pauses_and_a_person_decides() -> None:
     """ask() at before_tool pauses before the call; approval runs it, recorded by rule."""
-    from agentfootprint.agent import check_in_approved, check_in_declined
+    from agentfootprint import check_in_approved, check_in_declined
 
     agent, provider = agent_with(
         act("before_tool", lambda c: ask("Approve this refund?"), id="approve"),

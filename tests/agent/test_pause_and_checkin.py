@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 from checkin_agent import CALLS, build, confirm_address, note
 
-from agentfootprint import Agent, define_instruction
-from agentfootprint.agent import check_in_approved, check_in_declined
+from agentfootprint import Agent, check_in_approved, check_in_declined, define_instruction
 from agentfootprint.errors import ConfigurationError, ProviderError
 from agentfootprint.providers import mock
 from agentfootprint.providers.base import LLMRequest

@@ -12,17 +12,19 @@ import pytest
 from agentfootprint import (
     Agent,
     ConfigurationError,
+    ToolContext,
     define_fact,
     define_injection,
     define_instruction,
     define_skill,
     define_steering,
+    define_tool,
     tool,
 )
-from agentfootprint.context import InjectionContext, Trigger, evaluate_injections
+from agentfootprint.context import InjectionContext, Trigger
+from agentfootprint.context.injection import evaluate_injections
 from agentfootprint.context.skills import READ_SKILL, read_skill_tool
 from agentfootprint.providers import mock
-from agentfootprint.tools import ToolContext, define_tool
 
 # -- helpers ---------------------------------------------------------------------------------
 

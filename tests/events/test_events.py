@@ -16,7 +16,9 @@ from agentfootprint import (
     Tracing,
     tool,
 )
-from agentfootprint.events import EVENTS, AgentEvent, EventDispatcher, full_name, payload_model
+from agentfootprint.events import EVENTS, AgentEvent
+from agentfootprint.events.catalogue import full_name, payload_model
+from agentfootprint.events.dispatcher import EventDispatcher
 from agentfootprint.flow import FlowEvent
 from agentfootprint.flow.commitlog import CommitRecord
 from agentfootprint.providers import mock, with_fallback, with_retry

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from agentfootprint import Agent, define_instruction
-from agentfootprint.agent import restoring, sliding_window
+from agentfootprint.agent import sliding_window
+from agentfootprint.agent.window import restoring
 from agentfootprint.errors import ConfigurationError
 from agentfootprint.explain.dropped import dropped_candidates, find_dropped_context
 from agentfootprint.providers import mock

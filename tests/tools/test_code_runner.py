@@ -13,9 +13,8 @@ from typing import Any
 
 import pytest
 
-from agentfootprint import Agent, ConfigurationError, define_tool
+from agentfootprint import Agent, ConfigurationError, ToolContext, define_tool
 from agentfootprint.providers import mock
-from agentfootprint.tools import ToolContext, ToolRegistry
 from agentfootprint.tools.code_runner import (
     CodeRunnerTool,
     RunLimits,
@@ -24,6 +23,7 @@ from agentfootprint.tools.code_runner import (
     dispatch_script_call,
     run_python,
 )
+from agentfootprint.tools.registry import ToolRegistry
 from agentfootprint.tools.scripts import (
     DROPPED_KEY,
     LEDGER_KEY,

@@ -11,8 +11,7 @@ import pytest
 from agentfootprint import Agent, ConfigurationError, Limits, Tool, ToolContext, define_tool, tool
 from agentfootprint.events.dispatcher import AgentEvent
 from agentfootprint.providers import MockProvider, mock
-from agentfootprint.tools import ToolRegistry
-from agentfootprint.tools.registry import NO_VALUE, cap_result, result_text
+from agentfootprint.tools.registry import NO_VALUE, ToolRegistry, cap_result, result_text
 
 # -- helpers ---------------------------------------------------------------------------------
 

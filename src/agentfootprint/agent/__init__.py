@@ -1,59 +1,61 @@
-"""Agents: ``LLMCall`` (one call) and ``Agent`` (the ReAct loop as a recorded flowchart)."""
+"""What an agent is given beyond its first names: governance, check-in and window strategies.
 
-from typing import TYPE_CHECKING
+``Agent``, ``LLMCall``, ``RunResult`` and the option objects (``Limits``, ``ModelSettings``,
+``Governance``, ``Tracing``) are imported from ``agentfootprint``. Here: ``act(...)`` rules
+at five moments answered with ``allow``/``deny``/``ask``, a ``PermissionPolicy`` of
+``PermissionRule`` lines, the ``CheckInRequest`` a consequential tool waits on, and the
+strategies that choose which part of the conversation the model is sent.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from .._lazy import lazy_names as _lazy_names
-from .agent import Agent, LLMCall, RunResult
-from .loop import WRAP_UP_INSTRUCTION
-from .options import Governance, Limits, ModelSettings, Tracing
+from .._lazy import moved_names as _moved_names
 
 if TYPE_CHECKING:
-    from .checkin import CheckInRequest, check_in_approved, check_in_declined
+    from .checkin import CheckInRequest
     from .moments import act, allow, ask, deny
     from .permissions import PermissionPolicy, PermissionRule
-    from .window import (
-        WindowStrategy,
-        restoring,
-        sliding_window,
-        summarize_window,
-        token_budget,
-        windowed_messages,
-    )
+    from .window import WindowStrategy, sliding_window, summarize_window, token_budget
 
 _LAZY = {
-    **dict.fromkeys(("WindowStrategy", "restoring", "sliding_window", "summarize_window",
-                     "token_budget", "windowed_messages"), "window"),
+    **dict.fromkeys(("WindowStrategy", "sliding_window", "summarize_window", "token_budget"),
+                    "window"),
     **dict.fromkeys(("act", "allow", "ask", "deny"), "moments"),
     **dict.fromkeys(("PermissionPolicy", "PermissionRule"), "permissions"),
-    **dict.fromkeys(("CheckInRequest", "check_in_approved", "check_in_declined"), "checkin"),
+    "CheckInRequest": "checkin",
 }
 """Names loaded on first use: most agents set no window, rules or check-ins."""
 
+_MOVED = {
+    **dict.fromkeys(("Agent", "Governance", "LLMCall", "Limits", "ModelSettings", "RunResult",
+                     "Tracing", "check_in_approved", "check_in_declined"), "agentfootprint"),
+    "WRAP_UP_INSTRUCTION": "agentfootprint.agent.loop",
+    "restoring": "agentfootprint.agent.window",
+    "windowed_messages": "agentfootprint.runs.window",
+}
+"""Names this package no longer exports, and where each is imported from (one release)."""
+
 __all__ = [
-    "WRAP_UP_INSTRUCTION",
-    "Agent",
     "CheckInRequest",
-    "Governance",
-    "LLMCall",
-    "Limits",
-    "ModelSettings",
     "PermissionPolicy",
     "PermissionRule",
-    "RunResult",
-    "Tracing",
     "WindowStrategy",
     "act",
     "allow",
     "ask",
-    "check_in_approved",
-    "check_in_declined",
     "deny",
-    "restoring",
     "sliding_window",
     "summarize_window",
     "token_budget",
-    "windowed_messages",
 ]
 
+_lazy, __dir__ = _lazy_names(__name__, _LAZY)
+_moved = _moved_names(__name__, _MOVED, stacklevel=3)
 
-__getattr__, __dir__ = _lazy_names(__name__, _LAZY)
+
+def __getattr__(name: str) -> Any:
+    """A lazy name on first use; else a name that moved, with a DeprecationWarning."""
+    return _lazy(name) if name in _LAZY else _moved(name)

@@ -1,38 +1,37 @@
-"""Context engineering: injections (slot × trigger × cache), skills, delivery, slot records."""
+"""Context engineering: the injection model (slot × trigger × cache) and the context report.
+
+The ``define_*`` functions that declare context are imported from ``agentfootprint``. Here:
+``Injection`` (what they return), ``Trigger`` (when a ``define_injection`` fires),
+``InjectionContext`` (what a rule sees) and ``context_report`` (what each call was given).
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .._lazy import lazy_names as _lazy_names
-from .injection import (
-    Injection,
-    InjectionContext,
-    Trigger,
-    define_fact,
-    define_injection,
-    define_instruction,
-    define_skill,
-    define_steering,
-    evaluate_injections,
-)
+from .._lazy import moved_names as _moved_names
+from .injection import Injection, InjectionContext, Trigger
 
 if TYPE_CHECKING:
     from .record import context_report
 
-__all__ = [
-    "Injection",
-    "InjectionContext",
-    "Trigger",
-    "context_report",
-    "define_fact",
-    "define_injection",
-    "define_instruction",
-    "define_skill",
-    "define_steering",
-    "evaluate_injections",
-]
-
+__all__ = ["Injection", "InjectionContext", "Trigger", "context_report"]
 
 # reading a recording back: loaded on first use
-__getattr__, __dir__ = _lazy_names(__name__, {"context_report": "record"})
+_LAZY = {"context_report": "record"}
+
+_MOVED = {
+    **dict.fromkeys(("define_fact", "define_injection", "define_instruction", "define_skill",
+                     "define_steering"), "agentfootprint"),
+    "evaluate_injections": "agentfootprint.context.injection",
+}
+"""Names this package no longer exports, and where each is imported from (one release)."""
+
+_lazy, __dir__ = _lazy_names(__name__, _LAZY)
+_moved = _moved_names(__name__, _MOVED, stacklevel=3)
+
+
+def __getattr__(name: str) -> Any:
+    """A lazy name on first use; else a name that moved, with a DeprecationWarning."""
+    return _lazy(name) if name in _LAZY else _moved(name)

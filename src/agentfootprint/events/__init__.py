@@ -1,18 +1,34 @@
-"""Agent events: the typed catalogue and the dispatcher behind ``agent.on(...)``."""
+"""Agent events: the typed catalogue and the event a listener of ``agent.on(...)`` receives.
+
+The dispatcher and the catalogue's lookups live in ``dispatcher`` and ``catalogue``.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .._lazy import lazy_names as _lazy_names
-from .catalogue import full_name, payload_model
-from .dispatcher import AgentEvent, EventBridge, EventDispatcher
+from .._lazy import moved_names as _moved_names
+from .dispatcher import AgentEvent
 
 if TYPE_CHECKING:
     from .catalogue import EVENTS
 
-__all__ = ["EVENTS", "AgentEvent", "EventBridge", "EventDispatcher", "full_name", "payload_model"]
-
+__all__ = ["EVENTS", "AgentEvent"]
 
 # the payload models are built on first use
-__getattr__, __dir__ = _lazy_names(__name__, {"EVENTS": "catalogue"})
+_LAZY = {"EVENTS": "catalogue"}
+
+_MOVED = {
+    **dict.fromkeys(("full_name", "payload_model"), "agentfootprint.events.catalogue"),
+    **dict.fromkeys(("EventBridge", "EventDispatcher"), "agentfootprint.events.dispatcher"),
+}
+"""Names this package no longer exports, and the module each is imported from (one release)."""
+
+_lazy, __dir__ = _lazy_names(__name__, _LAZY)
+_moved = _moved_names(__name__, _MOVED, stacklevel=3)
+
+
+def __getattr__(name: str) -> Any:
+    """A lazy name on first use; else a name that moved, with a DeprecationWarning."""
+    return _lazy(name) if name in _LAZY else _moved(name)

@@ -1,68 +1,43 @@
-"""Tools the model can call: definition, validation, dispatch, and the code runner."""
+"""Tools beyond ``@tool``: pausing from inside a tool, and the code runner.
+
+``tool``, ``define_tool``, ``Tool`` and ``ToolContext`` are imported from ``agentfootprint``.
+Here: ``ask_human`` and ``pause_here`` (a tool that waits on a person) and ``code_runner`` (a
+tool that runs a program). Dispatch, validation and the script ledger live in their modules.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .._lazy import lazy_names as _lazy_names
-from .pause import PauseRequest, ask_human, pause_here
-from .registry import ToolOutcome, ToolRegistry
-from .tool import Tool, ToolContext, define_tool, tool
+from .._lazy import moved_names as _moved_names
+from .pause import ask_human, pause_here
 
 if TYPE_CHECKING:
-    from .code_runner import (
-        CodeRunnerTool,
-        RunLimits,
-        ScriptDispatch,
-        code_runner,
-        dispatch_script_call,
-    )
-    from .scripts import (
-        MAX_SCRIPT_BYTES,
-        MAX_SCRIPT_ROWS,
-        RunnerOutcome,
-        ScriptRow,
-        ToolScript,
-        check_script_ledger,
-        record_script_row,
-        script_rows_of_turn,
-        without_earlier_script_text,
-    )
+    from .code_runner import code_runner
 
-__all__ = [
-    "MAX_SCRIPT_BYTES",
-    "MAX_SCRIPT_ROWS",
-    "CodeRunnerTool",
-    "PauseRequest",
-    "RunLimits",
-    "RunnerOutcome",
-    "ScriptDispatch",
-    "ScriptRow",
-    "Tool",
-    "ToolContext",
-    "ToolOutcome",
-    "ToolRegistry",
-    "ToolScript",
-    "ask_human",
-    "check_script_ledger",
-    "code_runner",
-    "define_tool",
-    "dispatch_script_call",
-    "pause_here",
-    "record_script_row",
-    "script_rows_of_turn",
-    "tool",
-    "without_earlier_script_text",
-]
+__all__ = ["ask_human", "code_runner", "pause_here"]
 
-# The code runner and the script ledger load on first use: an agent without them never pays.
-_LAZY = {
-    **dict.fromkeys(("CodeRunnerTool", "RunLimits", "ScriptDispatch", "code_runner",
-                     "dispatch_script_call"), "code_runner"),
+# The code runner loads on first use: an agent without it never pays.
+_LAZY = {"code_runner": "code_runner"}
+
+_MOVED = {
+    **dict.fromkeys(("Tool", "ToolContext", "define_tool", "tool"), "agentfootprint"),
+    **dict.fromkeys(("CodeRunnerTool", "RunLimits", "ScriptDispatch", "dispatch_script_call"),
+                    "agentfootprint.tools.code_runner"),
+    "PauseRequest": "agentfootprint.tools.pause",
+    **dict.fromkeys(("ToolOutcome", "ToolRegistry"), "agentfootprint.tools.registry"),
     **dict.fromkeys(("MAX_SCRIPT_BYTES", "MAX_SCRIPT_ROWS", "RunnerOutcome", "ScriptRow",
                      "ToolScript", "check_script_ledger", "record_script_row",
-                     "script_rows_of_turn", "without_earlier_script_text"), "scripts"),
+                     "script_rows_of_turn", "without_earlier_script_text"),
+                    "agentfootprint.tools.scripts"),
 }
+"""Names this package no longer exports, and where each is imported from (one release)."""
+
+_lazy, __dir__ = _lazy_names(__name__, _LAZY, keep=("code_runner",))
+_moved = _moved_names(__name__, _MOVED, stacklevel=3)
 
 
-__getattr__, __dir__ = _lazy_names(__name__, _LAZY, keep=("code_runner",))
+def __getattr__(name: str) -> Any:
+    """A lazy name on first use; else a name that moved, with a DeprecationWarning."""
+    return _lazy(name) if name in _LAZY else _moved(name)
