@@ -23,8 +23,8 @@ from agentfootprint import (
 from agentfootprint.agent.loop import WRAP_UP_INSTRUCTION
 from agentfootprint.events.dispatcher import AgentEvent
 from agentfootprint.flow import FlowEvent
-from agentfootprint.providers import LLMRequest, Message, MockProvider, mock
-from agentfootprint.providers.base import wire_messages
+from agentfootprint.providers import LLMRequest, MockProvider, mock
+from agentfootprint.providers.base import Message, wire_messages
 
 # -- helpers ---------------------------------------------------------------------------------
 

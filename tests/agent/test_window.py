@@ -12,8 +12,8 @@ from agentfootprint import Agent, ConfigurationError, tool
 from agentfootprint.agent import sliding_window, summarize_window, token_budget
 from agentfootprint.events.catalogue import payload_model
 from agentfootprint.events.dispatcher import AgentEvent
-from agentfootprint.providers import Message, mock
-from agentfootprint.providers.base import wire_messages
+from agentfootprint.providers import mock
+from agentfootprint.providers.base import Message, wire_messages
 from agentfootprint.runs.window import windowed_messages
 
 # -- helpers ---------------------------------------------------------------------------------

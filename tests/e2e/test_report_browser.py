@@ -19,8 +19,7 @@ import pytest
 
 from agentfootprint import Agent, define_fact, tool
 from agentfootprint.demo import QUESTION, is_wrong, make_refund_agent
-from agentfootprint.explain import backtrack, localize_context_bug
-from agentfootprint.explain.report import write_html_report
+from agentfootprint.explain import backtrack, localize_context_bug, write_html_report
 from agentfootprint.flow.run import run_sync
 from agentfootprint.providers import mock
 from agentfootprint.runs import Recording

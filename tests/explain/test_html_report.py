@@ -15,8 +15,12 @@ import pytest
 from agentfootprint import Agent, LLMCall, Tracing, define_fact, tool
 from agentfootprint.compose import Sequence
 from agentfootprint.demo import QUESTION, is_wrong, make_refund_agent
-from agentfootprint.explain import backtrack, localize_context_bug
-from agentfootprint.explain.report import render_html_report, write_html_report
+from agentfootprint.explain import (
+    backtrack,
+    localize_context_bug,
+    render_html_report,
+    write_html_report,
+)
 from agentfootprint.flow import flow_chart
 from agentfootprint.flow.redact import REDACTED, RedactionPolicy
 from agentfootprint.providers import mock

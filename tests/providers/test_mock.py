@@ -7,15 +7,8 @@ from typing import Any
 import pytest
 
 from agentfootprint import ConfigurationError, ProviderError
-from agentfootprint.providers import (
-    LLMRequest,
-    LLMResponse,
-    MockProvider,
-    Provider,
-    StreamChunk,
-    Usage,
-    mock,
-)
+from agentfootprint.providers import LLMRequest, LLMResponse, MockProvider, Provider, mock
+from agentfootprint.providers.base import StreamChunk, Usage
 
 
 def request(text: str = "hello", *, system: str | None = None, **extra: Any) -> LLMRequest:

@@ -14,12 +14,12 @@ from agentfootprint.providers import (
     LLMRequest,
     LLMResponse,
     Provider,
-    StreamChunk,
     mock,
     with_circuit_breaker,
     with_fallback,
     with_retry,
 )
+from agentfootprint.providers.base import StreamChunk
 from agentfootprint.providers.resilience import resilience_reports
 
 # -- helpers ---------------------------------------------------------------------------------

@@ -13,8 +13,7 @@ import pytest
 
 from agentfootprint import Agent, Tracing
 from agentfootprint.errors import ConfigurationError
-from agentfootprint.explain import backtrack
-from agentfootprint.explain.report import render_html_report
+from agentfootprint.explain import backtrack, render_html_report
 from agentfootprint.flow.redact import REDACTED
 from agentfootprint.memory import MemoryIdentity, SQLiteStore, define_memory
 from agentfootprint.providers import mock

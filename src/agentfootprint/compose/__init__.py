@@ -1,12 +1,12 @@
 """Systems of agents: Sequence, Parallel, Conditional, Loop and named patterns, one recording."""
 
-from .base import Composition, Input, Runner
+from .._lazy import moved_names as _moved_names
+from .base import Input, Runner
 from .conditional import Conditional
 from .loop import Loop
 from .parallel import Parallel
 from .patterns import (
     Handoff,
-    Pattern,
     Thought,
     debate,
     map_reduce,
@@ -17,14 +17,15 @@ from .patterns import (
 )
 from .sequence import Sequence
 
+__getattr__ = _moved_names(__name__, {
+    "Composition": "agentfootprint.compose.base", "Pattern": "agentfootprint.compose.pattern"})
+
 __all__ = [
-    "Composition",
     "Conditional",
     "Handoff",
     "Input",
     "Loop",
     "Parallel",
-    "Pattern",
     "Runner",
     "Sequence",
     "Thought",

@@ -1,4 +1,4 @@
-"""Explain: recordings, the run store, backtrack, influence ranking and the ablation proof.
+"""Explain: backtrack, influence ranking, the ablation proof, recorded chats and the report.
 
 Evidence, then proof: ``backtrack`` walks the recorded chain from an answer to the context
 that reached it and ranks the candidates with a proxy score; ``localize_context_bug`` re-runs
@@ -7,54 +7,38 @@ the agent without each candidate and is the only thing allowed to say CAUSAL;
 """
 
 from .._lazy import moved_names as _moved_names
-from .backtrack import Backtrack, Hop, backtrack
-from .chat import ChatTurn, RecordedChat, TurnReason, TurnRerun, recorded_chat
-from .dropped import DroppedContextReport, dropped_candidates, find_dropped_context
-from .influence import (
-    content_word_embedder,
-    lexical_overlap,
-    list_influence_strategies,
-    rank_suspects,
-    ranking_confidence,
-    semantic_alignment,
-)
+from .backtrack import Backtrack, backtrack
+from .chat import RecordedChat, recorded_chat
+from .dropped import DroppedContextReport, find_dropped_context
+from .influence import semantic_alignment
 from .localize import ContextBugReport, localize_context_bug
-from .report import render_html_report, write_html_report
-from .rerun import bisect_culprits, rerun_without_sources
-from .suspects import Suspect, suspects_of
-from .toolpack import TRACE_TOOL_NAMES, call_trace_tool, trace_debug_agent, trace_toolpack
+from .report.render import render_html_report, write_html_report
+from .toolpack import trace_debug_agent, trace_toolpack
 
 __getattr__ = _moved_names(__name__, {
-    name: "agentfootprint.runs"
-    for name in ("PostgresRunStore", "Recording", "RunStore", "RunSummary")})
+    **dict.fromkeys(("PostgresRunStore", "Recording", "RunStore", "RunSummary"),
+                    "agentfootprint.runs"),
+    "Hop": "agentfootprint.explain.backtrack",
+    **dict.fromkeys(("ChatTurn", "TurnReason", "TurnRerun"), "agentfootprint.explain.chat"),
+    "dropped_candidates": "agentfootprint.explain.dropped",
+    **dict.fromkeys(("content_word_embedder", "lexical_overlap", "list_influence_strategies",
+                     "rank_suspects", "ranking_confidence"), "agentfootprint.explain.influence"),
+    **dict.fromkeys(("bisect_culprits", "rerun_without_sources"), "agentfootprint.explain.rerun"),
+    **dict.fromkeys(("Suspect", "suspects_of"), "agentfootprint.explain.suspects"),
+    **dict.fromkeys(("TRACE_TOOL_NAMES", "call_trace_tool"), "agentfootprint.explain.toolpack"),
+})
 
 __all__ = [
-    "TRACE_TOOL_NAMES",
     "Backtrack",
-    "ChatTurn",
     "ContextBugReport",
     "DroppedContextReport",
-    "Hop",
     "RecordedChat",
-    "Suspect",
-    "TurnReason",
-    "TurnRerun",
     "backtrack",
-    "bisect_culprits",
-    "call_trace_tool",
-    "content_word_embedder",
-    "dropped_candidates",
     "find_dropped_context",
-    "lexical_overlap",
-    "list_influence_strategies",
     "localize_context_bug",
-    "rank_suspects",
-    "ranking_confidence",
     "recorded_chat",
     "render_html_report",
-    "rerun_without_sources",
     "semantic_alignment",
-    "suspects_of",
     "trace_debug_agent",
     "trace_toolpack",
     "write_html_report",

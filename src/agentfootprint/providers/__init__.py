@@ -11,29 +11,16 @@ from types import ModuleType
 from typing import Any
 
 from .._lazy import keep_bound as _keep_bound
-from .base import (
-    LLMRequest,
-    LLMResponse,
-    Message,
-    Provider,
-    StreamChunk,
-    ToolCall,
-    ToolSchema,
-    Usage,
-)
+from .._lazy import moved_names as _moved_names
+from .base import LLMRequest, LLMResponse, Provider
 from .mock import MockProvider, mock
 from .resilience import with_circuit_breaker, with_fallback, with_retry
 
 __all__ = [
     "LLMRequest",
     "LLMResponse",
-    "Message",
     "MockProvider",
     "Provider",
-    "StreamChunk",
-    "ToolCall",
-    "ToolSchema",
-    "Usage",
     "anthropic",
     "mock",
     "ollama",
@@ -73,3 +60,8 @@ def ollama(**options: Any) -> Provider:
 
 
 _keep_bound(__name__, _ADAPTERS)
+
+# The port's parts a provider author needs (messages, tool calls and schemas, stream chunks,
+# usage) are imported from agentfootprint.providers.base.
+__getattr__ = _moved_names(__name__, dict.fromkeys(
+    ("Message", "StreamChunk", "ToolCall", "ToolSchema", "Usage"), "agentfootprint.providers.base"))

@@ -12,8 +12,13 @@ explanation objects), so a value redacted at the source never appears; every run
 escaped; a Content-Security-Policy forbids every network source. Without ``backtrack`` the
 board follows the best-ranked removable suspect; without ``localization`` every claim on it is
 labelled a proxy.
+
+The two functions are imported from ``agentfootprint.explain``.
 """
 
-from .render import render_html_report, write_html_report
+from ..._lazy import moved_names as _moved_names
 
-__all__ = ["render_html_report", "write_html_report"]
+__all__: list[str] = []
+
+__getattr__ = _moved_names(__name__, dict.fromkeys(
+    ("render_html_report", "write_html_report"), "agentfootprint.explain"))
