@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import re
 import types
 from pathlib import Path
 
@@ -14,6 +15,155 @@ PACKAGES = sorted(
     ".".join(init.parent.relative_to(SRC).parts)
     for init in (SRC / "agentfootprint").rglob("__init__.py"))
 """Every namespace of the package: one drift test covers them all."""
+
+MAX_PUBLIC_NAMES = {
+    "agentfootprint": 31,
+    "agentfootprint.agent": 11,
+    "agentfootprint.compose": 14,
+    "agentfootprint.context": 4,
+    "agentfootprint.events": 2,
+    "agentfootprint.explain": 13,
+    "agentfootprint.explain.report": 0,
+    "agentfootprint.flow": 16,
+    "agentfootprint.memory": 18,
+    "agentfootprint.memory.embedding": 4,
+    "agentfootprint.memory.stores": 0,
+    "agentfootprint.providers": 11,
+    "agentfootprint.rag": 12,
+    "agentfootprint.runs": 6,
+    "agentfootprint.tools": 3,
+}
+"""The most names each namespace may export (a namespace not listed may export none)."""
+
+DEMOTED: dict[str, dict[str, str]] = {
+    "agentfootprint.agent": {
+        **dict.fromkeys((
+            "Agent", "Governance", "LLMCall", "Limits", "ModelSettings", "RunResult", "Tracing",
+            "check_in_approved", "check_in_declined",
+        ), "agentfootprint"),
+        "WRAP_UP_INSTRUCTION": "agentfootprint.agent.loop",
+        "restoring": "agentfootprint.agent.window",
+        "windowed_messages": "agentfootprint.runs.window",
+    },
+    "agentfootprint.compose": {
+        "Composition": "agentfootprint.compose.base",
+        "Pattern": "agentfootprint.compose.pattern",
+    },
+    "agentfootprint.context": {
+        **dict.fromkeys((
+            "define_fact", "define_injection", "define_instruction", "define_skill",
+            "define_steering",
+        ), "agentfootprint"),
+        "evaluate_injections": "agentfootprint.context.injection",
+    },
+    "agentfootprint.events": {
+        **dict.fromkeys(("full_name", "payload_model"), "agentfootprint.events.catalogue"),
+        **dict.fromkeys(("EventBridge", "EventDispatcher"), "agentfootprint.events.dispatcher"),
+    },
+    "agentfootprint.explain": {
+        "Hop": "agentfootprint.explain.backtrack",
+        **dict.fromkeys(("ChatTurn", "TurnReason", "TurnRerun"), "agentfootprint.explain.chat"),
+        "dropped_candidates": "agentfootprint.explain.dropped",
+        **dict.fromkeys((
+            "content_word_embedder", "lexical_overlap", "list_influence_strategies",
+            "rank_suspects", "ranking_confidence",
+        ), "agentfootprint.explain.influence"),
+        **dict.fromkeys((
+            "bisect_culprits", "rerun_without_sources",
+        ), "agentfootprint.explain.rerun"),
+        **dict.fromkeys(("Suspect", "suspects_of"), "agentfootprint.explain.suspects"),
+        **dict.fromkeys(("TRACE_TOOL_NAMES", "call_trace_tool"), "agentfootprint.explain.toolpack"),
+    },
+    "agentfootprint.explain.report": {
+        **dict.fromkeys(("render_html_report", "write_html_report"), "agentfootprint.explain"),
+    },
+    "agentfootprint.flow": {
+        **dict.fromkeys(("BranchBuilder", "FlowBuilder"), "agentfootprint.flow.builder"),
+        **dict.fromkeys((
+            "CausalEdge", "CausalNode", "format_causal_chain",
+        ), "agentfootprint.flow.causal"),
+        "Node": "agentfootprint.flow.chart",
+        "load_checkpoint": "agentfootprint.flow.checkpoint",
+        **dict.fromkeys(("Change", "CommitLog", "CommitRecord"), "agentfootprint.flow.commitlog"),
+        "NarrativeEntry": "agentfootprint.flow.narrative",
+        "Pause": "agentfootprint.flow.pause",
+        **dict.fromkeys(("Deferred", "ObserverFailure"), "agentfootprint.flow.recorders"),
+        **dict.fromkeys(("REDACTED", "RedactionPolicy"), "agentfootprint.flow.redact"),
+    },
+    "agentfootprint.memory": {
+        **dict.fromkeys(("load_snapshot", "write_snapshot"), "agentfootprint.memory.causal"),
+        **dict.fromkeys((
+            "Embedder", "minilm_embedder", "mock_embedder", "openai_embedder",
+        ), "agentfootprint.memory.embedding"),
+        **dict.fromkeys(("Tier", "turn_of"), "agentfootprint.memory.entry"),
+        **dict.fromkeys((
+            "identity_namespace", "parse_namespace",
+        ), "agentfootprint.memory.identity"),
+        "write_messages": "agentfootprint.memory.stages",
+        **dict.fromkeys((
+            "MemoryPage", "ScoredEntry", "StoreCapabilities", "VectorSearchStore",
+        ), "agentfootprint.memory.store"),
+        "list_memory_strategies": "agentfootprint.memory.strategies",
+        **dict.fromkeys(("max_stored_turn", "normalize_host_turn"), "agentfootprint.memory.turn"),
+    },
+    "agentfootprint.memory.embedding": {
+        **dict.fromkeys((
+            "checked_texts", "embedder_fingerprint",
+        ), "agentfootprint.memory.embedding.base"),
+        "MiniLMEmbedder": "agentfootprint.memory.embedding.minilm",
+        **dict.fromkeys((
+            "MockEmbedder", "hash_bag_of_words",
+        ), "agentfootprint.memory.embedding.mock"),
+        "OpenAIEmbedder": "agentfootprint.memory.embedding.openai",
+    },
+    "agentfootprint.memory.stores": {
+        **dict.fromkeys((
+            "InMemoryStore", "PostgresStore", "RedisStore", "SQLiteStore",
+        ), "agentfootprint.memory"),
+    },
+    "agentfootprint.providers": {
+        **dict.fromkeys((
+            "Message", "StreamChunk", "ToolCall", "ToolSchema", "Usage",
+        ), "agentfootprint.providers.base"),
+    },
+    "agentfootprint.rag": {
+        **dict.fromkeys((
+            "DEFAULT_MAX_CHARS", "split_document", "split_documents",
+        ), "agentfootprint.rag.chunking"),
+        **dict.fromkeys(("RAG_HEADER", "render_sources"), "agentfootprint.rag.define"),
+        **dict.fromkeys((
+            "CHUNK_KIND", "Splitter", "require_vector_search",
+        ), "agentfootprint.rag.index"),
+        **dict.fromkeys((
+            "DEFAULT_MAX_BYTES", "MARKDOWN_SUFFIXES", "TEXT_SUFFIXES",
+        ), "agentfootprint.rag.loaders"),
+        **dict.fromkeys((
+            "DEFAULT_THRESHOLD", "DropReason", "RetrievedChunk",
+        ), "agentfootprint.rag.retrieve"),
+    },
+    "agentfootprint.runs": {
+        **dict.fromkeys(("AgentRun", "RECORDING_FORMAT"), "agentfootprint.runs.recording"),
+        "DEFAULT_RUN_STORE": "agentfootprint.runs.sqlite",
+        **dict.fromkeys(("RUN_STORE_SCHEMA", "RunSource"), "agentfootprint.runs.store"),
+    },
+    "agentfootprint.tools": {
+        **dict.fromkeys(("Tool", "ToolContext", "define_tool", "tool"), "agentfootprint"),
+        **dict.fromkeys((
+            "CodeRunnerTool", "RunLimits", "ScriptDispatch", "dispatch_script_call",
+        ), "agentfootprint.tools.code_runner"),
+        "PauseRequest": "agentfootprint.tools.pause",
+        **dict.fromkeys(("ToolOutcome", "ToolRegistry"), "agentfootprint.tools.registry"),
+        **dict.fromkeys((
+            "MAX_SCRIPT_BYTES", "MAX_SCRIPT_ROWS", "RunnerOutcome", "ScriptRow", "ToolScript",
+            "check_script_ledger", "record_script_row", "script_rows_of_turn",
+            "without_earlier_script_text",
+        ), "agentfootprint.tools.scripts"),
+    },
+}
+
+"""Names taken out of a package's ``__all__``, and where each is imported from now: its public
+home when it has one (the top level, ``memory``, ``memory.embedding``, ``explain``), else its
+defining module. From the old package each still resolves, with a warning, for one release."""
 
 
 def _public_members(module: types.ModuleType) -> set[str]:
@@ -106,3 +256,35 @@ def test_version_is_exported() -> None:
 
     assert isinstance(agentfootprint.__version__, str)
     assert "__version__" in agentfootprint.__all__
+
+
+def test_no_namespace_grows_past_its_ceiling() -> None:
+    """Adding a public name is a decision: raise its namespace's ceiling here when you make it."""
+    counts = {package: len(importlib.import_module(package).__all__) for package in PACKAGES}
+    assert {package: count for package, count in counts.items()
+            if count > MAX_PUBLIC_NAMES.get(package, 0)} == {}
+
+
+def test_each_public_name_has_one_home() -> None:
+    """No name is exported by two namespaces, so a user never chooses between two spellings."""
+    homes: dict[str, list[str]] = {}
+    for package in PACKAGES:
+        for name in importlib.import_module(package).__all__:
+            homes.setdefault(name, []).append(package)
+    assert {name: found for name, found in homes.items() if len(found) > 1} == {}
+
+
+@pytest.mark.parametrize(
+    ("package", "name", "home"),
+    [(package, name, home) for package, moved in DEMOTED.items() for name, home in moved.items()],
+    ids=lambda value: value)
+def test_a_demoted_name_still_resolves_from_its_package_with_a_warning(
+        package: str, name: str, home: str) -> None:
+    """``package.name`` is no longer exported but still reads, as the very object at ``home``,
+    with a DeprecationWarning that names ``home`` and points at the reader's line."""
+    module = importlib.import_module(package)
+    assert name not in module.__all__
+    with pytest.warns(DeprecationWarning, match=re.escape(f"import it from {home} ")) as caught:
+        value = getattr(module, name)
+    assert [warning.filename for warning in caught] == [__file__]
+    assert value is getattr(importlib.import_module(home), name)

@@ -34,7 +34,9 @@ _MOVED = {
 }
 """Names this package no longer exports, and where each is imported from (one release)."""
 
-_lazy, __dir__ = _lazy_names(__name__, _LAZY, keep=("code_runner",))
+# ``tool`` is also a submodule's name: the package never binds the module over it, so reading
+# ``tools.tool`` keeps giving the decorator (with the warning), as before it moved.
+_lazy, __dir__ = _lazy_names(__name__, _LAZY, keep=("code_runner", "tool"))
 _moved = _moved_names(__name__, _MOVED, stacklevel=3)
 
 
