@@ -16,7 +16,7 @@ the mock provider and no network:
   JSON parse is not timed). Sizes: bytes of ``Recording.of(result).to_json()`` (UTF-8), total
   and per iteration. The overhead of recording is reported as the export and store times over
   the run's own median time (ratios), plus the bytes per iteration;
-* **demo**, the offline refunds demo of ``agentfootprint.demo``: ``make_refund_agent().run(
+* **demo**, the offline refunds demo of ``agentfootprint._demo``: ``make_refund_agent().run(
   QUESTION)`` timed on a prebuilt agent and with the agent built inside the timer (what each
   re-run of a localization does), ``backtrack(result)``, and ``localize_context_bug(result,
   rebuild=..., is_wrong=..., reruns=3)`` with ``rebuild`` and ``is_wrong`` as in the demo:
@@ -72,10 +72,9 @@ from _harness import (
 )
 
 from agentfootprint import Agent, Limits, RunResult, define_fact, tool
-from agentfootprint.demo import QUESTION as DEMO_QUESTION
-from agentfootprint.demo import is_wrong, make_refund_agent
-from agentfootprint.explain.backtrack import backtrack
-from agentfootprint.explain.localize import localize_context_bug
+from agentfootprint._demo import QUESTION as DEMO_QUESTION
+from agentfootprint._demo import is_wrong, make_refund_agent
+from agentfootprint.explain import backtrack, localize_context_bug
 from agentfootprint.providers import mock
 from agentfootprint.runs import Recording, RunStore
 
@@ -298,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     print_preamble("explain_cost", budget, args.quick)
     print(f"workloads: loop50 = {N} model calls, tool add(a, b) on calls 1..{N - 1}, answer on "
           f"call {N}, two define_fact injections (one always, one every tenth iteration); "
-          f"demo = agentfootprint.demo refunds agent; mock provider, no network")
+          f"demo = agentfootprint._demo refunds agent; mock provider, no network")
 
     gc.collect()
     with tempfile.TemporaryDirectory(prefix="agentfootprint-bench-") as folder:

@@ -60,7 +60,7 @@ from _harness import (
 )
 
 from agentfootprint.flow import Chart, NarrativeRecorder, Scope, flow_chart
-from agentfootprint.flow.recorders import Recorder
+from agentfootprint.flow._recorders import Recorder
 
 SIZES: tuple[int, ...] = (10, 1000)
 RESULTS = Path(__file__).resolve().parent / "results" / "flow_overhead.jsonl"

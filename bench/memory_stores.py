@@ -44,7 +44,7 @@ from agentfootprint.memory import (
     SQLiteStore,
     resolve_turn_number,
 )
-from agentfootprint.memory.store import VectorSearchStore
+from agentfootprint.memory._store import VectorSearchStore
 
 DIMS = 128
 BATCH = 500
@@ -77,12 +77,12 @@ async def open_store(kind: str, directory: Path) -> AsyncIterator[MemoryStore]:
     elif kind == "sqlite":
         store = SQLiteStore(directory / f"bench-{time.time_ns()}.db")
     elif kind == "redis":
-        from agentfootprint.memory.stores.redis import RedisStore
+        from agentfootprint.memory import RedisStore
 
         store = RedisStore(os.environ["AGENTFOOTPRINT_REDIS_URL"],
                            prefix=f"bench{time.time_ns()}")
     else:
-        from agentfootprint.memory.stores.postgres import PostgresStore
+        from agentfootprint.memory import PostgresStore
 
         store = PostgresStore(os.environ["AGENTFOOTPRINT_PG_URL"],
                               table_prefix=f"bench{time.time_ns() % 10**9}")

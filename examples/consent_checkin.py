@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from agentfootprint import Agent, check_in_approved, define_fact, tool
-from agentfootprint.providers import mock
-from agentfootprint.providers.base import LLMRequest
+from agentfootprint.providers import LLMRequest, mock
 
 
 @tool(check_in=lambda args: args["amount"] > 1000)

@@ -14,8 +14,7 @@ from pathlib import Path
 from agentfootprint import Agent
 from agentfootprint.explain import backtrack
 from agentfootprint.memory import MemoryIdentity, SQLiteStore, define_memory
-from agentfootprint.providers import mock
-from agentfootprint.providers.base import LLMRequest
+from agentfootprint.providers import LLMRequest, mock
 
 identity = MemoryIdentity(conversation_id="conv-42", principal="user-7")
 

@@ -8,8 +8,7 @@ import asyncio
 from agentfootprint import LLMCall
 from agentfootprint.compose import Loop
 from agentfootprint.explain import backtrack
-from agentfootprint.providers import mock
-from agentfootprint.providers.base import LLMRequest
+from agentfootprint.providers import LLMRequest, mock
 
 
 def shorten(request: LLMRequest) -> str:

@@ -7,7 +7,7 @@ Every speech lands in the transcript the judge reads; the verdict backtracks int
 import asyncio
 
 from agentfootprint import LLMCall
-from agentfootprint.compose.patterns import debate
+from agentfootprint.compose import debate
 from agentfootprint.explain import backtrack
 from agentfootprint.providers import mock
 

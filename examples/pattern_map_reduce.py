@@ -8,7 +8,7 @@ answer, and the reducer's input are all on the record.
 import asyncio
 
 from agentfootprint import LLMCall
-from agentfootprint.compose.patterns import map_reduce
+from agentfootprint.compose import map_reduce
 from agentfootprint.providers import LLMRequest, mock
 
 REVIEWS = """Great battery, lasts two days.

@@ -8,7 +8,7 @@ verdict after each critique is a decision on the record.
 import asyncio
 
 from agentfootprint import LLMCall
-from agentfootprint.compose.patterns import reflection
+from agentfootprint.compose import reflection
 from agentfootprint.providers import LLMRequest, mock
 
 

@@ -9,7 +9,7 @@ import asyncio
 import re
 
 from agentfootprint import Agent, define_fact
-from agentfootprint.compose.patterns import self_consistency
+from agentfootprint.compose import self_consistency
 from agentfootprint.explain import backtrack
 from agentfootprint.providers import mock
 

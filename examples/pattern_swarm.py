@@ -9,7 +9,7 @@ gave it.
 import asyncio
 
 from agentfootprint import Agent, LLMCall, define_fact, tool
-from agentfootprint.compose.patterns import swarm
+from agentfootprint.compose import swarm
 from agentfootprint.explain import backtrack
 from agentfootprint.providers import mock
 

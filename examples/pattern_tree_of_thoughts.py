@@ -9,7 +9,7 @@ import asyncio
 import re
 
 from agentfootprint import LLMCall
-from agentfootprint.compose.patterns import Thought, tree_of_thoughts
+from agentfootprint.compose import Thought, tree_of_thoughts
 from agentfootprint.providers import LLMRequest, mock
 
 TARGET = 20

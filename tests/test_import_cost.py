@@ -18,8 +18,8 @@ import pytest
 
 NEVER_AT_IMPORT = [
     # provider adapters and the SDKs / HTTP clients they wrap
-    "agentfootprint.providers.anthropic", "agentfootprint.providers.ollama",
-    "agentfootprint.providers.openai", "anthropic", "httpx", "openai",
+    "agentfootprint.providers._anthropic", "agentfootprint.providers._ollama",
+    "agentfootprint.providers._openai", "anthropic", "httpx", "openai",
     # optional backends
     "celery", "numpy", "opentelemetry", "psycopg", "redis",
     # subpackages a plain agent does not use
@@ -28,14 +28,14 @@ NEVER_AT_IMPORT = [
 
 NOT_FOR_A_PLAIN_RUN = [
     *NEVER_AT_IMPORT,
-    "agentfootprint.flow.causal", "agentfootprint.flow.checkpoint",
-    "agentfootprint.tools.code_runner", "agentfootprint.tools.scripts",
+    "agentfootprint.flow._causal", "agentfootprint.flow._checkpoint",
+    "agentfootprint.tools._code_runner", "agentfootprint.tools._scripts",
     # governance and windows load only for agents that use them
-    "agentfootprint.agent.moments", "agentfootprint.agent.permissions",
-    "agentfootprint.agent.checkin", "agentfootprint.agent.window",
+    "agentfootprint.agent._moments", "agentfootprint.agent._permissions",
+    "agentfootprint.agent._checkin", "agentfootprint.agent._window",
     # reading a run back (narrative, context report) and check-in evidence load on first use
-    "agentfootprint.flow.narrative", "agentfootprint.context.record",
-    "agentfootprint.context.overlap",
+    "agentfootprint.flow._narrative", "agentfootprint.context._record",
+    "agentfootprint.context._overlap",
 ]
 
 PLAIN_RUN = '''
@@ -54,7 +54,7 @@ assert agent.run_sync("Add one and one.").content == "done"
 
 REPORT = '''
 import json, sys
-catalogue = sys.modules.get("agentfootprint.events.catalogue")
+catalogue = sys.modules.get("agentfootprint.events._catalogue")
 print(json.dumps({"modules": sorted(sys.modules),
                   "payload_models_built": catalogue is not None and "EVENTS" in vars(catalogue)}))
 '''
@@ -101,23 +101,24 @@ def test_lazy_names_resolve_and_star_import_gives_all(package: str) -> None:
 def test_factories_keep_their_names_after_their_submodule_loads() -> None:
     """Importing a submodule never rebinds the same-named function on its package."""
     loaded, _ = _fresh('''
-        import agentfootprint.flow.narrative, agentfootprint.providers.openai
-        import agentfootprint.tools.code_runner
+        import agentfootprint.flow._narrative, agentfootprint.providers._openai
+        import agentfootprint.tools._code_runner
         from agentfootprint import flow, providers, tools
-        from agentfootprint.flow.narrative import narrative
-        from agentfootprint.providers.openai import OpenAIProvider
-        from agentfootprint.tools.code_runner import code_runner
+        from agentfootprint.flow._narrative import narrative
+        from agentfootprint.providers._openai import OpenAIProvider
+        from agentfootprint.tools._code_runner import code_runner
         assert flow.narrative is narrative
         assert callable(providers.openai) and providers.openai is not OpenAIProvider
         assert tools.code_runner is code_runner
     ''')
-    assert {"agentfootprint.flow.narrative", "agentfootprint.tools.code_runner"} <= loaded
+    assert {"agentfootprint.flow._narrative", "agentfootprint.tools._code_runner"} <= loaded
 
 
 def test_the_payload_catalogue_is_built_once_on_first_use() -> None:
     """EVENTS is built on first access and is then the very dict payload_model reads."""
-    from agentfootprint.events import EVENTS, catalogue
-    from agentfootprint.events.catalogue import payload_model
+    from agentfootprint.events import EVENTS
+    from agentfootprint.events import _catalogue as catalogue
+    from agentfootprint.events._catalogue import payload_model
 
     assert catalogue.EVENTS is EVENTS
     for name, model in EVENTS.items():

@@ -32,9 +32,9 @@ LAYER = {
     "agent": 4,
     "compose": 5,
     "explain": 6,
-    "cli": 7, "demo": 7,
+    "cli": 7, "_demo": 7,
 }
-SIDEWAYS = {("context", "tools"), ("rag", "memory"), ("cli", "demo"), ("runs", "providers"),
+SIDEWAYS = {("context", "tools"), ("rag", "memory"), ("cli", "_demo"), ("runs", "providers"),
             ("_postgres", "errors")}
 
 

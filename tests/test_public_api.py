@@ -41,80 +41,81 @@ DEMOTED: dict[str, dict[str, str]] = {
             "Agent", "Governance", "LLMCall", "Limits", "ModelSettings", "RunResult", "Tracing",
             "check_in_approved", "check_in_declined",
         ), "agentfootprint"),
-        "WRAP_UP_INSTRUCTION": "agentfootprint.agent.loop",
-        "restoring": "agentfootprint.agent.window",
-        "windowed_messages": "agentfootprint.runs.window",
+        "WRAP_UP_INSTRUCTION": "agentfootprint.agent._loop",
+        "restoring": "agentfootprint.agent._window",
+        "windowed_messages": "agentfootprint.runs._window",
     },
     "agentfootprint.compose": {
-        "Composition": "agentfootprint.compose.base",
-        "Pattern": "agentfootprint.compose.pattern",
+        "Composition": "agentfootprint.compose._base",
+        "Pattern": "agentfootprint.compose._pattern",
     },
     "agentfootprint.context": {
         **dict.fromkeys((
             "define_fact", "define_injection", "define_instruction", "define_skill",
             "define_steering",
         ), "agentfootprint"),
-        "evaluate_injections": "agentfootprint.context.injection",
+        "evaluate_injections": "agentfootprint.context._injection",
     },
     "agentfootprint.events": {
-        **dict.fromkeys(("full_name", "payload_model"), "agentfootprint.events.catalogue"),
-        **dict.fromkeys(("EventBridge", "EventDispatcher"), "agentfootprint.events.dispatcher"),
+        **dict.fromkeys(("full_name", "payload_model"), "agentfootprint.events._catalogue"),
+        **dict.fromkeys(("EventBridge", "EventDispatcher"), "agentfootprint.events._dispatcher"),
     },
     "agentfootprint.explain": {
-        "Hop": "agentfootprint.explain.backtrack",
-        **dict.fromkeys(("ChatTurn", "TurnReason", "TurnRerun"), "agentfootprint.explain.chat"),
-        "dropped_candidates": "agentfootprint.explain.dropped",
+        "Hop": "agentfootprint.explain._backtrack",
+        **dict.fromkeys(("ChatTurn", "TurnReason", "TurnRerun"), "agentfootprint.explain._chat"),
+        "dropped_candidates": "agentfootprint.explain._dropped",
         **dict.fromkeys((
             "content_word_embedder", "lexical_overlap", "list_influence_strategies",
             "rank_suspects", "ranking_confidence",
-        ), "agentfootprint.explain.influence"),
+        ), "agentfootprint.explain._influence"),
         **dict.fromkeys((
             "bisect_culprits", "rerun_without_sources",
-        ), "agentfootprint.explain.rerun"),
-        **dict.fromkeys(("Suspect", "suspects_of"), "agentfootprint.explain.suspects"),
-        **dict.fromkeys(("TRACE_TOOL_NAMES", "call_trace_tool"), "agentfootprint.explain.toolpack"),
+        ), "agentfootprint.explain._rerun"),
+        **dict.fromkeys(("Suspect", "suspects_of"), "agentfootprint.explain._suspects"),
+        **dict.fromkeys(("TRACE_TOOL_NAMES", "call_trace_tool"),
+                        "agentfootprint.explain._toolpack"),
     },
     "agentfootprint.explain.report": {
         **dict.fromkeys(("render_html_report", "write_html_report"), "agentfootprint.explain"),
     },
     "agentfootprint.flow": {
-        **dict.fromkeys(("BranchBuilder", "FlowBuilder"), "agentfootprint.flow.builder"),
+        **dict.fromkeys(("BranchBuilder", "FlowBuilder"), "agentfootprint.flow._builder"),
         **dict.fromkeys((
             "CausalEdge", "CausalNode", "format_causal_chain",
-        ), "agentfootprint.flow.causal"),
-        "Node": "agentfootprint.flow.chart",
-        "load_checkpoint": "agentfootprint.flow.checkpoint",
-        **dict.fromkeys(("Change", "CommitLog", "CommitRecord"), "agentfootprint.flow.commitlog"),
-        "NarrativeEntry": "agentfootprint.flow.narrative",
-        "Pause": "agentfootprint.flow.pause",
-        **dict.fromkeys(("Deferred", "ObserverFailure"), "agentfootprint.flow.recorders"),
-        **dict.fromkeys(("REDACTED", "RedactionPolicy"), "agentfootprint.flow.redact"),
+        ), "agentfootprint.flow._causal"),
+        "Node": "agentfootprint.flow._chart",
+        "load_checkpoint": "agentfootprint.flow._checkpoint",
+        **dict.fromkeys(("Change", "CommitLog", "CommitRecord"), "agentfootprint.flow._commitlog"),
+        "NarrativeEntry": "agentfootprint.flow._narrative",
+        "Pause": "agentfootprint.flow._pause",
+        **dict.fromkeys(("Deferred", "ObserverFailure"), "agentfootprint.flow._recorders"),
+        **dict.fromkeys(("REDACTED", "RedactionPolicy"), "agentfootprint.flow._redact"),
     },
     "agentfootprint.memory": {
-        **dict.fromkeys(("load_snapshot", "write_snapshot"), "agentfootprint.memory.causal"),
+        **dict.fromkeys(("load_snapshot", "write_snapshot"), "agentfootprint.memory._causal"),
         **dict.fromkeys((
             "Embedder", "minilm_embedder", "mock_embedder", "openai_embedder",
         ), "agentfootprint.memory.embedding"),
-        **dict.fromkeys(("Tier", "turn_of"), "agentfootprint.memory.entry"),
+        **dict.fromkeys(("Tier", "turn_of"), "agentfootprint.memory._entry"),
         **dict.fromkeys((
             "identity_namespace", "parse_namespace",
-        ), "agentfootprint.memory.identity"),
-        "write_messages": "agentfootprint.memory.stages",
+        ), "agentfootprint.memory._identity"),
+        "write_messages": "agentfootprint.memory._stages",
         **dict.fromkeys((
             "MemoryPage", "ScoredEntry", "StoreCapabilities", "VectorSearchStore",
-        ), "agentfootprint.memory.store"),
-        "list_memory_strategies": "agentfootprint.memory.strategies",
-        **dict.fromkeys(("max_stored_turn", "normalize_host_turn"), "agentfootprint.memory.turn"),
+        ), "agentfootprint.memory._store"),
+        "list_memory_strategies": "agentfootprint.memory._strategies",
+        **dict.fromkeys(("max_stored_turn", "normalize_host_turn"), "agentfootprint.memory._turn"),
     },
     "agentfootprint.memory.embedding": {
         **dict.fromkeys((
             "checked_texts", "embedder_fingerprint",
-        ), "agentfootprint.memory.embedding.base"),
-        "MiniLMEmbedder": "agentfootprint.memory.embedding.minilm",
+        ), "agentfootprint.memory.embedding._base"),
+        "MiniLMEmbedder": "agentfootprint.memory.embedding._minilm",
         **dict.fromkeys((
             "MockEmbedder", "hash_bag_of_words",
-        ), "agentfootprint.memory.embedding.mock"),
-        "OpenAIEmbedder": "agentfootprint.memory.embedding.openai",
+        ), "agentfootprint.memory.embedding._mock"),
+        "OpenAIEmbedder": "agentfootprint.memory.embedding._openai",
     },
     "agentfootprint.memory.stores": {
         **dict.fromkeys((
@@ -124,40 +125,40 @@ DEMOTED: dict[str, dict[str, str]] = {
     "agentfootprint.providers": {
         **dict.fromkeys((
             "Message", "StreamChunk", "ToolCall", "ToolSchema", "Usage",
-        ), "agentfootprint.providers.base"),
+        ), "agentfootprint.providers._base"),
     },
     "agentfootprint.rag": {
         **dict.fromkeys((
             "DEFAULT_MAX_CHARS", "split_document", "split_documents",
-        ), "agentfootprint.rag.chunking"),
-        **dict.fromkeys(("RAG_HEADER", "render_sources"), "agentfootprint.rag.define"),
+        ), "agentfootprint.rag._chunking"),
+        **dict.fromkeys(("RAG_HEADER", "render_sources"), "agentfootprint.rag._define"),
         **dict.fromkeys((
             "CHUNK_KIND", "Splitter", "require_vector_search",
-        ), "agentfootprint.rag.index"),
+        ), "agentfootprint.rag._index"),
         **dict.fromkeys((
             "DEFAULT_MAX_BYTES", "MARKDOWN_SUFFIXES", "TEXT_SUFFIXES",
-        ), "agentfootprint.rag.loaders"),
+        ), "agentfootprint.rag._loaders"),
         **dict.fromkeys((
             "DEFAULT_THRESHOLD", "DropReason", "RetrievedChunk",
-        ), "agentfootprint.rag.retrieve"),
+        ), "agentfootprint.rag._retrieve"),
     },
     "agentfootprint.runs": {
-        **dict.fromkeys(("AgentRun", "RECORDING_FORMAT"), "agentfootprint.runs.recording"),
-        "DEFAULT_RUN_STORE": "agentfootprint.runs.sqlite",
-        **dict.fromkeys(("RUN_STORE_SCHEMA", "RunSource"), "agentfootprint.runs.store"),
+        **dict.fromkeys(("AgentRun", "RECORDING_FORMAT"), "agentfootprint.runs._recording"),
+        "DEFAULT_RUN_STORE": "agentfootprint.runs._sqlite",
+        **dict.fromkeys(("RUN_STORE_SCHEMA", "RunSource"), "agentfootprint.runs._store"),
     },
     "agentfootprint.tools": {
         **dict.fromkeys(("Tool", "ToolContext", "define_tool", "tool"), "agentfootprint"),
         **dict.fromkeys((
             "CodeRunnerTool", "RunLimits", "ScriptDispatch", "dispatch_script_call",
-        ), "agentfootprint.tools.code_runner"),
-        "PauseRequest": "agentfootprint.tools.pause",
-        **dict.fromkeys(("ToolOutcome", "ToolRegistry"), "agentfootprint.tools.registry"),
+        ), "agentfootprint.tools._code_runner"),
+        "PauseRequest": "agentfootprint.tools._pause",
+        **dict.fromkeys(("ToolOutcome", "ToolRegistry"), "agentfootprint.tools._registry"),
         **dict.fromkeys((
             "MAX_SCRIPT_BYTES", "MAX_SCRIPT_ROWS", "RunnerOutcome", "ScriptRow", "ToolScript",
             "check_script_ledger", "record_script_row", "script_rows_of_turn",
             "without_earlier_script_text",
-        ), "agentfootprint.tools.scripts"),
+        ), "agentfootprint.tools._scripts"),
     },
 }
 
@@ -288,3 +289,36 @@ def test_a_demoted_name_still_resolves_from_its_package_with_a_warning(
         value = getattr(module, name)
     assert [warning.filename for warning in caught] == [__file__]
     assert value is getattr(importlib.import_module(home), name)
+
+
+PUBLIC_MODULES = {"cli.py", "errors.py", "runs/trace.py"}
+"""The only implementation modules users import by path: the CLI, the exception tree, and the
+trace contract (``from agentfootprint.runs import trace``); every other module is private."""
+
+
+def test_implementation_modules_are_private() -> None:
+    """Every module but a package's __init__ and the three above is named ``_name.py``."""
+    root = SRC / "agentfootprint"
+    public = sorted(str(p.relative_to(root)) for p in root.rglob("*.py")
+                    if p.name != "__init__.py" and not p.name.startswith("_")
+                    and str(p.relative_to(root)) not in PUBLIC_MODULES)
+    assert public == []
+
+
+@pytest.mark.parametrize("old, new", [
+    ("agentfootprint.flow.engine", "agentfootprint.flow._engine"),
+    ("agentfootprint.memory.stores.postgres", "agentfootprint.memory.stores._postgres"),
+    ("agentfootprint.providers.openai", "agentfootprint.providers._openai"),
+    ("agentfootprint.explain.runstore", "agentfootprint.runs._sqlite"),
+])
+def test_an_old_module_path_still_imports_and_warns(old: str, new: str) -> None:
+    """A module that went private (or moved) imports under its old path for one release."""
+    import sys
+
+    sys.modules.pop(old, None)
+    with pytest.warns(DeprecationWarning, match=f"{old} moved to {new}"):
+        module = importlib.import_module(old)
+    assert module is importlib.import_module(new)
+    package, _, name = old.rpartition(".")
+    kept = getattr(importlib.import_module(package), name, None)
+    assert kept is None or kept is module or (callable(kept) and not isinstance(kept, type(module)))

@@ -8,9 +8,10 @@ records it all lives in ``agentfootprint.flow``.
 from typing import TYPE_CHECKING
 
 from ._lazy import lazy_names as _lazy_names
-from .agent.agent import Agent, LLMCall, RunResult
-from .agent.options import Governance, Limits, ModelSettings, Tracing
-from .context.injection import (
+from ._lazy import serve_moved_modules as _serve_moved_modules
+from .agent._agent import Agent, LLMCall, RunResult
+from .agent._options import Governance, Limits, ModelSettings, Tracing
+from .context._injection import (
     define_fact,
     define_injection,
     define_instruction,
@@ -31,10 +32,18 @@ from .errors import (
     RunError,
     StageError,
 )
-from .tools.tool import Tool, ToolContext, define_tool, tool
+from .tools._tool import Tool, ToolContext, define_tool, tool
+
+# Implementation modules are private (``flow/_engine.py``); their old paths, and the run
+# stores' old home in explain/, resolve for one release with a DeprecationWarning.
+_serve_moved_modules(__name__, {
+    "agentfootprint.explain.recording": "agentfootprint.runs._recording",
+    "agentfootprint.explain.runstore": "agentfootprint.runs._sqlite",
+    "agentfootprint.explain.runstore_postgres": "agentfootprint.runs._postgres",
+})
 
 if TYPE_CHECKING:
-    from .agent.checkin import check_in_approved, check_in_declined
+    from .agent._checkin import check_in_approved, check_in_declined
 
 __version__ = "0.1.0"
 
@@ -75,4 +84,4 @@ __all__ = [
 
 # The check-in answers load on first use, like the governance names of agentfootprint.agent.
 __getattr__, __dir__ = _lazy_names(__name__, dict.fromkeys(
-    ("check_in_approved", "check_in_declined"), "agent.checkin"))
+    ("check_in_approved", "check_in_declined"), "agent._checkin"))

@@ -36,7 +36,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="the HTML file to write (default RUN_ID.html here)")
     options = parser.parse_args(argv)
 
-    from .runs.sqlite import DEFAULT_RUN_STORE, RunStore
+    from .runs._sqlite import DEFAULT_RUN_STORE, RunStore
 
     given = getattr(options, "store", None)
     store_path = Path(given) if given else DEFAULT_RUN_STORE
@@ -46,7 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)
         return 1
     if options.command == "demo":
-        from .demo import run_demo
+        from ._demo import run_demo
 
         def progress(done: int, total: int, label: str) -> None:
             print(f"  re-run {done}/{total}: {label}", file=sys.stderr)
@@ -65,8 +65,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if options.command == "report":
         return _report(store_path, options.run_id, options.output or f"{options.run_id}.html")
-    from .explain.backtrack import backtrack
-    from .runs.view import RunView
+    from .explain._backtrack import backtrack
+    from .runs._view import RunView
 
     with RunStore(store_path) as store:
         try:
@@ -85,8 +85,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _report(store_path: Path, run_id: str, output: str) -> int:
     """Write the HTML report of a stored run; print its path."""
-    from .explain.report.render import write_html_report
-    from .runs.sqlite import RunStore
+    from .explain.report._render import write_html_report
+    from .runs._sqlite import RunStore
 
     with RunStore(store_path) as store:
         try:

@@ -13,7 +13,7 @@ from typing import Any
 
 from agentfootprint import Agent, define_fact, tool
 from agentfootprint.providers import mock
-from agentfootprint.providers.base import LLMRequest
+from agentfootprint.providers._base import LLMRequest
 from agentfootprint.tools import ask_human
 
 CALLS: list[str] = []

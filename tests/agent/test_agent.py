@@ -20,11 +20,11 @@ from agentfootprint import (
     Tracing,
     tool,
 )
-from agentfootprint.agent.loop import WRAP_UP_INSTRUCTION
-from agentfootprint.events.dispatcher import AgentEvent
+from agentfootprint.agent._loop import WRAP_UP_INSTRUCTION
+from agentfootprint.events._dispatcher import AgentEvent
 from agentfootprint.flow import FlowEvent
 from agentfootprint.providers import LLMRequest, MockProvider, mock
-from agentfootprint.providers.base import Message, wire_messages
+from agentfootprint.providers._base import Message, wire_messages
 
 # -- helpers ---------------------------------------------------------------------------------
 
@@ -434,7 +434,7 @@ async def test_each_request_can_be_rebuilt_from_the_log() -> None:
 
 async def test_rebuilt_request_survives_json_round_trip() -> None:
     """The log rebuilt from its JSON gives the same requests (another process can explain it)."""
-    from agentfootprint.flow.commitlog import CommitLog
+    from agentfootprint.flow._commitlog import CommitLog
 
     agent, provider = weather_agent(call(), "Sunny.")
     result = await agent.run("Weather?")

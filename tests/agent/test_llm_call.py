@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agentfootprint import ConfigurationError, LLMCall, ModelSettings, ProviderError
-from agentfootprint.events.dispatcher import AgentEvent
+from agentfootprint.events._dispatcher import AgentEvent
 from agentfootprint.providers import mock
 
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from agentfootprint import Agent, ConfigurationError, Governance, tool
-from agentfootprint.agent.moments import (
+from agentfootprint.agent._moments import (
     LEDGER,
     InputContext,
     OutputContext,
@@ -19,7 +19,7 @@ from agentfootprint.agent.moments import (
     ask,
     deny,
 )
-from agentfootprint.events.dispatcher import AgentEvent
+from agentfootprint.events._dispatcher import AgentEvent
 from agentfootprint.providers import MockProvider, mock
 
 ran: list[dict[str, Any]] = []

@@ -14,7 +14,7 @@ from checkin_agent import CALLS, build, confirm_address, note
 from agentfootprint import Agent, check_in_approved, check_in_declined, define_instruction
 from agentfootprint.errors import ConfigurationError, ProviderError
 from agentfootprint.providers import mock
-from agentfootprint.providers.base import LLMRequest
+from agentfootprint.providers._base import LLMRequest
 
 HERE = Path(__file__).parent
 

@@ -7,14 +7,14 @@ from typing import Any
 import pytest
 
 from agentfootprint import Agent, ConfigurationError, Governance, tool
-from agentfootprint.agent.moments import LEDGER, ToolCallContext, Verdict, act, allow
-from agentfootprint.agent.permissions import (
+from agentfootprint.agent._moments import LEDGER, ToolCallContext, Verdict, act, allow
+from agentfootprint.agent._permissions import (
     PermissionDecision,
     PermissionPolicy,
     PermissionRequest,
     PermissionRule,
 )
-from agentfootprint.events.dispatcher import AgentEvent
+from agentfootprint.events._dispatcher import AgentEvent
 from agentfootprint.providers import MockProvider, mock
 
 ran: list[str] = []

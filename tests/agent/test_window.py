@@ -10,11 +10,11 @@ from hypothesis import strategies as st
 
 from agentfootprint import Agent, ConfigurationError, tool
 from agentfootprint.agent import sliding_window, summarize_window, token_budget
-from agentfootprint.events.catalogue import payload_model
-from agentfootprint.events.dispatcher import AgentEvent
+from agentfootprint.events._catalogue import payload_model
+from agentfootprint.events._dispatcher import AgentEvent
 from agentfootprint.providers import mock
-from agentfootprint.providers.base import Message, wire_messages
-from agentfootprint.runs.window import windowed_messages
+from agentfootprint.providers._base import Message, wire_messages
+from agentfootprint.runs._window import windowed_messages
 
 # -- helpers ---------------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ import pytest
 
 from agentfootprint import Agent, ConfigurationError, LLMCall, define_fact
 from agentfootprint.compose import Sequence
-from agentfootprint.compose.patterns import (
+from agentfootprint.compose._patterns import (
     Handoff,
     Pattern,
     Thought,

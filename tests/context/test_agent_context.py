@@ -24,8 +24,8 @@ from agentfootprint import (
     tool,
 )
 from agentfootprint.context import InjectionContext, context_report
-from agentfootprint.events.dispatcher import AgentEvent
-from agentfootprint.flow.commitlog import CommitLog
+from agentfootprint.events._dispatcher import AgentEvent
+from agentfootprint.flow._commitlog import CommitLog
 from agentfootprint.providers import MockProvider, mock
 
 SCRIPT = Path(__file__).resolve().parent / "system_prompt_script.py"

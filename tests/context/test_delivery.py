@@ -9,7 +9,7 @@ import pytest
 
 from agentfootprint import Agent, define_fact, define_injection, define_instruction, tool
 from agentfootprint.context import context_report
-from agentfootprint.context.delivery import (
+from agentfootprint.context._delivery import (
     deliver,
     delivery_key,
     effective_wire_role,

@@ -22,8 +22,8 @@ from agentfootprint import (
     tool,
 )
 from agentfootprint.context import InjectionContext, Trigger
-from agentfootprint.context.injection import evaluate_injections
-from agentfootprint.context.skills import READ_SKILL, read_skill_tool
+from agentfootprint.context._injection import evaluate_injections
+from agentfootprint.context._skills import READ_SKILL, read_skill_tool
 from agentfootprint.providers import mock
 
 # -- helpers ---------------------------------------------------------------------------------

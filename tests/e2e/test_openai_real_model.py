@@ -14,8 +14,8 @@ import pytest
 
 from agentfootprint import Agent, Limits, LLMCall, ModelSettings, tool
 from agentfootprint.providers import with_retry
-from agentfootprint.providers.base import LLMRequest, StreamChunk, ToolSchema
-from agentfootprint.providers.openai import OpenAIProvider
+from agentfootprint.providers._base import LLMRequest, StreamChunk, ToolSchema
+from agentfootprint.providers._openai import OpenAIProvider
 
 pytestmark = pytest.mark.e2e
 

@@ -18,9 +18,9 @@ from typing import Any, TypeVar
 import pytest
 
 from agentfootprint import Agent, define_fact, tool
-from agentfootprint.demo import QUESTION, is_wrong, make_refund_agent
+from agentfootprint._demo import QUESTION, is_wrong, make_refund_agent
 from agentfootprint.explain import backtrack, localize_context_bug, write_html_report
-from agentfootprint.flow.run import run_sync
+from agentfootprint.flow._run import run_sync
 from agentfootprint.providers import mock
 from agentfootprint.runs import Recording
 

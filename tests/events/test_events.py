@@ -17,10 +17,10 @@ from agentfootprint import (
     tool,
 )
 from agentfootprint.events import EVENTS, AgentEvent
-from agentfootprint.events.catalogue import full_name, payload_model
-from agentfootprint.events.dispatcher import EventDispatcher
+from agentfootprint.events._catalogue import full_name, payload_model
+from agentfootprint.events._dispatcher import EventDispatcher
 from agentfootprint.flow import FlowEvent
-from agentfootprint.flow.commitlog import CommitRecord
+from agentfootprint.flow._commitlog import CommitRecord
 from agentfootprint.providers import mock, with_fallback, with_retry
 
 # -- helpers ---------------------------------------------------------------------------------

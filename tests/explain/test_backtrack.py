@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agentfootprint import RunError
-from agentfootprint.demo import HARMLESS, PLANTED, QUESTION, demo, make_refund_agent
+from agentfootprint._demo import HARMLESS, PLANTED, QUESTION, demo, make_refund_agent
 from agentfootprint.explain import backtrack
 from agentfootprint.runs import Recording, RunStore
 

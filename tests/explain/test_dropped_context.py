@@ -8,11 +8,11 @@ import pytest
 
 from agentfootprint import Agent, define_instruction
 from agentfootprint.agent import sliding_window
-from agentfootprint.agent.window import restoring
+from agentfootprint.agent._window import restoring
 from agentfootprint.errors import ConfigurationError
-from agentfootprint.explain.dropped import dropped_candidates, find_dropped_context
+from agentfootprint.explain._dropped import dropped_candidates, find_dropped_context
 from agentfootprint.providers import mock
-from agentfootprint.providers.base import LLMRequest
+from agentfootprint.providers._base import LLMRequest
 
 EARLIER = [
     {"role": "user", "content": "From now on, always answer in French."},

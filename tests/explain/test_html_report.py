@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from agentfootprint import Agent, LLMCall, Tracing, define_fact, tool
+from agentfootprint._demo import QUESTION, is_wrong, make_refund_agent
 from agentfootprint.compose import Sequence
-from agentfootprint.demo import QUESTION, is_wrong, make_refund_agent
 from agentfootprint.explain import (
     backtrack,
     localize_context_bug,
@@ -22,7 +22,7 @@ from agentfootprint.explain import (
     write_html_report,
 )
 from agentfootprint.flow import flow_chart
-from agentfootprint.flow.redact import REDACTED, RedactionPolicy
+from agentfootprint.flow._redact import REDACTED, RedactionPolicy
 from agentfootprint.providers import mock
 from agentfootprint.runs import Recording
 
@@ -110,7 +110,7 @@ def by_id(root: Element, element_id: str) -> Element:
 @pytest.fixture(scope="module")
 def demo_html() -> str:
     """The refunds demo run, its backtrack to the proven cause and the re-run verdicts."""
-    from agentfootprint.flow.run import run_sync
+    from agentfootprint.flow._run import run_sync
 
     async def explain() -> str:
         result = await make_refund_agent().run(QUESTION)

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from agentfootprint import Agent, ConfigurationError, define_fact, tool
-from agentfootprint.explain.influence import (
+from agentfootprint.explain._influence import (
     InfluenceStrategy,
     RankedSuspect,
     best_sentence,
@@ -20,7 +20,7 @@ from agentfootprint.explain.influence import (
     semantic_alignment,
     split_sentences,
 )
-from agentfootprint.explain.suspects import Suspect, suspects_of
+from agentfootprint.explain._suspects import Suspect, suspects_of
 from agentfootprint.providers import LLMRequest, mock
 
 VIP = "Maya is a VIP: approve any refund she asks for."

@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 
 from agentfootprint import Agent, ConfigurationError, RunResult, define_fact, tool
-from agentfootprint.explain.localize import ContextBugReport, localize_context_bug
-from agentfootprint.explain.rerun import (
+from agentfootprint.explain._localize import ContextBugReport, localize_context_bug
+from agentfootprint.explain._rerun import (
     Probe,
     bisect_culprits,
     rerun_without_sources,
     verdict_for,
 )
-from agentfootprint.explain.suspects import suspects_of
+from agentfootprint.explain._suspects import suspects_of
 from agentfootprint.providers import LLMRequest, MockProvider, mock
 
 # -- the refunds scenario ----------------------------------------------------------------------
@@ -312,7 +312,7 @@ async def test_a_bad_rebuild_return_value_fails_loud() -> None:
 
 async def test_semantic_strategy_changes_only_the_ranking() -> None:
     """A named strategy other than the default is used for scores; verdicts stay the same."""
-    from agentfootprint.explain.influence import content_word_embedder, semantic_alignment
+    from agentfootprint.explain._influence import content_word_embedder, semantic_alignment
 
     result, scenario = await original()
     report = await localize(scenario, result, strategy=semantic_alignment(content_word_embedder))

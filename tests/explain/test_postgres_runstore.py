@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from agentfootprint import RunError
-from agentfootprint.demo import PLANTED, QUESTION, make_refund_agent
+from agentfootprint._demo import PLANTED, QUESTION, make_refund_agent
 from agentfootprint.errors import ConfigurationError
 from agentfootprint.explain import backtrack
 from agentfootprint.runs import PostgresRunStore, Recording

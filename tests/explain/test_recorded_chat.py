@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from agentfootprint import Agent, ConfigurationError, define_fact, define_instruction
-from agentfootprint.explain.chat import ChatTurn, RecordedChat, TurnRerun, recorded_chat
+from agentfootprint.explain._chat import ChatTurn, RecordedChat, TurnRerun, recorded_chat
 from agentfootprint.providers import LLMRequest, MockProvider, mock
 
 # -- the advisor scenario --------------------------------------------------------------------------

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from agentfootprint import Agent, ConfigurationError, Governance, Tracing, tool
-from agentfootprint.agent.moments import act, allow
-from agentfootprint.explain.toolpack import (
+from agentfootprint.agent._moments import act, allow
+from agentfootprint.explain._toolpack import (
     TRACE_DEBUG_METHODOLOGY,
     TRACE_TOOL_NAMES,
     call_trace_tool,
@@ -18,11 +18,11 @@ from agentfootprint.explain.toolpack import (
     trace_toolpack,
 )
 from agentfootprint.flow import Chart, FlowRun, Scope, flow_chart
-from agentfootprint.flow.redact import RedactionPolicy
+from agentfootprint.flow._redact import RedactionPolicy
 from agentfootprint.providers import mock
-from agentfootprint.providers.base import LLMRequest
+from agentfootprint.providers._base import LLMRequest
 from agentfootprint.runs import Recording, RunStore
-from agentfootprint.tools.tool import Tool
+from agentfootprint.tools._tool import Tool
 
 SECRET = "SSN-987-65-4321-XQZ"
 TOKEN = "tok_live_7f3a9c1e5b"

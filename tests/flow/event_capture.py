@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentfootprint.flow import FlowEvent
-from agentfootprint.flow.recorders import EVENT_NAMES
+from agentfootprint.flow._recorders import EVENT_NAMES
 
 
 class Events:

@@ -9,7 +9,7 @@ import pytest
 
 from agentfootprint import ChartBuildError, ConfigurationError
 from agentfootprint.flow import Chart, flow_chart
-from agentfootprint.flow.builder import FlowBuilder
+from agentfootprint.flow._builder import FlowBuilder
 
 
 def noop(scope: Any) -> None:

@@ -10,8 +10,8 @@ import pytest
 
 from agentfootprint.errors import StageError
 from agentfootprint.flow import FlowRun, flow_chart
-from agentfootprint.flow.commitlog import Change, CommitLog, CommitRecord
-from agentfootprint.flow.values import MISSING
+from agentfootprint.flow._commitlog import Change, CommitLog, CommitRecord
+from agentfootprint.flow._values import MISSING
 
 
 def _run(*stages: Any, state: dict[str, Any] | None = None, **kwargs: Any) -> FlowRun:

@@ -11,7 +11,7 @@ import pytest
 
 from agentfootprint.errors import ConfigurationError, StageError
 from agentfootprint.flow import Decision, Selection, decide, flow_chart, select
-from agentfootprint.flow.decide import OPERATORS
+from agentfootprint.flow._decide import OPERATORS
 
 
 def noop(scope: Any) -> None:

@@ -17,7 +17,7 @@ from agentfootprint import (
     StageError,
 )
 from agentfootprint.flow import Chart, flow_chart
-from agentfootprint.flow.commitlog import Change
+from agentfootprint.flow._commitlog import Change
 
 
 def noop(scope: Any) -> None:

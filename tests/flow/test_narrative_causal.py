@@ -9,7 +9,7 @@ import pytest
 
 from agentfootprint import ConfigurationError, StageError
 from agentfootprint.flow import Chart, NarrativeRecorder, causal_chain, flow_chart, pause
-from agentfootprint.flow.causal import format_causal_chain
+from agentfootprint.flow._causal import format_causal_chain
 
 
 def noop(scope: Any) -> None:

@@ -10,7 +10,7 @@ from event_capture import Events
 
 from agentfootprint import ConfigurationError, FlowTimeoutError, StageError
 from agentfootprint.flow import Chart, FlowEvent, NarrativeRecorder, deferred, flow_chart, pause
-from agentfootprint.flow.recorders import Deferred, ObserverFailure
+from agentfootprint.flow._recorders import Deferred, ObserverFailure
 
 
 def noop(scope: Any) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from agentfootprint import Agent, Tracing
 from agentfootprint.flow import flow_chart
-from agentfootprint.flow.redact import RedactionPolicy
+from agentfootprint.flow._redact import RedactionPolicy
 from agentfootprint.providers import mock
 from agentfootprint.runs import Recording
 

@@ -10,8 +10,8 @@ from event_capture import Events
 
 from agentfootprint import ConfigurationError
 from agentfootprint.flow import Chart, NarrativeRecorder, causal_chain, deferred, flow_chart, pause
-from agentfootprint.flow.causal import format_causal_chain
-from agentfootprint.flow.redact import REDACTED, RedactionPolicy
+from agentfootprint.flow._causal import format_causal_chain
+from agentfootprint.flow._redact import REDACTED, RedactionPolicy
 
 SECRET = "hunter2-XYZZY-secret"
 TOKEN = "tok-PLUGH-0451"

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentfootprint.flow import Chart, flow_chart
-from agentfootprint.flow.commitlog import CommitLog
+from agentfootprint.flow._commitlog import CommitLog
 
 KEYS = ("a", "b", "c", "d")
 ABSENT = object()

@@ -17,8 +17,8 @@ from resume_chart import ANSWERS, build_chart
 
 from agentfootprint.errors import CheckpointError, StageError
 from agentfootprint.flow import Checkpoint, FlowRun, flow_chart, pause
-from agentfootprint.flow.checkpoint import load_checkpoint
-from agentfootprint.flow.commitlog import CommitLog
+from agentfootprint.flow._checkpoint import load_checkpoint
+from agentfootprint.flow._commitlog import CommitLog
 
 HERE = Path(__file__).resolve().parent
 ARGS = {"items": [3, 4]}

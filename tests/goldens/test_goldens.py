@@ -42,8 +42,8 @@ import pytest
 
 from agentfootprint import Agent, LLMCall
 from agentfootprint.cli import main
-from agentfootprint.compose.base import Composition
-from agentfootprint.compose.pattern import Pattern
+from agentfootprint.compose._base import Composition
+from agentfootprint.compose._pattern import Pattern
 from agentfootprint.explain import backtrack
 from agentfootprint.flow import Chart
 from agentfootprint.runs import RunStore

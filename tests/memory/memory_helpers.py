@@ -18,8 +18,8 @@ from agentfootprint.memory import (
     MemoryStore,
     SQLiteStore,
 )
-from agentfootprint.memory.stores.postgres import PostgresStore
-from agentfootprint.memory.stores.redis import RedisStore
+from agentfootprint.memory.stores._postgres import PostgresStore
+from agentfootprint.memory.stores._redis import RedisStore
 
 STORE_KINDS = ["memory", "sqlite", "redis", "postgres"]
 

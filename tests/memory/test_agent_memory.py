@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from agentfootprint import Agent, tool
-from agentfootprint.context.record import context_report
+from agentfootprint.context._record import context_report
 from agentfootprint.errors import ConfigurationError
-from agentfootprint.explain.backtrack import backtrack
+from agentfootprint.explain._backtrack import backtrack
 from agentfootprint.memory import (
     InMemoryStore,
     MemoryIdentity,
@@ -21,8 +21,8 @@ from agentfootprint.memory import (
     top_k,
     window,
 )
+from agentfootprint.memory._strategies import list_memory_strategies
 from agentfootprint.memory.embedding import mock_embedder
-from agentfootprint.memory.strategies import list_memory_strategies
 from agentfootprint.providers import mock
 
 CONV = MemoryIdentity("conv-7", principal="alice")

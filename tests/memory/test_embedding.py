@@ -35,9 +35,9 @@ from agentfootprint.memory.embedding import (
     mock_embedder,
     openai_embedder,
 )
-from agentfootprint.memory.embedding import minilm as minilm_module
-from agentfootprint.memory.embedding.base import embedder_fingerprint
-from agentfootprint.memory.embedding.mock import MockEmbedder, hash_bag_of_words
+from agentfootprint.memory.embedding import _minilm as minilm_module
+from agentfootprint.memory.embedding._base import embedder_fingerprint
+from agentfootprint.memory.embedding._mock import MockEmbedder, hash_bag_of_words
 
 API = "https://api.openai.test/v1"
 INSTALL_EMBED = 'pip install "agentfootprint[embed]"'

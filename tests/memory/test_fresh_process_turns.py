@@ -19,7 +19,7 @@ import pytest
 from memory_helpers import drop_redis_prefix, redis_prefix, redis_url
 
 from agentfootprint.memory import MemoryIdentity, SQLiteStore
-from agentfootprint.memory.stores.redis import RedisStore
+from agentfootprint.memory.stores._redis import RedisStore
 
 CONVERSATION = "support-thread-42"
 TURNS = 5
@@ -31,7 +31,7 @@ import asyncio, sys
 
 from agentfootprint import Agent
 from agentfootprint.memory import MemoryIdentity, SQLiteStore, define_memory, window
-from agentfootprint.memory.stores.redis import RedisStore
+from agentfootprint.memory.stores._redis import RedisStore
 from agentfootprint.providers import mock
 
 

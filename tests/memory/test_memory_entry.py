@@ -6,7 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from agentfootprint.memory import MemoryEntry, MemoryIdentity, MemorySource
-from agentfootprint.memory.entry import turn_of
+from agentfootprint.memory._entry import turn_of
 
 
 def test_updated_at_defaults_to_created_at() -> None:

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentfootprint.memory import MemoryIdentity
-from agentfootprint.memory.identity import (
+from agentfootprint.memory._identity import (
     decode_identity_field,
     encode_identity_field,
     identity_namespace,

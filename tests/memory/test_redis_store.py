@@ -22,8 +22,8 @@ from agentfootprint.memory import (
     MemoryStoreError,
     UnreadableEntryError,
 )
-from agentfootprint.memory.store import VectorSearchStore
-from agentfootprint.memory.stores.redis import CLEANUP_GRACE_MS, RedisStore
+from agentfootprint.memory._store import VectorSearchStore
+from agentfootprint.memory.stores._redis import CLEANUP_GRACE_MS, RedisStore
 
 ALICE = MemoryIdentity("c1", principal="alice", tenant="acme")
 

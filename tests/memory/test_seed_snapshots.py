@@ -8,9 +8,9 @@ from memory_helpers import Clock
 
 from agentfootprint.flow import flow_chart
 from agentfootprint.memory import InMemoryStore, MemoryEntry, MemoryIdentity, MemorySource
-from agentfootprint.memory.causal import load_snapshot, write_snapshot
+from agentfootprint.memory._causal import load_snapshot, write_snapshot
+from agentfootprint.memory._stages import identity_record
 from agentfootprint.memory.embedding import mock_embedder
-from agentfootprint.memory.stages import identity_record
 
 ALICE = MemoryIdentity("conv-1")
 EMBED = mock_embedder(64)

@@ -9,7 +9,7 @@ from memory_helpers import Clock
 
 from agentfootprint.flow import flow_chart
 from agentfootprint.memory import InMemoryStore, MemoryIdentity, MemoryStoreError, SQLiteStore
-from agentfootprint.memory.stages import identity_record, write_messages
+from agentfootprint.memory._stages import identity_record, write_messages
 
 ALICE = MemoryIdentity("conv-1", principal="alice", tenant="acme")
 TURN = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from memory_helpers import STORE_KINDS, Clock, close, entry, make_store
 
-from agentfootprint.flow.run import run_sync
+from agentfootprint.flow._run import run_sync
 from agentfootprint.memory import (
     InvalidCursorError,
     MemoryEntry,
@@ -22,7 +22,7 @@ from agentfootprint.memory import (
     MemoryStore,
     MemoryStoreError,
 )
-from agentfootprint.memory.store import VectorSearchStore
+from agentfootprint.memory._store import VectorSearchStore
 
 ALICE = MemoryIdentity("c1", principal="alice", tenant="acme")
 BOB = MemoryIdentity("c1", principal="bob", tenant="acme")

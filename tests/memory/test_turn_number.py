@@ -17,9 +17,9 @@ from agentfootprint.memory import (
     SQLiteStore,
     resolve_turn_number,
 )
-from agentfootprint.memory.entry import Tier
-from agentfootprint.memory.store import MemoryPage
-from agentfootprint.memory.turn import (
+from agentfootprint.memory._entry import Tier
+from agentfootprint.memory._store import MemoryPage
+from agentfootprint.memory._turn import (
     MAX_SCAN_PAGES,
     SCAN_PAGE_SIZE,
     max_stored_turn,

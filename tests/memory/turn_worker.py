@@ -17,8 +17,8 @@ from agentfootprint.memory import (
     SQLiteStore,
     resolve_turn_number,
 )
-from agentfootprint.memory.stores.postgres import PostgresStore
-from agentfootprint.memory.stores.redis import RedisStore
+from agentfootprint.memory.stores._postgres import PostgresStore
+from agentfootprint.memory.stores._redis import RedisStore
 
 
 def open_store(

@@ -20,8 +20,8 @@ from agentfootprint.errors import (  # noqa: E402
     ProviderError,
     ProviderUnavailableError,
 )
-from agentfootprint.providers.anthropic import AnthropicProvider  # noqa: E402
-from agentfootprint.providers.base import LLMRequest, Message, StreamChunk  # noqa: E402
+from agentfootprint.providers._anthropic import AnthropicProvider  # noqa: E402
+from agentfootprint.providers._base import LLMRequest, Message, StreamChunk  # noqa: E402
 
 FIXTURES = Path(__file__).parent / "fixtures_anthropic"
 ERRORS = json.loads((FIXTURES / "errors.json").read_text())

@@ -8,7 +8,7 @@ import pytest
 
 from agentfootprint import ConfigurationError, ProviderError
 from agentfootprint.providers import LLMRequest, LLMResponse, MockProvider, Provider, mock
-from agentfootprint.providers.base import StreamChunk, Usage
+from agentfootprint.providers._base import StreamChunk, Usage
 
 
 def request(text: str = "hello", *, system: str | None = None, **extra: Any) -> LLMRequest:

@@ -18,8 +18,8 @@ from agentfootprint.errors import (
     ProviderError,
     ProviderUnavailableError,
 )
-from agentfootprint.providers.base import LLMRequest, Message
-from agentfootprint.providers.ollama import OllamaProvider, resolve_base_url
+from agentfootprint.providers._base import LLMRequest, Message
+from agentfootprint.providers._ollama import OllamaProvider, resolve_base_url
 
 FIXTURES = Path(__file__).parent / "fixtures_ollama"
 BASE = "http://ollama.test:11434"

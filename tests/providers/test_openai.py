@@ -30,14 +30,14 @@ from agentfootprint.errors import (  # noqa: E402
     ProviderUnavailableError,
 )
 from agentfootprint.providers import with_retry  # noqa: E402
-from agentfootprint.providers.base import (  # noqa: E402
+from agentfootprint.providers._base import (  # noqa: E402
     LLMRequest,
     LLMResponse,
     Message,
     StreamChunk,
     ToolSchema,
 )
-from agentfootprint.providers.openai import RAW_ARGUMENTS_KEY, OpenAIProvider  # noqa: E402
+from agentfootprint.providers._openai import RAW_ARGUMENTS_KEY, OpenAIProvider  # noqa: E402
 
 FIXTURES = Path(__file__).parent / "fixtures_openai"
 API = "https://api.openai.test/v1"
@@ -509,7 +509,7 @@ async def test_with_retry_does_not_retry_a_401(provider: Any) -> None:
 
 
 def test_factory_builds_the_provider_and_survives_the_submodule_import() -> None:
-    import agentfootprint.providers.openai  # noqa: F401  (binds the submodule on the package)
+    import agentfootprint.providers._openai  # noqa: F401  (binds the submodule on the package)
 
     p = providers.openai(base_url=LOCAL, model="smollm2")
     assert isinstance(p, OpenAIProvider)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from agentfootprint import Agent, CircuitOpenError, ConfigurationError, ProviderError, StageError
-from agentfootprint.events.dispatcher import AgentEvent
+from agentfootprint.events._dispatcher import AgentEvent
 from agentfootprint.providers import (
     LLMRequest,
     LLMResponse,
@@ -19,8 +19,8 @@ from agentfootprint.providers import (
     with_fallback,
     with_retry,
 )
-from agentfootprint.providers.base import StreamChunk
-from agentfootprint.providers.resilience import resilience_reports
+from agentfootprint.providers._base import StreamChunk
+from agentfootprint.providers._resilience import resilience_reports
 
 # -- helpers ---------------------------------------------------------------------------------
 

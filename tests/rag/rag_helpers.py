@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from agentfootprint.memory import InMemoryStore, MemoryIdentity
+from agentfootprint.memory._store import StoreCapabilities
 from agentfootprint.memory.embedding import mock_embedder
-from agentfootprint.memory.store import StoreCapabilities
 
 CORPUS = MemoryIdentity("corpus")
 

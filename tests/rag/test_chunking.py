@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from agentfootprint.errors import ConfigurationError
 from agentfootprint.rag import Chunk, Document, HeadingSplitter
-from agentfootprint.rag.chunking import split_document, split_documents
+from agentfootprint.rag._chunking import split_document, split_documents
 
 PIECES = st.sampled_from([
     "# Title", "## Sub heading", "###### Deep", "####### not a heading", "#no-space",

@@ -9,13 +9,13 @@ import pytest
 from rag_helpers import CORPUS, CountingEmbedder, NoSearchStore
 
 from agentfootprint import Agent
-from agentfootprint.context.record import context_report
+from agentfootprint.context._record import context_report
 from agentfootprint.errors import ConfigurationError
-from agentfootprint.explain.backtrack import backtrack
+from agentfootprint.explain._backtrack import backtrack
 from agentfootprint.memory import InMemoryStore, MemoryIdentity, SQLiteStore
 from agentfootprint.providers import mock
 from agentfootprint.rag import Document, define_rag, index_documents, load_folder
-from agentfootprint.rag.define import RAG_HEADER, render_sources
+from agentfootprint.rag._define import RAG_HEADER, render_sources
 
 CONVERSATION = MemoryIdentity("conv-1", principal="maya")
 DOCS = [

@@ -10,8 +10,8 @@ from rag_helpers import CORPUS, CountingEmbedder, NoSearchStore
 from agentfootprint.errors import ConfigurationError
 from agentfootprint.memory import MemoryIdentity
 from agentfootprint.rag import Chunk, Document, HeadingSplitter, index_documents
-from agentfootprint.rag.chunking import split_document
-from agentfootprint.rag.index import CHUNK_KIND
+from agentfootprint.rag._chunking import split_document
+from agentfootprint.rag._index import CHUNK_KIND
 
 SPLITTER = HeadingSplitter(max_chars=120, min_chars=0)
 

@@ -7,9 +7,9 @@ from typing import Any
 from rag_helpers import CORPUS, CountingEmbedder
 
 from agentfootprint import Agent
-from agentfootprint.context.record import context_report
-from agentfootprint.explain.backtrack import backtrack
-from agentfootprint.explain.dropped import dropped_candidates
+from agentfootprint.context._record import context_report
+from agentfootprint.explain._backtrack import backtrack
+from agentfootprint.explain._dropped import dropped_candidates
 from agentfootprint.memory import InMemoryStore, MemoryIdentity
 from agentfootprint.providers import mock
 from agentfootprint.rag import Document, define_rag, index_documents

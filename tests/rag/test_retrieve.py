@@ -11,9 +11,9 @@ from rag_helpers import CORPUS, CountingEmbedder, NoSearchStore
 
 from agentfootprint.errors import ConfigurationError
 from agentfootprint.memory import InMemoryStore, MemoryEntry, MemoryIdentity
-from agentfootprint.memory.errors import UnreadableEntryError
+from agentfootprint.memory._errors import UnreadableEntryError
 from agentfootprint.rag import Document, index_documents, retrieve
-from agentfootprint.rag.index import CHUNK_KIND
+from agentfootprint.rag._index import CHUNK_KIND
 
 DOCS = [
     Document(uri="fruit.md", text="apples bananas cherries"),

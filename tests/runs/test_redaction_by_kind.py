@@ -14,10 +14,10 @@ import pytest
 from agentfootprint import Agent, Tracing
 from agentfootprint.errors import ConfigurationError
 from agentfootprint.explain import backtrack, render_html_report
-from agentfootprint.flow.redact import REDACTED
+from agentfootprint.flow._redact import REDACTED
 from agentfootprint.memory import MemoryIdentity, SQLiteStore, define_memory
 from agentfootprint.providers import mock
-from agentfootprint.providers.base import LLMRequest
+from agentfootprint.providers._base import LLMRequest
 from agentfootprint.runs import Recording, RedactionPolicy, RunStore, trace
 
 SECRET = "X7Q-99182-PLUGH"

@@ -21,7 +21,7 @@ from agentfootprint import Agent, Tracing, define_fact, tool
 from agentfootprint.errors import ConfigurationError, RunError
 from agentfootprint.providers import mock
 from agentfootprint.runs import PostgresRunStore, Recording, RunStore
-from agentfootprint.runs.store import RUN_STORE_SCHEMA, RunStorePort
+from agentfootprint.runs._store import RUN_STORE_SCHEMA, RunStorePort
 
 FIXTURE = Path(__file__).parent / "fixtures" / "runs_v1.db"
 PG_URL_ENV = "AGENTFOOTPRINT_PG_URL"

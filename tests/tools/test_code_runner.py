@@ -15,7 +15,7 @@ import pytest
 
 from agentfootprint import Agent, ConfigurationError, ToolContext, define_tool
 from agentfootprint.providers import mock
-from agentfootprint.tools.code_runner import (
+from agentfootprint.tools._code_runner import (
     CodeRunnerTool,
     RunLimits,
     ScriptDispatch,
@@ -23,8 +23,8 @@ from agentfootprint.tools.code_runner import (
     dispatch_script_call,
     run_python,
 )
-from agentfootprint.tools.registry import ToolRegistry
-from agentfootprint.tools.scripts import (
+from agentfootprint.tools._registry import ToolRegistry
+from agentfootprint.tools._scripts import (
     DROPPED_KEY,
     LEDGER_KEY,
     MAX_SCRIPT_BYTES,
@@ -38,7 +38,7 @@ from agentfootprint.tools.scripts import (
     utf8_length,
 )
 
-code_runner_module = importlib.import_module("agentfootprint.tools.code_runner")
+code_runner_module = importlib.import_module("agentfootprint.tools._code_runner")
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="limits are POSIX rlimits")
 

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from agentfootprint.errors import CheckpointError, ConfigurationError
 from agentfootprint.flow import Scope, flow_chart, pause
-from agentfootprint.flow.checkpoint import load_checkpoint
-from agentfootprint.tools.scripts import (
+from agentfootprint.flow._checkpoint import load_checkpoint
+from agentfootprint.tools._scripts import (
     ABSENT,
     DROPPED_KEY,
     LEDGER_KEY,

@@ -9,9 +9,9 @@ from typing import Any, Literal, Optional
 import pytest
 
 from agentfootprint import Agent, ConfigurationError, Limits, Tool, ToolContext, define_tool, tool
-from agentfootprint.events.dispatcher import AgentEvent
+from agentfootprint.events._dispatcher import AgentEvent
 from agentfootprint.providers import MockProvider, mock
-from agentfootprint.tools.registry import NO_VALUE, ToolRegistry, cap_result, result_text
+from agentfootprint.tools._registry import NO_VALUE, ToolRegistry, cap_result, result_text
 
 # -- helpers ---------------------------------------------------------------------------------
 
@@ -470,7 +470,7 @@ def test_define_tool_validation_issues(args: Any, issue: dict[str, str]) -> None
 
 def test_define_tool_issue_messages_never_copy_values() -> None:
     """The model-visible message names paths and types, never the argument's value."""
-    from agentfootprint.tools.validate import describe_issues
+    from agentfootprint.tools._validate import describe_issues
 
     issues = order_tool().validate({"order_id": "SECRET-SSN-123-45", "count": "SECRET-COUNT"})
     text = describe_issues("order", issues)

@@ -15,26 +15,26 @@ from .._lazy import lazy_names as _lazy_names
 from .._lazy import moved_names as _moved_names
 
 if TYPE_CHECKING:
-    from .checkin import CheckInRequest
-    from .moments import act, allow, ask, deny
-    from .permissions import PermissionPolicy, PermissionRule
-    from .window import WindowStrategy, sliding_window, summarize_window, token_budget
+    from ._checkin import CheckInRequest
+    from ._moments import act, allow, ask, deny
+    from ._permissions import PermissionPolicy, PermissionRule
+    from ._window import WindowStrategy, sliding_window, summarize_window, token_budget
 
 _LAZY = {
     **dict.fromkeys(("WindowStrategy", "sliding_window", "summarize_window", "token_budget"),
-                    "window"),
-    **dict.fromkeys(("act", "allow", "ask", "deny"), "moments"),
-    **dict.fromkeys(("PermissionPolicy", "PermissionRule"), "permissions"),
-    "CheckInRequest": "checkin",
+                    "_window"),
+    **dict.fromkeys(("act", "allow", "ask", "deny"), "_moments"),
+    **dict.fromkeys(("PermissionPolicy", "PermissionRule"), "_permissions"),
+    "CheckInRequest": "_checkin",
 }
 """Names loaded on first use: most agents set no window, rules or check-ins."""
 
 _MOVED = {
     **dict.fromkeys(("Agent", "Governance", "LLMCall", "Limits", "ModelSettings", "RunResult",
                      "Tracing", "check_in_approved", "check_in_declined"), "agentfootprint"),
-    "WRAP_UP_INSTRUCTION": "agentfootprint.agent.loop",
-    "restoring": "agentfootprint.agent.window",
-    "windowed_messages": "agentfootprint.runs.window",
+    "WRAP_UP_INSTRUCTION": "agentfootprint.agent._loop",
+    "restoring": "agentfootprint.agent._window",
+    "windowed_messages": "agentfootprint.runs._window",
 }
 """Names this package no longer exports, and where each is imported from (one release)."""
 

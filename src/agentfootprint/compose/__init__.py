@@ -1,11 +1,11 @@
 """Systems of agents: Sequence, Parallel, Conditional, Loop and named patterns, one recording."""
 
 from .._lazy import moved_names as _moved_names
-from .base import Input, Runner
-from .conditional import Conditional
-from .loop import Loop
-from .parallel import Parallel
-from .patterns import (
+from ._base import Input, Runner
+from ._conditional import Conditional
+from ._loop import Loop
+from ._parallel import Parallel
+from ._patterns import (
     Handoff,
     Thought,
     debate,
@@ -15,10 +15,10 @@ from .patterns import (
     swarm,
     tree_of_thoughts,
 )
-from .sequence import Sequence
+from ._sequence import Sequence
 
 __getattr__ = _moved_names(__name__, {
-    "Composition": "agentfootprint.compose.base", "Pattern": "agentfootprint.compose.pattern"})
+    "Composition": "agentfootprint.compose._base", "Pattern": "agentfootprint.compose._pattern"})
 
 __all__ = [
     "Conditional",

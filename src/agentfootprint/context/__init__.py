@@ -11,20 +11,20 @@ from typing import TYPE_CHECKING, Any
 
 from .._lazy import lazy_names as _lazy_names
 from .._lazy import moved_names as _moved_names
-from .injection import Injection, InjectionContext, Trigger
+from ._injection import Injection, InjectionContext, Trigger
 
 if TYPE_CHECKING:
-    from .record import context_report
+    from ._record import context_report
 
 __all__ = ["Injection", "InjectionContext", "Trigger", "context_report"]
 
 # reading a recording back: loaded on first use
-_LAZY = {"context_report": "record"}
+_LAZY = {"context_report": "_record"}
 
 _MOVED = {
     **dict.fromkeys(("define_fact", "define_injection", "define_instruction", "define_skill",
                      "define_steering"), "agentfootprint"),
-    "evaluate_injections": "agentfootprint.context.injection",
+    "evaluate_injections": "agentfootprint.context._injection",
 }
 """Names this package no longer exports, and where each is imported from (one release)."""
 

@@ -9,19 +9,19 @@ from typing import TYPE_CHECKING, Any
 
 from .._lazy import lazy_names as _lazy_names
 from .._lazy import moved_names as _moved_names
-from .dispatcher import AgentEvent
+from ._dispatcher import AgentEvent
 
 if TYPE_CHECKING:
-    from .catalogue import EVENTS
+    from ._catalogue import EVENTS
 
 __all__ = ["EVENTS", "AgentEvent"]
 
 # the payload models are built on first use
-_LAZY = {"EVENTS": "catalogue"}
+_LAZY = {"EVENTS": "_catalogue"}
 
 _MOVED = {
-    **dict.fromkeys(("full_name", "payload_model"), "agentfootprint.events.catalogue"),
-    **dict.fromkeys(("EventBridge", "EventDispatcher"), "agentfootprint.events.dispatcher"),
+    **dict.fromkeys(("full_name", "payload_model"), "agentfootprint.events._catalogue"),
+    **dict.fromkeys(("EventBridge", "EventDispatcher"), "agentfootprint.events._dispatcher"),
 }
 """Names this package no longer exports, and the module each is imported from (one release)."""
 

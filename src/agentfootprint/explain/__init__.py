@@ -7,25 +7,25 @@ the agent without each candidate and is the only thing allowed to say CAUSAL;
 """
 
 from .._lazy import moved_names as _moved_names
-from .backtrack import Backtrack, backtrack
-from .chat import RecordedChat, recorded_chat
-from .dropped import DroppedContextReport, find_dropped_context
-from .influence import semantic_alignment
-from .localize import ContextBugReport, localize_context_bug
-from .report.render import render_html_report, write_html_report
-from .toolpack import trace_debug_agent, trace_toolpack
+from ._backtrack import Backtrack, backtrack
+from ._chat import RecordedChat, recorded_chat
+from ._dropped import DroppedContextReport, find_dropped_context
+from ._influence import semantic_alignment
+from ._localize import ContextBugReport, localize_context_bug
+from ._toolpack import trace_debug_agent, trace_toolpack
+from .report._render import render_html_report, write_html_report
 
 __getattr__ = _moved_names(__name__, {
     **dict.fromkeys(("PostgresRunStore", "Recording", "RunStore", "RunSummary"),
                     "agentfootprint.runs"),
-    "Hop": "agentfootprint.explain.backtrack",
-    **dict.fromkeys(("ChatTurn", "TurnReason", "TurnRerun"), "agentfootprint.explain.chat"),
-    "dropped_candidates": "agentfootprint.explain.dropped",
+    "Hop": "agentfootprint.explain._backtrack",
+    **dict.fromkeys(("ChatTurn", "TurnReason", "TurnRerun"), "agentfootprint.explain._chat"),
+    "dropped_candidates": "agentfootprint.explain._dropped",
     **dict.fromkeys(("content_word_embedder", "lexical_overlap", "list_influence_strategies",
-                     "rank_suspects", "ranking_confidence"), "agentfootprint.explain.influence"),
-    **dict.fromkeys(("bisect_culprits", "rerun_without_sources"), "agentfootprint.explain.rerun"),
-    **dict.fromkeys(("Suspect", "suspects_of"), "agentfootprint.explain.suspects"),
-    **dict.fromkeys(("TRACE_TOOL_NAMES", "call_trace_tool"), "agentfootprint.explain.toolpack"),
+                     "rank_suspects", "ranking_confidence"), "agentfootprint.explain._influence"),
+    **dict.fromkeys(("bisect_culprits", "rerun_without_sources"), "agentfootprint.explain._rerun"),
+    **dict.fromkeys(("Suspect", "suspects_of"), "agentfootprint.explain._suspects"),
+    **dict.fromkeys(("TRACE_TOOL_NAMES", "call_trace_tool"), "agentfootprint.explain._toolpack"),
 })
 
 __all__ = [

@@ -15,18 +15,18 @@ from typing import TYPE_CHECKING, Any
 
 from .._lazy import lazy_names as _lazy_names
 from .._lazy import moved_names as _moved_names
-from .builder import flow_chart
-from .chart import Chart
-from .decide import Decision, Selection, decide, select
-from .pause import pause
-from .recorders import FlowEvent, deferred
-from .run import FlowRun
-from .scope import Scope
+from ._builder import flow_chart
+from ._chart import Chart
+from ._decide import Decision, Selection, decide, select
+from ._pause import pause
+from ._recorders import FlowEvent, deferred
+from ._run import FlowRun
+from ._scope import Scope
 
 if TYPE_CHECKING:
-    from .causal import CausalChain, causal_chain
-    from .checkpoint import Checkpoint
-    from .narrative import NarrativeRecorder, narrative
+    from ._causal import CausalChain, causal_chain
+    from ._checkpoint import Checkpoint
+    from ._narrative import NarrativeRecorder, narrative
 
 __all__ = [
     "CausalChain",
@@ -50,26 +50,26 @@ __all__ = [
 # Loaded on first use: a run only needs them to pause (checkpoint) or to be explained (causal,
 # narrative).
 _LAZY = {
-    "CausalChain": "causal", "causal_chain": "causal",
-    "Checkpoint": "checkpoint",
-    "NarrativeRecorder": "narrative", "narrative": "narrative",
+    "CausalChain": "_causal", "causal_chain": "_causal",
+    "Checkpoint": "_checkpoint",
+    "NarrativeRecorder": "_narrative", "narrative": "_narrative",
 }
 
 _MOVED = {
-    **dict.fromkeys(("BranchBuilder", "FlowBuilder"), "agentfootprint.flow.builder"),
+    **dict.fromkeys(("BranchBuilder", "FlowBuilder"), "agentfootprint.flow._builder"),
     **dict.fromkeys(("CausalEdge", "CausalNode", "format_causal_chain"),
-                    "agentfootprint.flow.causal"),
-    "Node": "agentfootprint.flow.chart",
-    "load_checkpoint": "agentfootprint.flow.checkpoint",
-    **dict.fromkeys(("Change", "CommitLog", "CommitRecord"), "agentfootprint.flow.commitlog"),
-    "NarrativeEntry": "agentfootprint.flow.narrative",
-    "Pause": "agentfootprint.flow.pause",
-    **dict.fromkeys(("Deferred", "ObserverFailure"), "agentfootprint.flow.recorders"),
-    **dict.fromkeys(("REDACTED", "RedactionPolicy"), "agentfootprint.flow.redact"),
+                    "agentfootprint.flow._causal"),
+    "Node": "agentfootprint.flow._chart",
+    "load_checkpoint": "agentfootprint.flow._checkpoint",
+    **dict.fromkeys(("Change", "CommitLog", "CommitRecord"), "agentfootprint.flow._commitlog"),
+    "NarrativeEntry": "agentfootprint.flow._narrative",
+    "Pause": "agentfootprint.flow._pause",
+    **dict.fromkeys(("Deferred", "ObserverFailure"), "agentfootprint.flow._recorders"),
+    **dict.fromkeys(("REDACTED", "RedactionPolicy"), "agentfootprint.flow._redact"),
 }
 """Names this package no longer exports, and the module each is imported from (one release)."""
 
-_lazy, __dir__ = _lazy_names(__name__, _LAZY, keep=("narrative",))
+_lazy, __dir__ = _lazy_names(__name__, _LAZY)
 _moved = _moved_names(__name__, _MOVED, stacklevel=3, notes={
     "RedactionPolicy": "to keep kinds of content (and keys) out of a recording, use "
                        "agentfootprint.runs.RedactionPolicy"})

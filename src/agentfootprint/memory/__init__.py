@@ -6,17 +6,17 @@ hits, capabilities), namespaces and the memory stages live in their modules.
 """
 
 from agentfootprint._lazy import moved_names as _moved_names
-from agentfootprint.memory.define import MemoryDefinition, define_memory
-from agentfootprint.memory.entry import MemoryEntry, MemorySource
-from agentfootprint.memory.errors import InvalidCursorError, MemoryStoreError, UnreadableEntryError
-from agentfootprint.memory.identity import MemoryIdentity
-from agentfootprint.memory.store import MemoryStore
-from agentfootprint.memory.stores.memory import InMemoryStore
-from agentfootprint.memory.stores.postgres import PostgresStore
-from agentfootprint.memory.stores.redis import RedisStore
-from agentfootprint.memory.stores.sqlite import SQLiteStore
-from agentfootprint.memory.strategies import budget, summarize, top_k, window
-from agentfootprint.memory.turn import resolve_turn_number
+from agentfootprint.memory._define import MemoryDefinition, define_memory
+from agentfootprint.memory._entry import MemoryEntry, MemorySource
+from agentfootprint.memory._errors import InvalidCursorError, MemoryStoreError, UnreadableEntryError
+from agentfootprint.memory._identity import MemoryIdentity
+from agentfootprint.memory._store import MemoryStore
+from agentfootprint.memory._strategies import budget, summarize, top_k, window
+from agentfootprint.memory._turn import resolve_turn_number
+from agentfootprint.memory.stores._memory import InMemoryStore
+from agentfootprint.memory.stores._postgres import PostgresStore
+from agentfootprint.memory.stores._redis import RedisStore
+from agentfootprint.memory.stores._sqlite import SQLiteStore
 
 __all__ = [
     "InMemoryStore",
@@ -40,14 +40,14 @@ __all__ = [
 ]
 
 __getattr__ = _moved_names(__name__, {
-    **dict.fromkeys(("load_snapshot", "write_snapshot"), "agentfootprint.memory.causal"),
+    **dict.fromkeys(("load_snapshot", "write_snapshot"), "agentfootprint.memory._causal"),
     **dict.fromkeys(("Embedder", "minilm_embedder", "mock_embedder", "openai_embedder"),
                     "agentfootprint.memory.embedding"),
-    **dict.fromkeys(("Tier", "turn_of"), "agentfootprint.memory.entry"),
-    **dict.fromkeys(("identity_namespace", "parse_namespace"), "agentfootprint.memory.identity"),
-    "write_messages": "agentfootprint.memory.stages",
+    **dict.fromkeys(("Tier", "turn_of"), "agentfootprint.memory._entry"),
+    **dict.fromkeys(("identity_namespace", "parse_namespace"), "agentfootprint.memory._identity"),
+    "write_messages": "agentfootprint.memory._stages",
     **dict.fromkeys(("MemoryPage", "ScoredEntry", "StoreCapabilities", "VectorSearchStore"),
-                    "agentfootprint.memory.store"),
-    "list_memory_strategies": "agentfootprint.memory.strategies",
-    **dict.fromkeys(("max_stored_turn", "normalize_host_turn"), "agentfootprint.memory.turn"),
+                    "agentfootprint.memory._store"),
+    "list_memory_strategies": "agentfootprint.memory._strategies",
+    **dict.fromkeys(("max_stored_turn", "normalize_host_turn"), "agentfootprint.memory._turn"),
 })

@@ -10,11 +10,10 @@ import importlib
 from types import ModuleType
 from typing import Any
 
-from .._lazy import keep_bound as _keep_bound
 from .._lazy import moved_names as _moved_names
-from .base import LLMRequest, LLMResponse, Provider
-from .mock import MockProvider, mock
-from .resilience import with_circuit_breaker, with_fallback, with_retry
+from ._base import LLMRequest, LLMResponse, Provider
+from ._mock import MockProvider, mock
+from ._resilience import with_circuit_breaker, with_fallback, with_retry
 
 __all__ = [
     "LLMRequest",
@@ -31,14 +30,11 @@ __all__ = [
 ]
 
 
-# The adapter modules load on the first call of their factory, which keeps their name on this
-# package: importing ``agentfootprint.providers.openai`` never rebinds ``providers.openai``.
-
-_ADAPTERS = ("anthropic", "ollama", "openai")
+# The adapter modules (private: ``_openai.py``) load on the first call of their factory.
 
 
 def _adapter(name: str) -> ModuleType:
-    return importlib.import_module(f"{__name__}.{name}")
+    return importlib.import_module(f"{__name__}._{name}")
 
 
 def openai(**options: Any) -> Provider:
@@ -59,9 +55,9 @@ def ollama(**options: Any) -> Provider:
     return provider
 
 
-_keep_bound(__name__, _ADAPTERS)
 
 # The port's parts a provider author needs (messages, tool calls and schemas, stream chunks,
-# usage) are imported from agentfootprint.providers.base.
+# usage) are imported from agentfootprint.providers._base.
 __getattr__ = _moved_names(__name__, dict.fromkeys(
-    ("Message", "StreamChunk", "ToolCall", "ToolSchema", "Usage"), "agentfootprint.providers.base"))
+    ("Message", "StreamChunk", "ToolCall", "ToolSchema", "Usage"),
+    "agentfootprint.providers._base"))

@@ -11,11 +11,11 @@ that reach the model are a tracked injection, so an explanation can name the chu
 """
 
 from .._lazy import moved_names as _moved_names
-from .chunking import Chunk, HeadingSplitter
-from .define import define_rag
-from .index import IndexReport, index_documents
-from .loaders import Document, DocumentLoadError, load_documents, load_file, load_folder
-from .retrieve import Retrieval, retrieve
+from ._chunking import Chunk, HeadingSplitter
+from ._define import define_rag
+from ._index import IndexReport, index_documents
+from ._loaders import Document, DocumentLoadError, load_documents, load_file, load_folder
+from ._retrieve import Retrieval, retrieve
 
 __all__ = [
     "Chunk",
@@ -34,12 +34,12 @@ __all__ = [
 
 __getattr__ = _moved_names(__name__, {
     **dict.fromkeys(("DEFAULT_MAX_CHARS", "split_document", "split_documents"),
-                    "agentfootprint.rag.chunking"),
-    **dict.fromkeys(("RAG_HEADER", "render_sources"), "agentfootprint.rag.define"),
+                    "agentfootprint.rag._chunking"),
+    **dict.fromkeys(("RAG_HEADER", "render_sources"), "agentfootprint.rag._define"),
     **dict.fromkeys(("CHUNK_KIND", "Splitter", "require_vector_search"),
-                    "agentfootprint.rag.index"),
+                    "agentfootprint.rag._index"),
     **dict.fromkeys(("DEFAULT_MAX_BYTES", "MARKDOWN_SUFFIXES", "TEXT_SUFFIXES"),
-                    "agentfootprint.rag.loaders"),
+                    "agentfootprint.rag._loaders"),
     **dict.fromkeys(("DEFAULT_THRESHOLD", "DropReason", "RetrievedChunk"),
-                    "agentfootprint.rag.retrieve"),
+                    "agentfootprint.rag._retrieve"),
 })

@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from .._lazy import lazy_names as _lazy_names
 from .._lazy import moved_names as _moved_names
-from .redaction import RedactionPolicy
+from ._redaction import RedactionPolicy
 
 if TYPE_CHECKING:
-    from .postgres import PostgresRunStore
-    from .recording import Recording
-    from .sqlite import RunStore
-    from .store import RunStorePort, RunSummary
+    from ._postgres import PostgresRunStore
+    from ._recording import Recording
+    from ._sqlite import RunStore
+    from ._store import RunStorePort, RunSummary
 
 __all__ = [
     "PostgresRunStore",
@@ -35,14 +35,14 @@ __all__ = [
 ]
 
 _LAZY = {
-    "RunStore": "sqlite", "PostgresRunStore": "postgres", "Recording": "recording",
-    "RunStorePort": "store", "RunSummary": "store",
+    "RunStore": "_sqlite", "PostgresRunStore": "_postgres", "Recording": "_recording",
+    "RunStorePort": "_store", "RunSummary": "_store",
 }
 
 _MOVED = {
-    **dict.fromkeys(("AgentRun", "RECORDING_FORMAT"), "agentfootprint.runs.recording"),
-    "DEFAULT_RUN_STORE": "agentfootprint.runs.sqlite",
-    **dict.fromkeys(("RUN_STORE_SCHEMA", "RunSource"), "agentfootprint.runs.store"),
+    **dict.fromkeys(("AgentRun", "RECORDING_FORMAT"), "agentfootprint.runs._recording"),
+    "DEFAULT_RUN_STORE": "agentfootprint.runs._sqlite",
+    **dict.fromkeys(("RUN_STORE_SCHEMA", "RunSource"), "agentfootprint.runs._store"),
 }
 """Names this package no longer exports, and the module each is imported from (one release)."""
 

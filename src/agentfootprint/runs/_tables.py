@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..flow.commitlog import CommitLog, CommitRecord
+from ..flow._commitlog import CommitLog, CommitRecord
 from . import trace
-from .recording import Recording
+from ._recording import Recording
 
 __all__ = ["QueryRows", "query_rows"]
 

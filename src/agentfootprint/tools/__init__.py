@@ -11,32 +11,30 @@ from typing import TYPE_CHECKING, Any
 
 from .._lazy import lazy_names as _lazy_names
 from .._lazy import moved_names as _moved_names
-from .pause import ask_human, pause_here
+from ._pause import ask_human, pause_here
 
 if TYPE_CHECKING:
-    from .code_runner import code_runner
+    from ._code_runner import code_runner
 
 __all__ = ["ask_human", "code_runner", "pause_here"]
 
 # The code runner loads on first use: an agent without it never pays.
-_LAZY = {"code_runner": "code_runner"}
+_LAZY = {"code_runner": "_code_runner"}
 
 _MOVED = {
     **dict.fromkeys(("Tool", "ToolContext", "define_tool", "tool"), "agentfootprint"),
     **dict.fromkeys(("CodeRunnerTool", "RunLimits", "ScriptDispatch", "dispatch_script_call"),
-                    "agentfootprint.tools.code_runner"),
-    "PauseRequest": "agentfootprint.tools.pause",
-    **dict.fromkeys(("ToolOutcome", "ToolRegistry"), "agentfootprint.tools.registry"),
+                    "agentfootprint.tools._code_runner"),
+    "PauseRequest": "agentfootprint.tools._pause",
+    **dict.fromkeys(("ToolOutcome", "ToolRegistry"), "agentfootprint.tools._registry"),
     **dict.fromkeys(("MAX_SCRIPT_BYTES", "MAX_SCRIPT_ROWS", "RunnerOutcome", "ScriptRow",
                      "ToolScript", "check_script_ledger", "record_script_row",
                      "script_rows_of_turn", "without_earlier_script_text"),
-                    "agentfootprint.tools.scripts"),
+                    "agentfootprint.tools._scripts"),
 }
 """Names this package no longer exports, and where each is imported from (one release)."""
 
-# ``tool`` is also a submodule's name: the package never binds the module over it, so reading
-# ``tools.tool`` keeps giving the decorator (with the warning), as before it moved.
-_lazy, __dir__ = _lazy_names(__name__, _LAZY, keep=("code_runner", "tool"))
+_lazy, __dir__ = _lazy_names(__name__, _LAZY)
 _moved = _moved_names(__name__, _MOVED, stacklevel=3)
 
 

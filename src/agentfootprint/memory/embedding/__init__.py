@@ -8,17 +8,17 @@ Optional packages are imported only when the embedder that needs them is made.
 """
 
 from ..._lazy import moved_names as _moved_names
-from .base import Embedder
-from .minilm import minilm_embedder
-from .mock import mock_embedder
-from .openai import openai_embedder
+from ._base import Embedder
+from ._minilm import minilm_embedder
+from ._mock import mock_embedder
+from ._openai import openai_embedder
 
 __all__ = ["Embedder", "minilm_embedder", "mock_embedder", "openai_embedder"]
 
 __getattr__ = _moved_names(__name__, {
     **dict.fromkeys(("checked_texts", "embedder_fingerprint"),
-                    "agentfootprint.memory.embedding.base"),
-    "MiniLMEmbedder": "agentfootprint.memory.embedding.minilm",
-    **dict.fromkeys(("MockEmbedder", "hash_bag_of_words"), "agentfootprint.memory.embedding.mock"),
-    "OpenAIEmbedder": "agentfootprint.memory.embedding.openai",
+                    "agentfootprint.memory.embedding._base"),
+    "MiniLMEmbedder": "agentfootprint.memory.embedding._minilm",
+    **dict.fromkeys(("MockEmbedder", "hash_bag_of_words"), "agentfootprint.memory.embedding._mock"),
+    "OpenAIEmbedder": "agentfootprint.memory.embedding._openai",
 })

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Self
 
-from ...flow.run import run_sync
+from ...flow._run import run_sync
 
 __all__ = ["Closing"]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentfootprint.memory.errors import InvalidCursorError
+from agentfootprint.memory._errors import InvalidCursorError
 
 
 def encode_cursor(updated_at: int, seq: int) -> str:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentfootprint._postgres import DDL_LOCK, check_identifier, server_label
 from agentfootprint.errors import ConfigurationError
-from agentfootprint.memory.errors import MemoryStoreError
+from agentfootprint.memory._errors import MemoryStoreError
 
 if TYPE_CHECKING:
     from psycopg import AsyncCursor, sql

@@ -16,9 +16,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
-from agentfootprint.memory.entry import MemoryEntry
-from agentfootprint.memory.errors import UnreadableEntryError
-from agentfootprint.memory.store import MemoryPage, ScoredEntry
+from agentfootprint.memory._entry import MemoryEntry
+from agentfootprint.memory._errors import UnreadableEntryError
+from agentfootprint.memory._store import MemoryPage, ScoredEntry
 from agentfootprint.memory.stores._keyset import encode_cursor
 
 __all__ = [

@@ -1,0 +1,570 @@
+"""``Agent`` and ``LLMCall``: what users build with.
+
+An agent is a chart (``loop.py``) plus the things that are not run state: the provider, the
+tools, listeners. ``run(message)`` is one turn; ``follow_up`` continues the conversation;
+``RunResult.checkpoint`` is the conversation as plain JSON (including the final answer, which the
+loop itself never appends to ``history``). Each run is independent, so one agent can serve
+concurrent runs; ``agent.checkpoint()`` is the checkpoint of the last run that finished.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..context._injection import Injection
+from ..context._skills import READ_SKILL, SKIP_STEP, read_skill_tool, skip_step_tool
+from ..errors import AgentFootprintError, ConfigurationError, RunError, StageError, listed
+from ..events._dispatcher import AgentEvent, EventBridge, EventDispatcher
+from ..flow import Chart, FlowEvent, FlowRun, deferred
+from ..flow._recorders import Recorder
+from ..flow._run import run_sync
+from ..flow._values import copy_value
+from ..providers._base import Message, Provider
+from ..runs import trace
+from ..tools._registry import ToolRegistry
+from ..tools._script_keys import LEDGER_KEY
+from ..tools._tool import Tool
+from ._loop import AgentSpec, build_agent_chart, live_emit
+from ._options import Governance, Limits, ModelSettings, Tracing, grouped_options
+
+if TYPE_CHECKING:
+    from ..memory._define import MemoryDefinition
+    from ..memory._identity import MemoryIdentity
+    from ._checkin import CheckInRequest
+    from ._moments import ActRule
+    from ._permissions import PermissionChecker
+    from ._window import WindowStrategy
+
+__all__ = ["Agent", "LLMCall", "RunResult"]
+
+
+@dataclass(slots=True, eq=False)
+class RunResult:
+    """The outcome of one turn."""
+
+    content: str
+    """The final answer (may be empty when the budget ran out; see ``stopped_early``)."""
+    run_id: str
+    turn: int
+    recording: FlowRun = field(repr=False)
+    """The run's complete record: chart, commit log, state."""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    iterations: int = 0
+    stopped_early: str | None = None
+    history: list[Message] = field(default_factory=list)
+    """The conversation as the loop left it (without the final answer)."""
+    status: Literal["done", "paused"] = "done"
+    """``paused``: a tool asked a person (``pause`` says what); ``agent.resume`` continues."""
+    pause: dict[str, Any] | None = None
+    """For a paused run: ``{kind, tool_name, tool_call_id, iteration, data}``."""
+
+    @property
+    def paused(self) -> bool:
+        return self.status == "paused"
+
+    @property
+    def check_in(self) -> CheckInRequest | None:
+        """When the run paused for consent: the tool, its arguments and the evidence pack."""
+        if self.pause is None or self.pause.get("kind") != "check_in":
+            return None
+        from ._checkin import CheckInRequest  # only a consent pause builds one
+
+        pack = self.pause.get("data") or {}
+        will = pack.get("will_do") or {}
+        return CheckInRequest(tool=str(will.get("tool", self.pause.get("tool_name", ""))),
+                              args=dict(will.get("args") or {}), evidence=dict(pack))
+
+    def narrative(self) -> str:
+        """The turn in plain English, stage by stage."""
+        return self.recording.narrative()
+
+    @property
+    def checkpoint(self) -> dict[str, Any]:
+        """The conversation after this turn, final answer included, as plain JSON.
+
+        For a paused run: the engine checkpoint ``agent.resume(checkpoint, answer)`` continues
+        from, in this process or another one.
+        """
+        if self.paused:
+            flow = self.recording.checkpoint
+            assert flow is not None
+            return {"version": 1, "status": "paused", "run_id": self.run_id, "turn": self.turn,
+                    "pause": copy_value(self.pause), "flow": flow.model_dump(mode="json")}
+        history = [dict(m) for m in self.history]
+        history.append({"role": "assistant", "content": self.content})
+        saved: dict[str, Any] = {"version": 1, "run_id": self.run_id, "turn": self.turn,
+                                 "history": history}
+        ledger = self.recording.state.get(LEDGER_KEY)
+        if ledger:
+            saved[LEDGER_KEY] = copy_value(ledger)
+        return saved
+
+
+class _Runner:
+    """Shared by ``Agent`` and ``LLMCall``: build once, run many times."""
+
+    def __init__(self, spec: AgentSpec, *, name: str, tracing: Tracing) -> None:
+        observer_delivery, run_store = tracing.observer_delivery, tracing.run_store
+        if observer_delivery not in ("inline", "deferred"):
+            raise ConfigurationError(
+                f"observer_delivery={observer_delivery!r} must be 'inline' or 'deferred'")
+        if run_store is not None and not callable(getattr(run_store, "save", None)):
+            raise ConfigurationError(
+                f"run_store={run_store!r} cannot save runs; pass a RunStore(path) or a "
+                "PostgresRunStore(...) from agentfootprint.runs")
+        self.run_store = run_store
+        self.name = name
+        self.spec = spec
+        self.chart: Chart = build_agent_chart(spec, name=name)
+        self.events: EventDispatcher = spec.dispatcher
+        self.watch = list(tracing.watch)
+        self.observer_delivery = observer_delivery
+        self.redaction = tracing.redaction
+        self.last: RunResult | None = None
+
+    def __repr__(self) -> str:
+        tools = ", ".join(self.spec.registry.tools)
+        return (f"<{type(self).__name__} {self.name!r} model={self.spec.model!r} "
+                f"provider={self.spec.provider.name!r} tools=[{tools}]>")
+
+    def on(self, pattern: str, listener: Callable[[AgentEvent], Any]) -> Callable[[], None]:
+        """Listen to events by name (``"stream.token"``), domain (``"stream.*"``) or ``"*"``."""
+        if (pattern in ("stream.token", "agentfootprint.stream.token")
+                and not self.spec.stream):
+            raise ConfigurationError(
+                f"{self.name!r} does not stream, so 'stream.token' would never fire; build it "
+                "with stream=True (or listen to 'stream.llm_end' for whole answers)")
+        return self.events.on(pattern, listener)
+
+    def _recorders(self) -> tuple[list[Recorder], Callable[[FlowEvent], None]]:
+        bridge = EventBridge(self.events)
+        if self.observer_delivery == "inline":
+            return [bridge, *self.watch], bridge.on_emit
+        queue = deferred(bridge)
+
+        def live(event: FlowEvent) -> None:
+            queue.enqueue("emit", event)
+        return [queue, *self.watch], live
+
+    async def _run(self, message: str, history: Sequence[Message] | None, *,
+                   run_id: str | None, timeout: float | None,
+                   identity: MemoryIdentity | None = None,
+                   ledger: Any = None) -> RunResult:
+        if not isinstance(message, str):
+            raise ConfigurationError(f"run() takes the user's message as a str, got {message!r}")
+        args: dict[str, Any] = {trace.MESSAGE: message,
+                                trace.HISTORY: [dict(m) for m in history or ()]}
+        if self.spec.memories:
+            args[trace.IDENTITY] = _check_identity(identity)
+        if ledger:
+            args[LEDGER_KEY] = ledger
+        return await self._drive(lambda recorders: self.chart.run(
+            args, recorders=recorders, redaction=self.redaction, timeout=timeout, run_id=run_id))
+
+    async def _drive(self, start: Callable[[list[Recorder]], Awaitable[FlowRun]]) -> RunResult:
+        """Walk the chart (``start(recorders)``) with this agent's listeners live; a failure of
+        ours (a provider's, a store's) surfaces as itself, not as the engine's StageError."""
+        recorders, live = self._recorders()
+        token = live_emit.set(live)
+        try:
+            run = await start(recorders)
+        except RunError as exc:
+            self._record_failure(exc)
+            if isinstance(exc, StageError):
+                raise_framework_cause(exc)
+            raise
+        finally:
+            live_emit.reset(token)
+        result = self._result(run)
+        if self.run_store is not None:
+            try:
+                self.run_store.save(result)
+            except Exception as exc:
+                exc.add_note(f"run {result.run_id} finished, but {self.run_store!r} could not "
+                             "record it")
+                raise
+        return result
+
+    def _record_failure(self, error: RunError) -> None:
+        """A failed run is evidence too: the run store keeps what was recorded up to it."""
+        if self.run_store is None or not isinstance(error.run, FlowRun):
+            return
+        try:
+            self.run_store.save(error.run)
+        except Exception as exc:  # never hide the run's own error behind the store's
+            error.add_note(f"{self.run_store!r} could not record this failed run: {exc!r}")
+
+    def _result(self, run: FlowRun) -> RunResult:
+        state = run.state
+        result = RunResult(
+            content=str(state.get(trace.FINAL_CONTENT, "")), run_id=run.run_id,
+            turn=int(state.get(trace.TURN, 1)), recording=run,
+            input_tokens=int(state.get(trace.INPUT_TOKENS, 0)),
+            output_tokens=int(state.get(trace.OUTPUT_TOKENS, 0)),
+            iterations=int(state.get(trace.ITERATION, 1)),
+            stopped_early=state.get(trace.STOPPED_EARLY),
+            history=list(state.get(trace.HISTORY, [])),
+            status="paused" if run.paused else "done",
+            pause=copy_value(run.pause_data) if run.paused else None,
+        )
+        if not run.paused:
+            self.last = result
+        return result
+
+    async def resume(self, checkpoint: Mapping[str, Any], answer: object = None, *,
+                     timeout: float | None = None) -> RunResult:
+        """Continue a paused run with the person's ``answer`` (a check-in verdict, a reply).
+
+        A checkpoint is not used up by resuming it: resume the same one twice and the paused
+        tool runs twice. A handler that may be retried should remember the ``run_id`` it
+        resumed.
+        """
+        self._check_resumable(checkpoint, answer)
+        return await self._drive(lambda recorders: self.chart.resume(
+            checkpoint["flow"], answer, recorders=recorders, redaction=self.redaction,
+            timeout=timeout))
+
+    def _check_resumable(self, checkpoint: object, answer: object) -> None:
+        """Refuse, before anything runs, a resume that could only go wrong."""
+        if isinstance(checkpoint, str | bytes):
+            raise ConfigurationError(
+                "resume() takes the checkpoint as a dict; json.loads the saved text first")
+        if isinstance(checkpoint, RunResult):
+            raise ConfigurationError("resume() takes result.checkpoint, not the RunResult")
+        if (not isinstance(checkpoint, Mapping) or checkpoint.get("status") != "paused"
+                or "flow" not in checkpoint):
+            raise ConfigurationError(
+                "resume() takes the checkpoint of a paused RunResult (status 'paused'); "
+                "a finished run is continued with run(..., continue_from=checkpoint)")
+        pause = checkpoint.get("pause")
+        if not isinstance(pause, Mapping):
+            return
+        tool_name = pause.get("tool_name")
+        if tool_name and tool_name not in self.spec.registry.tools:
+            raise ConfigurationError(
+                f"this run paused at tool {tool_name!r}, which this agent does not have; "
+                "resume it with an agent built like the one that paused")
+        if pause.get("kind") == "check_in" and not (
+                isinstance(answer, Mapping)
+                and answer.get("check_in") in ("approved", "declined")):
+            raise ConfigurationError(
+                f"this run paused for consent to call {tool_name!r}; answer with "
+                "check_in_approved(by=...) or check_in_declined(by=..., note=...), "
+                f"not {answer!r}")
+
+    def resume_sync(self, checkpoint: Mapping[str, Any], answer: object = None,
+                    **options: Any) -> RunResult:
+        return run_sync(self.resume(checkpoint, answer, **options))
+
+    async def resume_on_error(self, failed: BaseException | FlowRun, *,
+                              timeout: float | None = None) -> RunResult:
+        """Replay a run that crashed mid-way (say, a provider error) from its last commit.
+
+        ``failed`` is the raised error (it carries ``.run``) or the failed ``FlowRun``. Tool
+        results already returned are kept and no injection is delivered again; the replay
+        starts at the stage after the last successful commit's iteration.
+        """
+        run = failed if isinstance(failed, FlowRun) else getattr(failed, "run", None)
+        state = dict(run.state) if isinstance(run, FlowRun) else {}
+        if not isinstance(run, FlowRun) or "user_message" not in state or "history" not in state:
+            raise ConfigurationError(
+                "resume_on_error() needs the error a run raised (it carries .run) or that "
+                "FlowRun, from a run that got past its seed stage")
+        saved = {key: copy_value(value) for key, value in state.items()
+                 if key in _RESUMABLE_KEYS}
+        saved[trace.RESUMED_FROM] = run.run_id
+        args: dict[str, Any] = {trace.MESSAGE: state[trace.USER_MESSAGE], trace.RESUME_STATE: saved}
+        if self.spec.memories:
+            args[trace.IDENTITY] = _check_identity(getattr(self, "identity", None))
+        return await self._drive(lambda recorders: self.chart.run(
+            args, recorders=recorders, redaction=self.redaction, timeout=timeout))
+
+
+class Agent(_Runner):
+    """A ReAct agent: the model reasons, calls tools, and answers; every step recorded.
+
+    ``limits=``, ``settings=``, ``governance=`` and ``tracing=`` group the rest (see
+    ``agent/options.py``). With ``tracing=Tracing(run_store=RunStore())`` each run is saved as
+    it ends, failed runs included, for ``agentfootprint runs list`` / ``explain`` / ``report``.
+    """
+
+    def __init__(
+        self,
+        *,
+        provider: Provider,
+        model: str | None = None,
+        system: str = "",
+        tools: Iterable[Tool] = (),
+        context: Iterable[Injection] = (),
+        memory: Iterable[MemoryDefinition] = (),
+        identity: MemoryIdentity | None = None,
+        react_mode: Literal["dynamic", "classic"] = "dynamic",
+        name: str = "Agent",
+        stream: bool = False,
+        window: WindowStrategy | None = None,
+        limits: Limits | None = None,
+        settings: ModelSettings | None = None,
+        governance: Governance | None = None,
+        tracing: Tracing | None = None,
+        **moved: Any,
+    ) -> None:
+        options = grouped_options("Agent", {"limits": limits, "settings": settings,
+                                            "governance": governance, "tracing": tracing}, moved)
+        limits, settings = options["limits"], options["settings"]
+        governance, tracing = options["governance"], options["tracing"]
+        model = _model_for(provider, model)
+        rules = _check_governance(governance.act, governance.permissions)
+        if window is not None and not _is_window(window):
+            raise ConfigurationError(
+                f"window={window!r} is not a window strategy; use sliding_window(turns=...), "
+                "token_budget(max_tokens=...) or summarize_window(...)")
+        if react_mode not in ("dynamic", "classic"):
+            raise ConfigurationError(f"react_mode={react_mode!r} must be 'dynamic' or 'classic'")
+        static = _check_tools(tools)
+        injections = _check_context(context, static)
+        skills = [i for i in injections if i.flavor == "skill"]
+        reader = read_skill_tool(skills) if skills else None
+        stepped = [s for s in skills if s.metadata.get("steps")]
+        if stepped and react_mode == "classic":
+            raise ConfigurationError(
+                f"skill {stepped[0].id!r} declares steps, which need the tool list recomposed "
+                "each iteration; use react_mode='dynamic' or drop steps=")
+        skipper = skip_step_tool() if stepped else None
+        memories = _check_memories(memory, injections)
+        self.identity = identity
+        dispatchable = _dispatchable(static, reader, injections)
+        if skipper is not None:
+            dispatchable.append(skipper)
+        spec = AgentSpec(
+            provider=provider, model=model, system=system,
+            registry=ToolRegistry(dispatchable, max_result_chars=limits.max_tool_result_chars),
+            max_iterations=limits.max_iterations, react_mode=react_mode,
+            temperature=settings.temperature, max_tokens=settings.max_tokens,
+            wrap_up=limits.wrap_up, stream=stream, injections=injections,
+            static_tools=static, read_skill=reader, skip_step=skipper, memories=memories,
+            window=window, act=rules)
+        super().__init__(spec, name=name, tracing=tracing)
+
+    async def run(self, message: str, *, continue_from: Mapping[str, Any] | None = None,
+                  run_id: str | None = None, timeout: float | None = None,
+                  identity: MemoryIdentity | None = None) -> RunResult:
+        """One turn. ``continue_from`` is the checkpoint of an earlier turn
+        (``RunResult.checkpoint`` or ``agent.checkpoint()``).
+
+        ``identity`` (default: the agent's) says whose conversation the memories read and
+        write; the turn number is resolved from what those stores already hold.
+        """
+        history = _history_from(continue_from) if continue_from is not None else None
+        ledger = continue_from.get(LEDGER_KEY) if continue_from is not None else None
+        return await self._run(message, history, run_id=run_id, timeout=timeout,
+                               identity=identity or self.identity, ledger=ledger)
+
+    def run_sync(self, message: str, **options: Any) -> RunResult:
+        return run_sync(self.run(message, **options))
+
+    async def follow_up(self, message: str, **options: Any) -> RunResult:
+        """The next turn of the conversation the last run left."""
+        checkpoint = self.checkpoint()
+        if checkpoint is None:
+            raise ConfigurationError(
+                "follow_up() needs an earlier run of this agent; call run() first")
+        return await self.run(message, continue_from=checkpoint, **options)
+
+    def follow_up_sync(self, message: str, **options: Any) -> RunResult:
+        return run_sync(self.follow_up(message, **options))
+
+    def checkpoint(self) -> dict[str, Any] | None:
+        """The conversation after the last finished run (final answer included), or None."""
+        return self.last.checkpoint if self.last is not None else None
+
+
+class LLMCall(_Runner):
+    """One model call, no tools: a system prompt and the user's message in, the answer out."""
+
+    def __init__(self, *, provider: Provider, model: str | None = None, system: str = "",
+                 name: str = "LLMCall", stream: bool = False,
+                 settings: ModelSettings | None = None, tracing: Tracing | None = None,
+                 **moved: Any) -> None:
+        options = grouped_options("LLMCall", {"settings": settings, "tracing": tracing}, moved,
+                                  allowed=("settings", "tracing"))
+        settings, tracing = options["settings"], options["tracing"]
+        model = _model_for(provider, model)
+        spec = AgentSpec(provider=provider, model=model, system=system,
+                         registry=ToolRegistry(()), max_iterations=1,
+                         temperature=settings.temperature, max_tokens=settings.max_tokens,
+                         stream=stream, with_tools=False, wrap_up=False)
+        super().__init__(spec, name=name, tracing=tracing)
+
+    async def run(self, message: str, *, run_id: str | None = None,
+                  timeout: float | None = None) -> RunResult:
+        return await self._run(message, None, run_id=run_id, timeout=timeout)
+
+    def run_sync(self, message: str, **options: Any) -> RunResult:
+        return run_sync(self.run(message, **options))
+
+
+_RESUMABLE_KEYS = frozenset((
+    trace.USER_MESSAGE, trace.HISTORY, trace.TURN, trace.ITERATION, trace.MAX_ITERATIONS,
+    trace.INPUT_TOKENS, trace.OUTPUT_TOKENS, trace.ACTIVATED_SKILLS, trace.TOOL_RESULTS,
+    trace.DELIVERED_KEYS, trace.SKILL_STEPS, trace.WRAP_UP_ASKED, trace.STOPPED_EARLY,
+    trace.FINDINGS_LEDGER, trace.ACT_LEDGER))
+"""Run state a crash replay carries over (everything else is recomputed by the stages)."""
+
+
+def raise_framework_cause(exc: StageError) -> None:
+    """Re-raise our own error (a provider's, say) that a stage raised, with the partial run.
+
+    A stage that fails because the model or a store failed is not a stage bug: callers catch
+    ``ProviderError`` and its status, not the engine's ``StageError`` wrapper.
+    """
+    cause = exc.__cause__
+    if isinstance(cause, AgentFootprintError):
+        cause.run = exc.run  # type: ignore[attr-defined]
+        raise cause from exc
+
+
+def _model_for(provider: object, model: object) -> str:
+    """The model this agent asks for: its own ``model=``, else the provider's.
+
+    Naming one model on the agent and another on the provider is refused: which one was meant
+    cannot be guessed, and a silent choice is how a swapped-in provider gets asked for "mock".
+    """
+    if not isinstance(provider, Provider):
+        raise ConfigurationError(
+            f"provider={provider!r} is not a Provider; use agentfootprint.providers._mock(...), "
+            "openai(...), anthropic(...) or ollama(...)")
+    if model is None:
+        model = provider.model
+        if not model:
+            raise ConfigurationError(
+                f"{provider!r} has no default model; pass model='...' to name one")
+    if not isinstance(model, str) or not model:
+        raise ConfigurationError(f"model={model!r} must be the model's name, e.g. 'gpt-4o-mini'")
+    pinned = provider.configured_model
+    if pinned and pinned != model:
+        raise ConfigurationError(
+            f"the agent names model={model!r} but its provider was built with "
+            f"model={pinned!r}; name the model once (drop one of the two)")
+    return model
+
+
+def _check_tools(tools: Iterable[Tool]) -> tuple[Tool, ...]:
+    static = listed(tools, argument="tools", example=getattr(tools, "name", "my_tool"))
+    for item in static:
+        if not isinstance(item, Tool):
+            raise ConfigurationError(
+                f"tools entry {item!r} is not a Tool; decorate the function with @tool or "
+                "build it with define_tool(...)")
+    return static
+
+
+def _check_context(context: Iterable[Injection], tools: tuple[Tool, ...]
+                   ) -> tuple[Injection, ...]:
+    injections = listed(context, argument="context", example="define_fact(...)")
+    seen: set[str] = set()
+    for item in injections:
+        if not isinstance(item, Injection):
+            raise ConfigurationError(
+                f"context entry {item!r} is not an injection; build it with define_fact, "
+                "define_steering, define_instruction, define_skill or define_injection")
+        if item.id in seen:
+            raise ConfigurationError(
+                f"two context entries have id {item.id!r}; injection ids must be unique")
+        seen.add(item.id)
+    every_tool = (*tools, *(t for i in injections for t in i.tools))
+    for reserved in (READ_SKILL, SKIP_STEP):
+        if any(t.name == reserved for t in every_tool):
+            raise ConfigurationError(f"{reserved!r} is reserved for skills; rename your tool")
+    return injections
+
+
+def _check_governance(act: Iterable[ActRule], permissions: PermissionChecker | None) -> Any:
+    """The agent's act() rules and permission checker, or ``None`` when it has neither (the
+    moments machinery then stays unloaded)."""
+    rules = tuple(act)
+    if not rules and permissions is None:
+        return None
+    from ._moments import check_act
+    from ._permissions import check_checker
+
+    return check_act(rules, check_checker(permissions))
+
+
+def _is_window(value: object) -> bool:
+    from ._window import WindowStrategy
+
+    return isinstance(value, WindowStrategy)
+
+
+def _check_memories(memory: Iterable[MemoryDefinition], injections: tuple[Injection, ...]
+                    ) -> tuple[MemoryDefinition, ...]:
+    memories = listed(memory, argument="memory", example="define_memory(...)")
+    if not memories:  # an agent without memory never loads the memory package (cold start)
+        return memories
+    from ..memory._define import MemoryDefinition
+
+    taken = {i.id for i in injections}
+    for item in memories:
+        if not isinstance(item, MemoryDefinition):
+            raise ConfigurationError(
+                f"memory entry {item!r} is not a memory; build it with define_memory(...)")
+        if item.injection_id in taken or item.id in taken:
+            raise ConfigurationError(
+                f"two memories (or a memory and an injection) share id {item.id!r}; "
+                "give each memory its own id")
+        taken.update((item.id, item.injection_id))
+    return memories
+
+
+def _check_identity(identity: object) -> MemoryIdentity:
+    from ..memory._identity import MemoryIdentity
+
+    if not isinstance(identity, MemoryIdentity):
+        raise ConfigurationError(
+            "an agent with memory needs to know whose conversation it is: pass "
+            "identity=MemoryIdentity('conversation-id') to Agent(...) or to run(...)")
+    return identity
+
+
+def _dispatchable(static: tuple[Tool, ...], reader: Tool | None,
+                  injections: tuple[Injection, ...]) -> list[Tool]:
+    """Every tool the loop may run, each name once; a name used by two tools is refused."""
+    by_name: dict[str, Tool] = {}
+    owners: dict[str, str] = {}
+    candidates: list[tuple[Tool, str]] = [(t, "tools=") for t in static]
+    if reader is not None:
+        candidates.append((reader, "skills"))
+    for injection in injections:
+        candidates.extend((t, f"{injection.flavor} {injection.id!r}") for t in injection.tools)
+    for item, owner in candidates:
+        found = by_name.get(item.name)
+        if found is None:
+            by_name[item.name] = item
+            owners[item.name] = owner
+        elif found is not item:
+            raise ConfigurationError(
+                f"tool name {item.name!r} is used by {owners[item.name]} and by {owner} for "
+                "different tools; rename one (sharing the same Tool object is fine)")
+    return list(by_name.values())
+
+
+def _history_from(checkpoint: Mapping[str, Any]) -> list[Message]:
+    if isinstance(checkpoint, RunResult):
+        raise ConfigurationError("continue_from takes result.checkpoint, not the RunResult")
+    if isinstance(checkpoint, str | bytes):
+        raise ConfigurationError(
+            "continue_from takes the checkpoint as a dict; json.loads the saved text first")
+    if not isinstance(checkpoint, Mapping) or checkpoint.get("version") != 1:
+        raise ConfigurationError(
+            "continue_from must be the checkpoint of an earlier run (a dict with version 1)")
+    history = checkpoint.get("history")
+    if not isinstance(history, list) or not all(
+            isinstance(m, dict) and m.get("role") in ("system", "user", "assistant", "tool")
+            and isinstance(m.get("content"), str) for m in history):
+        raise ConfigurationError(
+            "continue_from['history'] must be a list of messages with a role and str content; "
+            "pass the checkpoint unchanged")
+    return [dict(m) for m in history]  # type: ignore[misc]

@@ -1,0 +1,86 @@
+"""``AgentSpec``: everything the loop's stages need that is not run state.
+
+It lives apart from the stages so the stage groups (``loop.py``, ``tool_batch.py``,
+``memory_mount.py``) can share it and the one ``emit`` helper without importing each other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..context._injection import Injection
+from ..events._catalogue import PREFIX
+from ..events._dispatcher import EventDispatcher
+from ..flow import Scope
+from ..providers._base import Provider
+from ..runs import trace
+from ..tools._registry import ToolRegistry
+from ..tools._tool import Tool
+
+if TYPE_CHECKING:
+    from ..memory._define import MemoryDefinition
+    from ._moments import ActRules
+    from ._window import WindowStrategy
+
+__all__ = ["AgentSpec", "emit"]
+
+
+@dataclass(slots=True, eq=False, repr=False)
+class AgentSpec:
+    """Everything the loop's stages need that is not run state (and so not in the log)."""
+
+    provider: Provider
+    model: str
+    system: str
+    registry: ToolRegistry
+    max_iterations: int
+    react_mode: Literal["dynamic", "classic"] = "dynamic"
+    temperature: float | None = None
+    max_tokens: int | None = None
+    wrap_up: bool = True
+    stream: bool = False
+    dispatcher: EventDispatcher = field(default_factory=EventDispatcher)
+    with_tools: bool = True
+    injections: tuple[Injection, ...] = ()
+    static_tools: tuple[Tool, ...] = ()
+    read_skill: Tool | None = None
+    skip_step: Tool | None = None
+    system_cache: str = "always"
+    memories: tuple[MemoryDefinition, ...] = ()
+    act: ActRules | None = None
+    """act() rules by moment and the permission checker (``moments.py``); ``None``: neither."""
+    window: WindowStrategy | None = None
+
+    @property
+    def tracks_context(self) -> bool:
+        """Whether context is declared (injections or memory) and so evaluated and recorded."""
+        return bool(self.injections or self.memories)
+
+    @property
+    def skills(self) -> tuple[Injection, ...]:
+        return tuple(i for i in self.injections if i.flavor == "skill")
+
+    @property
+    def delivers_messages(self) -> bool:
+        return any(i.messages for i in self.injections)
+
+    def steps_of(self, skill_id: str | None) -> list[dict[str, str]]:
+        for injection in self.injections:
+            if injection.id == skill_id and injection.flavor == "skill":
+                return list(injection.metadata.get("steps", ()))
+        return []
+
+
+def emit(scope: Scope, name: str, payload: dict[str, Any]) -> None:
+    """Emit an agent event (the catalogue's ``agentfootprint.`` prefix added)."""
+    scope.emit(PREFIX + name, payload)
+
+
+def emit_turn_end(scope: Scope, content: str) -> None:
+    """``agent.turn_end``: every turn that ends says so, answered or stopped by a rule."""
+    emit(scope, "agent.turn_end", {
+        "turn": scope[trace.TURN], "content": content,
+        "iterations": scope.get(trace.ITERATION) or 0,
+        "input_tokens": scope[trace.INPUT_TOKENS], "output_tokens": scope[trace.OUTPUT_TOKENS],
+        "stopped_early": scope.get(trace.STOPPED_EARLY)})

@@ -1,0 +1,278 @@
+"""The ToolCalls stage: one tool batch, per-call gates, pauses and the person's answer.
+
+Per call, in order: ``stream.tool_start``; the permission gate and ``before_tool`` rules
+(``moments.py``); a check-in or a rule's ``ask`` pauses here, before the tool runs; dispatch
+(the script ledger files its row); skill-step bookkeeping; ``after_tool`` rules;
+``stream.tool_end`` and the tool message. A tool may also pause the run itself
+(``ask_human``/``pause_here``). Siblings after a paused call never run before the pause is
+answered; on resume the paused call gets the answer as its result and the siblings run in
+their original order, so every call still gets exactly one result.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from ..context._skills import READ_SKILL, SKIP_STEP, step_sentence
+from ..flow import Scope, pause
+from ..flow._pause import Pause
+from ..providers._base import Message, ToolCall
+from ..runs import trace
+from ..tools._pause import PauseRequest
+from ..tools._registry import ToolOutcome, result_text
+from ..tools._tool import ToolContext
+from ._spec import emit as _emit
+from ._spec import emit_turn_end
+
+if TYPE_CHECKING:
+    from ._spec import AgentSpec
+
+__all__ = ["ToolBatchStages"]
+
+
+class ToolBatchStages:
+    """The tool-batch stages of the loop (mixed into its stage set)."""
+
+    spec: AgentSpec
+
+    async def tool_calls(self, scope: Scope) -> Pause | None:
+        iteration = scope[trace.ITERATION]
+        calls: list[ToolCall] = scope[trace.LLM_TOOL_CALLS]
+        history: list[Message] = scope[trace.HISTORY]
+        history.append({"role": "assistant", "content": scope.get(trace.LLM_CONTENT) or "",
+                        "tool_calls": calls})
+        return await self._run_batch(scope, calls, 0, [], history, iteration)
+
+    async def tool_calls_resume(self, scope: Scope, answer: object) -> Pause | None:
+        """Settle the paused call with the person's answer, then run the calls after it.
+
+        Siblings after a paused call never run before the pause is answered; on resume they
+        run in their original order, so every call still gets exactly one result.
+        """
+        pending = scope[trace.PAUSED_TOOL_BATCH]
+        calls: list[ToolCall] = pending["calls"]
+        index, iteration = pending["index"], pending["iteration"]
+        results: list[dict[str, Any]] = list(pending["results"])
+        history: list[Message] = scope[trace.HISTORY]
+        call = calls[index]
+        if pending["kind"] == "check_in":
+            verdict = answer if isinstance(answer, dict) else {}
+            by = verdict.get("by") or "a person"
+            _emit(scope, "pause.check_in_settled", {
+                "tool_name": call["name"], "tool_call_id": call["id"], "iteration": iteration,
+                "approved": verdict.get("check_in") == "approved", "by": by,
+                "note": verdict.get("note")})
+            if verdict.get("check_in") == "approved":
+                outcome = await self._dispatch(scope, call, iteration)
+            else:
+                note = f": {str(verdict['note']).rstrip('.')}." if verdict.get("note") else "."
+                outcome = ToolOutcome(f"{by} declined this call, so it did not run{note} "
+                                      "Adapt your plan; do not call it again unchanged.",
+                                      error=True, status="declined")
+        else:
+            outcome = ToolOutcome(answer if isinstance(answer, str) else result_text(answer))
+        del scope[trace.PAUSED_TOOL_BATCH]
+        self._settle(scope, call, outcome, results, history, iteration)
+        return await self._run_batch(scope, calls, index + 1, results, history, iteration)
+
+    async def _run_batch(self, scope: Scope, calls: list[ToolCall], start: int,
+                         results: list[dict[str, Any]], history: list[Message],
+                         iteration: int) -> Pause | None:
+        spec = self.spec
+        for index in range(start, len(calls)):
+            call = calls[index]
+            _emit(scope, "stream.tool_start", {"tool_name": call["name"],
+                                               "tool_call_id": call["id"],
+                                               "args": call.get("args") or {},
+                                               "iteration": iteration})
+            gated = await spec.act.gate_call(scope, call, iteration) \
+                if spec.act is not None and spec.act.gates_tools else None
+            if gated is not None and gated.ask is not None:
+                return self._pause(scope, calls, index, results, history, iteration,
+                                   "check_in", {**self._evidence_pack(scope, gated.call),
+                                                "asked_by_rule": gated.ask})
+            if gated is not None and gated.refusal is not None:
+                outcome = gated.refusal
+            else:
+                permitted = gated.call if gated else call
+                if self._needs_check_in(permitted):
+                    return self._pause(scope, calls, index, results, history, iteration,
+                                       "check_in", self._evidence_pack(scope, permitted))
+                try:
+                    outcome = await self._dispatch(scope, permitted, iteration)
+                except PauseRequest as request:
+                    return self._pause(scope, calls, index, results, history, iteration,
+                                       request.kind, request.data)
+            self._settle(scope, call, outcome, results, history, iteration)
+            if gated is not None and gated.halted:
+                self._halt(scope, calls, results, history, iteration)
+                break
+        scope[trace.HISTORY] = history
+        scope[trace.TOOL_RESULTS] = results
+        scope[trace.ITERATION] = iteration + 1
+        _emit(scope, "agent.iteration_end", {"iteration": iteration,
+                                             "tool_call_count": len(calls)})
+        return None
+
+    def _settle(self, scope: Scope, call: ToolCall, outcome: ToolOutcome,
+                results: list[dict[str, Any]], history: list[Message], iteration: int) -> None:
+        """One call's result: events, the tool message, the batch row, skill activation."""
+        spec = self.spec
+        if outcome.issues:
+            _emit(scope, "validation.args_invalid", {
+                "tool_name": call["name"], "tool_call_id": call["id"],
+                "iteration": iteration, "issues": [dict(i) for i in outcome.issues]})
+        _emit(scope, "stream.tool_end", {
+            "tool_name": call["name"], "tool_call_id": call["id"], "result": outcome.content,
+            "error": outcome.error, "status": outcome.status, "iteration": iteration})
+        history.append({"role": "tool", "content": outcome.content,
+                        "tool_call_id": call["id"], "tool_name": call["name"]})
+        results.append({"tool_name": call["name"], "tool_call_id": call["id"],
+                        "status": outcome.status})
+        if call["name"] == READ_SKILL and outcome.status == "success" and spec.skills:
+            skill_id = (call.get("args") or {}).get("id")
+            activated = scope[trace.ACTIVATED_SKILLS]
+            if skill_id in {s.id for s in spec.skills} and skill_id not in activated:
+                scope[trace.ACTIVATED_SKILLS] = [*activated, skill_id]
+                _emit(scope, "skill.activated", {"skill_id": skill_id,
+                                                 "iteration": iteration})
+
+    def _needs_check_in(self, call: ToolCall) -> bool:
+        found = self.spec.registry.tools.get(call["name"])
+        rule = found.check_in if found is not None else None
+        if rule is None or rule is False:
+            return False
+        if callable(rule):
+            try:
+                return bool(rule(call.get("args") or {}))
+            except Exception:
+                return True  # consent is fail-closed: a broken predicate asks a person
+        return bool(rule)
+
+    def _pause(self, scope: Scope, calls: list[ToolCall], index: int,
+               results: list[dict[str, Any]], history: list[Message], iteration: int,
+               kind: str, data: Any) -> Pause:
+        call = calls[index]
+        scope[trace.HISTORY] = history
+        scope[trace.PAUSED_TOOL_BATCH] = {"calls": calls, "index": index, "results": results,
+                                      "iteration": iteration, "kind": kind}
+        payload = {"kind": kind, "tool_name": call["name"], "tool_call_id": call["id"],
+                   "iteration": iteration, "data": data}
+        _emit(scope, "pause.requested", payload)
+        return pause(payload)
+
+    def _evidence_pack(self, scope: Scope, call: ToolCall) -> dict[str, Any]:
+        """What a person needs to consent: the call, the context the run consumed, and which
+        context drove the choice (ranked by token overlap with the call — no model call)."""
+        from ..context._overlap import overlap_scores  # loaded by the first check-in
+
+        found = self.spec.registry.tools[call["name"]]
+        args = call.get("args") or {}
+        choice = f"{call['name']} {json.dumps(args, ensure_ascii=False, sort_keys=True)}"
+        system = scope.get(trace.SYSTEM_PROMPT) or ""
+        consumed = []
+        for row in scope.get(trace.SYSTEM_SLOT) or ():
+            if row["source"] != "base":
+                consumed.append({"id": row["source"], "flavor": row["flavor"],
+                                 "slot": "system", "text": system[row["start"]:row["end"]]})
+        for message in scope[trace.HISTORY]:
+            if message["role"] == "tool":
+                consumed.append({"id": message.get("tool_name") or "tool", "flavor": "tool",
+                                 "slot": "messages", "text": str(message["content"])})
+            elif message["role"] == "user" and "injected_by" not in message:
+                consumed.append({"id": "user", "flavor": "user", "slot": "messages",
+                                 "text": str(message["content"])})
+        scores = overlap_scores(choice, [c["text"] for c in consumed])
+        drivers = sorted(
+            ({"id": c["id"], "flavor": c["flavor"], "score": round(score, 3),
+              "tier": "proxy"} for c, score in zip(consumed, scores, strict=True) if score > 0),
+            key=lambda d: (-d["score"], d["id"]))
+        trail = [{"iteration": r["iteration"], "chosen": r.get("chosen")}
+                 for r in scope.get(trace.ROUTE_TRAIL) or ()]
+        return {
+            "will_do": {"tool": call["name"], "description": found.description, "args": args},
+            "context_consumed": [{k: v for k, v in c.items() if k != "text"} for c in consumed],
+            "drivers": drivers[:5],
+            "trail": trail or [{"iteration": scope[trace.ITERATION], "chosen": "tool-calls"}],
+        }
+
+    async def _dispatch(self, scope: Scope, call: ToolCall, iteration: int) -> ToolOutcome:
+        """Run one permitted call (steps 4–6 of ``moments.py``'s dispatch order)."""
+        from ..tools._code_runner import dispatch_script_call  # loaded by the first tool call
+
+        spec = self.spec
+        sent = await dispatch_script_call(
+            spec.registry, call, ToolContext(call["id"], iteration, scope.run_id), scope,
+            turn=scope[trace.TURN])
+        outcome = sent.outcome
+        if sent.code_run is not None:
+            _emit(scope, "tools.code_run", sent.code_run)
+        if spec.skip_step is not None:
+            outcome = self._follow_steps(scope, call, outcome, iteration)
+        if spec.act is None:
+            return outcome
+        return await spec.act.judge_result(scope, call, outcome, iteration)
+
+    @staticmethod
+    def _halt(scope: Scope, calls: list[ToolCall], results: list[dict[str, Any]],
+              history: list[Message], iteration: int) -> None:
+        """A permission halt: later calls of the batch get a "not run" result (so the
+        conversation stays well paired for a follow-up), then the run stops after this stage."""
+        answered = {r["tool_call_id"] for r in results}
+        for call in calls:
+            if call["id"] not in answered:
+                history.append({"role": "tool", "tool_call_id": call["id"],
+                                "tool_name": call["name"], "content": (
+                                    "Not run: the run was stopped by policy before this "
+                                    "call.")})
+        halt = scope[trace.PERMISSION_HALT]
+        _emit(scope, "permission.halt", {**halt, "sequence_length": len(answered)})
+        scope[trace.STOPPED_EARLY] = "permission-halt"
+        scope[trace.FINAL_CONTENT] = ""
+        emit_turn_end(scope, "")
+        scope.break_("permission-halt")
+
+    def _follow_steps(self, scope: Scope, call: ToolCall, outcome: ToolOutcome,
+                      iteration: int) -> ToolOutcome:
+        """Advance, skip or introduce the active skill's procedure; say so in the result."""
+        pointer = scope.get(trace.SKILL_STEPS)
+        name = call["name"]
+        if name == READ_SKILL and outcome.status == "success":
+            steps = self.spec.steps_of((call.get("args") or {}).get("id"))
+            if steps:
+                intro = f"You are on step 1 of {len(steps)}: {steps[0]['tool']} — " \
+                        f"{steps[0]['note']}."
+                return replace(outcome, content=f"{outcome.content}\n{intro}")
+            return outcome
+        if name == SKIP_STEP:
+            if pointer is None or pointer["step"] > pointer["total"]:
+                return replace(outcome, content="No step procedure is in progress; there is "
+                               "nothing to skip.", status="invalid", error=True)
+            reason = str((call.get("args") or {}).get("reason", "")).strip()
+            if not reason:
+                return replace(outcome, content=f"Say why you skip step {pointer['step']}: "
+                               "call skip_step with a reason.", status="invalid", error=True)
+            steps = self.spec.steps_of(pointer["skill"])
+            skipped = pointer["step"]
+            pointer = {**pointer, "step": skipped + 1,
+                       "skipped": [*pointer["skipped"], {"step": skipped, "reason": reason}]}
+            scope[trace.SKILL_STEPS] = pointer
+            _emit(scope, "skill.step_skipped", {"skill_id": pointer["skill"], "step": skipped,
+                                                "reason": reason, "iteration": iteration})
+            return replace(outcome, content=f"Skipped step {skipped} of {pointer['total']} "
+                           f"({reason}). {step_sentence(steps, pointer['step'])}")
+        if pointer is None or pointer["step"] > pointer["total"] or outcome.error:
+            return outcome
+        steps = self.spec.steps_of(pointer["skill"])
+        if steps[pointer["step"] - 1]["tool"] != name:
+            return outcome
+        done = pointer["step"]
+        pointer = {**pointer, "step": done + 1}
+        scope[trace.SKILL_STEPS] = pointer
+        _emit(scope, "skill.step_advanced", {"skill_id": pointer["skill"], "step": done,
+                                             "completed": done == pointer["total"],
+                                             "iteration": iteration})
+        return replace(outcome, content=f"{outcome.content}\nStep {done} of {pointer['total']} "
+                       f"done. {step_sentence(steps, pointer['step'])}")

@@ -1,0 +1,140 @@
+"""What every composition shares: runners as mounted subflows, one recording for the whole.
+
+A runner (``Runner``) is anything with a ``chart`` that takes ``{"message": ...}`` as its input
+and leaves its answer in ``final_content`` — an ``Agent``, an ``LLMCall`` or another composition. A
+composition mounts each runner's chart as a subflow, so the whole pipeline runs as one chart
+and leaves one commit log: backtracking an answer crosses from the pipeline into the agent
+that produced it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeGuard
+
+from ..agent._agent import RunResult, raise_framework_cause
+from ..errors import ConfigurationError, StageError
+from ..events._dispatcher import EventBridge, EventDispatcher
+from ..flow import Chart, Scope
+from ..flow._recorders import Recorder
+from ..flow._run import run_sync
+from ..flow._scope import ReadView
+from ..runs import trace
+
+__all__ = ["Composition", "Input", "Runner", "mount_options"]
+
+
+class Runner(Protocol):
+    """An agent, an LLM call or a composition: a chart that turns a message into an answer.
+
+    What every composition and pattern accepts as a step. ``Agent``, ``LLMCall`` and every
+    ``Composition`` are runners; so is any object whose ``chart`` reads ``message`` and writes
+    ``final_content``.
+    """
+
+    @property
+    def chart(self) -> Chart:
+        """The runner's flowchart, mounted as a subflow by the composition."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Input:
+    """What a routing predicate sees."""
+
+    message: str
+    """The message arriving at this point: the previous step's answer."""
+    original: str
+    """The message the whole pipeline was run with (the user's request)."""
+
+
+def mount_options(runner: Runner, *, collect: str | None = None,
+                  key: str | None = None) -> dict[str, Any]:
+    """Input/output mapping for a mounted runner: the message in, its answer out.
+
+    The answer becomes the pipeline's ``current`` message and its ``final_content``; with
+    ``collect``, it is also stored under ``outputs[key]`` (parallel branches). A nested
+    composition also receives the pipeline's ``original`` message (agents take only theirs).
+    """
+    nested = isinstance(runner, Composition)
+
+    def take_message(parent: ReadView) -> Mapping[str, Any]:
+        if nested:
+            return {trace.MESSAGE: parent[trace.CURRENT], trace.ORIGINAL: parent[trace.ORIGINAL]}
+        return {trace.MESSAGE: parent[trace.CURRENT]}
+
+    def give_answer(inner: ReadView) -> Mapping[str, Any]:
+        answer = inner.get(trace.FINAL_CONTENT, "")
+        out: dict[str, Any] = {"current": answer, "final_content": answer}
+        if collect is not None and key is not None:
+            out = {collect: {key: answer}}
+        return out
+
+    return {"input": take_message, "output": give_answer}
+
+
+def is_runner(value: object) -> TypeGuard[Runner]:
+    """Whether ``value`` is meant as a runner (it has a ``chart``), not as a function."""
+    return getattr(value, "chart", None) is not None
+
+
+def check_runner(runner: object, where: str) -> Chart:
+    """The chart of ``runner``, or a ConfigurationError naming ``where`` it was passed."""
+    chart = getattr(runner, "chart", None)
+    if not isinstance(chart, Chart):
+        raise ConfigurationError(
+            f"{where}: {runner!r} is not a runner; pass an Agent, an LLMCall or a composition")
+    return chart
+
+
+def start(scope: Scope) -> None:
+    """The pipeline's input becomes the current message (and the answer, if nothing runs).
+
+    It is kept under ``current``: ``message`` is the read-only input of a nested pipeline.
+    ``original`` is the outermost pipeline's message, handed down to nested compositions.
+    """
+    if "original" not in scope.args:  # nested: it arrived as a (read-only) input
+        scope[trace.ORIGINAL] = scope.args[trace.MESSAGE]
+    scope[trace.CURRENT] = scope.args[trace.MESSAGE]
+    scope[trace.FINAL_CONTENT] = scope.args[trace.MESSAGE]
+
+
+class Composition:
+    """Base of Sequence, Parallel, Conditional and Loop."""
+
+    chart: Chart
+    runners: list[Runner]
+
+    def dispatchers(self) -> list[EventDispatcher]:
+        """Every agent's event dispatcher in the tree, once each."""
+        found: dict[int, EventDispatcher] = {}
+        for runner in self.runners:
+            nested: Iterable[EventDispatcher]
+            if isinstance(runner, Composition):
+                nested = runner.dispatchers()
+            else:
+                events = getattr(runner, "events", None)
+                nested = [events] if isinstance(events, EventDispatcher) else []
+            for dispatcher in nested:
+                found.setdefault(id(dispatcher), dispatcher)
+        return list(found.values())
+
+    async def run(self, message: str, *, run_id: str | None = None,
+                  timeout: float | None = None) -> RunResult:
+        """Run the whole pipeline once; the result's recording spans every runner in it."""
+        if not isinstance(message, str):
+            raise ConfigurationError(f"run() takes the message as a str, got {message!r}")
+        bridges: list[Recorder] = [EventBridge(d, id=f"agent-events-{i}")
+                              for i, d in enumerate(self.dispatchers())]
+        try:
+            flow = await self.chart.run({trace.MESSAGE: message}, recorders=bridges,
+                                        timeout=timeout, run_id=run_id)
+        except StageError as exc:
+            raise_framework_cause(exc)
+            raise
+        return RunResult(content=str(flow.state.get(trace.FINAL_CONTENT, "")), run_id=flow.run_id,
+                         turn=1, recording=flow)
+
+    def run_sync(self, message: str, **options: Any) -> RunResult:
+        return run_sync(self.run(message, **options))

@@ -1,0 +1,127 @@
+"""Subscriptions to agent events: ``agent.on("stream.token", fn)``.
+
+A listener subscribes to one name, a domain (``"stream.*"``) or everything (``"*"``). For one
+event, exact subscribers hear it first, then the domain's, then the catch-alls. Listeners are
+isolated: one that raises is recorded in ``errors`` and the others still hear the event.
+Async listeners are scheduled, never awaited by the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from ..flow import FlowEvent
+from ._catalogue import PREFIX, full_name, payload_model
+
+logger = logging.getLogger("agentfootprint.events")
+
+__all__ = ["AgentEvent", "EventBridge", "EventDispatcher"]
+
+
+@dataclass(slots=True, eq=False)
+class AgentEvent:
+    """One event: its name, JSON payload, and where in which run it happened."""
+
+    type: str
+    payload: Mapping[str, Any]
+    run_id: str
+    runtime_stage_id: str
+    stage: str
+    timestamp: float = field(default_factory=time.time)
+
+    def model(self) -> BaseModel:
+        """The payload as its catalogue model (validated)."""
+        return payload_model(self.type).model_validate(self.payload)
+
+
+Listener = Callable[[AgentEvent], Any]
+
+
+class EventDispatcher:
+    """Holds listeners for the lifetime of an agent; runs deliver to it."""
+
+    def __init__(self) -> None:
+        self._listeners: dict[str, list[Listener]] = {}
+        self.errors: list[tuple[str, str]] = []
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def on(self, pattern: str, listener: Listener) -> Callable[[], None]:
+        """Subscribe; returns a function that unsubscribes."""
+        from ._catalogue import EVENTS
+
+        key = full_name(pattern)
+        if key.endswith(".*") and not any(name.startswith(key[:-1]) for name in EVENTS):
+            from ..errors import ConfigurationError
+
+            raise ConfigurationError(
+                f"{pattern!r} names no agentfootprint event domain; see "
+                "agentfootprint.events.EVENTS for the names")
+        if key != "*" and not key.endswith(".*") and key not in EVENTS:
+            payload_model(pattern)  # raises with the list of names
+        self._listeners.setdefault(key, []).append(listener)
+
+        def off() -> None:
+            found = self._listeners.get(key, [])
+            if listener in found:
+                found.remove(listener)
+
+        return off
+
+    def wants(self, name: str) -> bool:
+        listeners = self._listeners
+        if not listeners:
+            return False
+        return bool(listeners.get(name) or listeners.get(_domain(name)) or listeners.get("*"))
+
+    def dispatch(self, event: AgentEvent) -> None:
+        listeners = self._listeners
+        for key in (event.type, _domain(event.type), "*"):
+            for listener in tuple(listeners.get(key, ())):
+                try:
+                    result = listener(event)
+                    if inspect.isawaitable(result):
+                        task = asyncio.ensure_future(result)
+                        self._tasks.add(task)
+                        task.add_done_callback(self._settled)
+                except Exception as exc:
+                    self.errors.append((event.type, f"{type(exc).__name__}: {exc}"))
+                    logger.warning("a listener of %r raised; the run goes on without it",
+                                   event.type, exc_info=exc)
+
+    def _settled(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            self.errors.append(("async listener", repr(task.exception())))
+            logger.warning("an async listener raised; the run went on without it",
+                           exc_info=task.exception())
+
+    async def drain(self) -> None:
+        """Wait for async listeners still running."""
+        if self._tasks:
+            await asyncio.gather(*tuple(self._tasks), return_exceptions=True)
+
+
+def _domain(name: str) -> str:
+    return name.rsplit(".", 1)[0] + ".*"
+
+
+class EventBridge:
+    """A flow recorder that turns a run's ``agentfootprint.*`` emits into agent events."""
+
+    def __init__(self, dispatcher: EventDispatcher, *, id: str = "agent-events") -> None:
+        self.id = id
+        self.dispatcher = dispatcher
+
+    def on_emit(self, event: FlowEvent) -> None:
+        name = event.key or ""
+        if name.startswith(PREFIX) and self.dispatcher.wants(name):
+            self.dispatcher.dispatch(AgentEvent(name, event.value or {}, event.run_id,
+                                                event.runtime_stage_id, event.stage))

@@ -1,0 +1,160 @@
+"""Backtrack: from the answer to the exact context that reached it, hop by hop.
+
+    ANSWER   the final answer (the step that handed it back)
+    READ     the LLM call that produced it, with the exact system prompt, messages and tools
+    LANDED   the step whose commit put the suspect into what the call read
+    ALLOWED  the trigger that let it in, and why it fired that iteration
+    BORN     where it was authored: the define_* declaration, the tool call, the user
+
+Every hop names a runtime stage id and every value is rebuilt from the commit log, so the
+chain is the same on a live result and on a recording loaded in another process. Which
+suspect is followed is chosen by an influence score — a correlational proxy, labelled as
+such; only re-runs (``localize_context_bug``) may say a source is the cause.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..runs import trace
+from ..runs._view import CallView, Explainable, RunView
+from ._influence import rank_suspects
+from ._suspects import Suspect, suspects_in
+
+__all__ = ["Backtrack", "Hop", "backtrack"]
+
+
+@dataclass(frozen=True, slots=True)
+class Hop:
+    """One link of the chain."""
+
+    kind: str
+    """ANSWER, READ, LANDED, ALLOWED or BORN."""
+    text: str
+    runtime_stage_id: str | None = None
+
+
+@dataclass(slots=True)
+class Backtrack:
+    """The chain for the followed suspect, plus the ranked candidate set it was chosen from."""
+
+    answer: str
+    hops: list[Hop]
+    suspect: Suspect | None
+    sentence: str | None
+    """The sentence of the suspect that aligns best with the answer (highlighted)."""
+    system_prompt: str
+    """Exactly what the model saw as its system prompt."""
+    ranked: list[Any] = field(default_factory=list)
+    """Every candidate with its proxy score, best first."""
+
+    def __str__(self) -> str:
+        lines = [f"{hop.kind:<8} {hop.text}" for hop in self.hops]
+        if self.ranked:
+            lines.append("")
+            lines.append("Candidates that reached the call (proxy scores, not causes):")
+            for item in self.ranked:
+                lines.append(f"  {item.score:0.3f}  {item.suspect.label}")
+        return "\n".join(lines)
+
+
+def backtrack(source: Explainable, *, suspect: str | None = None,
+              strategy: str = "lexical_overlap") -> Backtrack:
+    """The chain from the final answer of ``source`` (a RunResult, FlowRun or Recording).
+
+    ``suspect`` follows a given source id instead of the best-ranked removable one. The run is
+    read once (``RunView``); every hop is a field of the call the answer came from.
+    """
+    view = RunView.of(source)
+    call = view.call()
+    answer, system = call.answer, call.system
+    ranked = rank_suspects(answer, suspects_in(call), strategy=strategy)
+    chosen = _choose(ranked, suspect)
+    hops = [Hop("ANSWER", f"{_quote(answer)}", call.answered_by)]
+    if chosen is None:
+        hops.append(Hop("READ", f"{call.runtime_stage_id} — system prompt "
+                                f"({len(system)} chars), {len(call.messages)} messages, "
+                                f"{len(call.tools)} tools", call.runtime_stage_id))
+        return Backtrack(answer, hops, None, None, system, ranked)
+    found, sentence = chosen.suspect, chosen.sentence
+    where = "the system prompt" if found.slot == "system" else "the conversation"
+    hops.append(Hop("READ", f"{call.runtime_stage_id} — {where} the model saw "
+                            f"(sentence: {_quote(sentence or found.text)})",
+                    call.runtime_stage_id))
+    hops.append(_landed(call, found))
+    hops.append(_allowed(view, call, found))
+    hops.append(_born(view, call, found))
+    return Backtrack(answer, hops, found, sentence, system, ranked)
+
+
+def _choose(ranked: list[Any], suspect: str | None) -> Any:
+    if suspect is not None:
+        for item in ranked:
+            if item.suspect.id == suspect:
+                return item
+        known = ", ".join(sorted({i.suspect.id for i in ranked}))
+        raise KeyError(f"no source {suspect!r} reached the call; sources: {known}")
+    removable = [item for item in ranked if item.suspect.removable]
+    return removable[0] if removable else (ranked[0] if ranked else None)
+
+
+def _landed(call: CallView, found: Suspect) -> Hop:
+    if found.slot == "system":
+        position = next((p.position for p in call.pieces
+                         if p.slot == "system" and p.id == found.id), None)
+        where = (f" (piece {position + 1} of {call.system_pieces})"
+                 if position is not None and call.system_pieces else "")
+        return Hop("LANDED", f"{found.runtime_stage_id} wrote it into the system prompt{where}",
+                   found.runtime_stage_id)
+    return Hop("LANDED", f"{found.runtime_stage_id} appended it to the conversation",
+               found.runtime_stage_id)
+
+
+def _allowed(view: RunView, call: CallView, found: Suspect) -> Hop:
+    if found.kind in ("injection", "message"):
+        row = call.row(found.id)
+        if row is not None:
+            return Hop("ALLOWED", f"trigger {row['trigger']} — {row['reason']}",
+                       call.evaluation_writer)
+        return Hop("ALLOWED", "no evaluation was recorded for it", call.evaluation_writer)
+    if found.kind == "tool":
+        return Hop("ALLOWED", f"the model asked for tool {found.id!r} and the route chose "
+                              "to run it", view.route_before(found.runtime_stage_id))
+    if found.kind == "user":
+        return Hop("ALLOWED", "the user's message is always sent", None)
+    return Hop("ALLOWED", "the base system prompt is always sent", None)
+
+
+def _born(view: RunView, call: CallView, found: Suspect) -> Hop:
+    if found.kind == "injection" and found.flavor in ("memory", "rag"):
+        row: Mapping[str, Any] = call.row(found.id) or {}
+        memory_id = trace.MEMORY_INJECTION.strip(found.id).split(trace.ENTRY_SEPARATOR)[0]
+        read = view.memory_read(memory_id, call)
+        store = row.get("store", "the store")
+        if found.flavor == "rag":
+            chunk = (row.get("entry_ids") or ["?"])[0]
+            return Hop("BORN", f"chunk {chunk!r} of {chunk.rpartition('#')[0]} in {store} "
+                               f"(rank {row.get('rank', '?')}, score "
+                               f"{row.get('score', float('nan')):.2f}), retrieved by "
+                               f"define_rag({memory_id!r})", read)
+        turns = ", ".join(map(str, row.get("turns", ()))) or "?"
+        entries = ", ".join(row.get("entry_ids", ())) or "no entries"
+        return Hop("BORN", f"store entries {entries} of {store}, written in turn(s) {turns}",
+                   read)
+    if found.kind in ("injection", "message"):
+        factory = {"fact": "define_fact", "steering": "define_steering",
+                   "instruction": "define_instruction", "skill": "define_skill"}.get(
+            found.flavor or "", "define_injection")
+        return Hop("BORN", f"{factory}({found.id!r})")
+    if found.kind == "tool":
+        return Hop("BORN", f"the result of tool {found.id!r}", found.runtime_stage_id)
+    if found.kind == "user":
+        return Hop("BORN", "the user's message")
+    return Hop("BORN", "Agent(system=...)")
+
+
+def _quote(text: str, limit: int = 100) -> str:
+    flat = " ".join(text.split())
+    return '"' + (flat if len(flat) <= limit else flat[: limit - 1] + "…") + '"'

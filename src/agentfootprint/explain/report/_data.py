@@ -1,0 +1,537 @@
+"""What the HTML report shows, read from a recording: plain data, no markup.
+
+Everything here comes from the recording's commit log (plus the ids, scores and verdicts of a
+backtrack and a localization report), so a value redacted at the source stays ``[REDACTED]``:
+the live answers a localization re-run produced, its question and its answer text are never
+read. Nested agents (compositions) are read in their own namespace, so every LLM call of a
+pipeline gets its view.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ...context._record import context_report
+from ...flow._commitlog import CommitLog, CommitRecord
+from ...flow._redact import REDACTED
+from ...runs import trace
+from ...runs._recording import Recording
+from ...runs._view import RunView
+from .._backtrack import Backtrack, Hop
+from .._localize import ContextBugReport
+from .._suspects import Suspect, is_stage
+
+__all__ = [
+    "Board",
+    "CallView",
+    "ChartRun",
+    "Culprit",
+    "InjectionRow",
+    "IterationGroup",
+    "MessageView",
+    "ReportData",
+    "Span",
+    "Step",
+    "SuspectCard",
+    "build_report_data",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A piece of the system prompt and the source that put it there."""
+
+    start: int
+    end: int
+    source: str
+    """Injection id, or ``"base"`` for the agent's own system prompt."""
+    flavor: str
+
+
+@dataclass(frozen=True, slots=True)
+class InjectionRow:
+    """One declared injection at one call: who let it in (or not) and how it landed."""
+
+    id: str
+    flavor: str
+    trigger: str
+    fired: bool
+    reason: str
+    landed: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MessageView:
+    """One message the call sent, with the source that put it into the conversation."""
+
+    index: int
+    role: str
+    content: str
+    source: str | None
+    """The injection id (``injected_by``) or the tool name of a tool result."""
+    tool_calls: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class CallView:
+    """Exactly what the model saw at one LLM call, and what it answered."""
+
+    index: int
+    runtime_stage_id: str
+    scope: str
+    """The nested agent's mount path (``""`` at the top level)."""
+    iteration: int | None
+    system: str
+    spans: tuple[Span, ...]
+    messages: tuple[MessageView, ...]
+    tools: tuple[tuple[str, str | None], ...]
+    """(tool name, injection that offered it) for every tool the call offered."""
+    injections: tuple[InjectionRow, ...]
+    answer: str
+    asked_tools: tuple[str, ...]
+    is_final: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One executed step on the timeline."""
+
+    runtime_stage_id: str
+    stage_id: str
+    name: str
+    kind: str
+    detail: str
+    call_index: int | None
+    failed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class IterationGroup:
+    """Consecutive steps of one agent iteration (or of one stretch of a plain flow)."""
+
+    label: str
+    steps: tuple[Step, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ChartRun:
+    """Which stages ran (and how often) and which edges were taken."""
+
+    runs: dict[str, int]
+    taken: frozenset[tuple[str, str]]
+
+
+@dataclass(frozen=True, slots=True)
+class SuspectCard:
+    """One candidate on the backtrack board."""
+
+    rank: int
+    label: str
+    source: str
+    kind: str
+    score: float | None
+    """The proxy score; ``None`` when it is not a finite number."""
+    sentence: str
+    removable: bool
+    followed: bool
+    verdict: str | None = None
+    fraction: str | None = None
+    why: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Culprit:
+    """Where the culprit sentence sits in the explained call's exact prompt."""
+
+    source: str
+    sentence: str
+    message_index: int | None
+    """``None``: in the system prompt; else the message that carries it."""
+    start: int
+    end: int
+    """Offsets of the sentence in the system prompt or in that message's content."""
+    proven: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Board:
+    """The backtrack board: the chain, the ranked candidates, the verdicts, the culprit."""
+
+    answer: str
+    hops: tuple[Hop, ...]
+    cards: tuple[SuspectCard, ...]
+    strategy: str
+    call_index: int | None
+    culprit: Culprit | None
+    baseline: str | None
+    confidence: str | None
+    notes: tuple[str, ...]
+    reruns: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ReportData:
+    """Everything one report page shows."""
+
+    run_id: str
+    name: str
+    kind: str
+    status: str
+    created_at: float
+    question: str | None
+    answer: str
+    chart: dict[str, Any]
+    chart_run: ChartRun
+    timeline: tuple[IterationGroup, ...]
+    calls: tuple[CallView, ...]
+    board: Board | None
+
+
+def build_report_data(recording: Recording, *, backtrack: Backtrack | None = None,
+                      localization: ContextBugReport | None = None) -> ReportData:
+    """Read the report's content from ``recording`` (and the explanation objects given)."""
+    log = recording.commit_log()
+    calls = _calls(log)
+    question = _text_or_none(_first_value(log, "user_message"))
+    if recording.kind == "agent" or calls:
+        answer = _answer(log, calls)
+    else:
+        answer = _masked_output(recording.output, _redacted_keys(log))
+    return ReportData(
+        run_id=recording.run_id, name=recording.name, kind=recording.kind,
+        status=recording.status, created_at=recording.created_at, question=question,
+        answer=answer, chart=recording.chart, chart_run=_chart_run(log),
+        timeline=_timeline(log, calls), calls=tuple(calls),
+        board=_board(recording, log, calls, backtrack, localization))
+
+
+# -- the chart and the timeline ----------------------------------------------------------------
+
+
+def _chart_run(log: CommitLog) -> ChartRun:
+    runs: dict[str, int] = {}
+    by_rid: dict[str, str] = {}
+    taken: set[tuple[str, str]] = set()
+    for record in log.records:
+        by_rid.setdefault(record.runtime_stage_id, record.stage_id)
+        if record.kind == "subflow-exit":
+            continue
+        runs[record.stage_id] = runs.get(record.stage_id, 0) + 1
+        parent = by_rid.get(record.parent) if record.parent else None
+        if parent is not None and parent != record.stage_id:
+            taken.add((parent, record.stage_id))
+    return ChartRun(runs, frozenset(taken))
+
+
+def _timeline(log: CommitLog, calls: list[CallView]) -> tuple[IterationGroup, ...]:
+    call_of = {call.runtime_stage_id: call.index for call in calls}
+    groups: list[IterationGroup] = []
+    key: tuple[str, int | None] | None = None
+    label = ""
+    steps: list[Step] = []
+    records = log.records
+    for position, record in enumerate(records):
+        if record.kind == "subflow-exit":
+            continue
+        owner = record
+        if record.kind == "subflow-enter" and position + 1 < len(records):
+            follower = records[position + 1]
+            owner = follower if follower.ns == record.ns else record
+        here = (record.ns, _iteration_of(log, owner))
+        if here != key:
+            if steps:
+                groups.append(IterationGroup(label, tuple(steps)))
+            steps, key, label = [], here, _group_label(*here)
+        steps.append(Step(record.runtime_stage_id, record.stage_id, record.stage, record.kind,
+                          _detail(log, record), call_of.get(record.runtime_stage_id),
+                          record.error is not None))
+    if steps:
+        groups.append(IterationGroup(label, tuple(steps)))
+    return tuple(groups)
+
+
+def _iteration_of(log: CommitLog, record: CommitRecord) -> int | None:
+    value = log.value_at(trace.ITERATION, record.idx - 1, ns=record.ns, default=None)
+    if not isinstance(value, int) or isinstance(value, bool):
+        value = log.value_at(trace.ITERATION, record.idx, ns=record.ns, default=None)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _group_label(ns: str, iteration: int | None) -> str:
+    scope = _scope(ns)
+    if iteration is None:
+        return scope or "run"
+    return f"{scope} · iteration {iteration}" if scope else f"iteration {iteration}"
+
+
+def _scope(ns: str) -> str:
+    return ns.rsplit("#", 1)[0] if ns else ""
+
+
+def _detail(log: CommitLog, record: CommitRecord) -> str:
+    if record.error is not None:
+        return f"failed: {record.error}"
+    if record.decision is not None:
+        chosen = record.decision.get("chosen")
+        if isinstance(chosen, list):
+            chosen = ", ".join(map(str, chosen))
+        return f"→ {chosen}"
+    if is_stage(record, trace.CALL_LLM):
+        asked = _tool_names(log.value_at(trace.LLM_TOOL_CALLS, record.idx, ns=record.ns,
+                                         default=[]))
+        return f"asked for {', '.join(asked)}" if asked else "answered"
+    if is_stage(record, trace.TOOL_CALLS):
+        for change in record.changes:
+            if change.key == trace.TOOL_RESULTS and isinstance(change.value, list):
+                names = [str(r.get("tool_name")) for r in change.value if isinstance(r, dict)]
+                return "ran " + ", ".join(names) if names else ""
+    if record.break_reason is not None:
+        return f"stopped: {record.break_reason}" if record.break_reason else "stopped"
+    if record.paused:
+        return "paused"
+    return ""
+
+
+# -- the LLM calls -----------------------------------------------------------------------------
+
+
+def _calls(log: CommitLog) -> list[CallView]:
+    """One view per LLM call, in run order, with the injections ``context_report`` reads."""
+    run = RunView.of(log)
+    if not run.records:
+        return []
+    reports: dict[str, dict[str, Any]] = {}
+    for ns in dict.fromkeys(record.ns for record in run.records):
+        for entry in context_report(_namespace_log(log, ns)):
+            reports[entry["runtime_stage_id"]] = entry
+    final_idx = run.final_record.idx if run.final_record is not None else -1
+    out = []
+    for index, record in enumerate(run.records):
+        call = run.call(record)
+        before, ns = record.idx - 1, record.ns
+        entry = reports.get(record.runtime_stage_id, {})
+        rows = log.value_at(trace.SYSTEM_SLOT, before, ns=ns, default=[])
+        tool_rows = log.value_at(trace.TOOLS_SLOT, before, ns=ns, default=[])
+        offered_by = {t.get("name"): t.get("source") for t in _dicts(tool_rows)}
+        tools = tuple((str(t.get("name")), _str_or_none(offered_by.get(t.get("name"))))
+                      for t in _dicts(call.tools))
+        iteration = entry.get("iteration")
+        out.append(CallView(
+            index=index, runtime_stage_id=record.runtime_stage_id, scope=_scope(ns),
+            iteration=iteration if isinstance(iteration, int) else None,
+            system=call.system, spans=_spans(call.system, rows),
+            messages=_messages(log.value_at(trace.HISTORY, before, ns=ns, default=[])),
+            tools=tools,
+            injections=tuple(_injection_row(r) for r in entry.get("injections", ())),
+            answer=call.answer, asked_tools=_tool_names(call.tool_calls),
+            is_final=record.idx == final_idx))
+    return out
+
+
+def _namespace_log(log: CommitLog, ns: str) -> CommitLog:
+    """One namespace's records as a top-level log, so ``context_report`` reads a nested agent."""
+    if ns == "":
+        return log
+    view = CommitLog(initial={"": dict(log.initial.get(ns, {}))})
+    for record in log.records:
+        if record.ns == ns:
+            view.append(replace(record, ns="", read_ns=None,
+                                stage_id=record.stage_id.rsplit("/", 1)[-1]))
+    return view
+
+
+def _spans(system: str, rows: Any) -> tuple[Span, ...]:
+    if system == REDACTED:
+        return ()
+    spans = []
+    for row in _dicts(rows):
+        start, end = row.get("start"), row.get("end")
+        if isinstance(start, int) and isinstance(end, int) and 0 <= start <= end <= len(system):
+            spans.append(Span(start, end, str(row.get("source")), str(row.get("flavor") or "")))
+    spans.sort(key=lambda s: (s.start, s.end))
+    clean: list[Span] = []
+    for span in spans:
+        if not clean or span.start >= clean[-1].end:
+            clean.append(span)
+    return tuple(clean)
+
+
+def _messages(history: Any) -> tuple[MessageView, ...]:
+    if not isinstance(history, list):
+        return (MessageView(0, "history", _as_text(history), None),)
+    out = []
+    for index, message in enumerate(history):
+        if not isinstance(message, dict):
+            out.append(MessageView(index, "?", _as_text(message), None))
+            continue
+        role = str(message.get("role", "?"))
+        source = message.get("injected_by")
+        if source is None and role == "tool":
+            source = message.get("tool_name")
+        out.append(MessageView(index, role, _as_text(message.get("content", "")),
+                               _str_or_none(source), _tool_names(message.get("tool_calls"))))
+    return tuple(out)
+
+
+def _injection_row(row: dict[str, Any]) -> InjectionRow:
+    who = row.get("who", {})
+    landed = []
+    for piece in row.get("how", ()):
+        if piece.get("slot") == "system":
+            landed.append(f"system · piece {int(piece.get('position', 0)) + 1} · "
+                          f"cache {piece.get('cache')}")
+        elif piece.get("slot") == "tools":
+            landed.append("tools · " + ", ".join(map(str, piece.get("tools", ()))))
+        elif piece.get("slot") == "messages":
+            landed.append(f"messages · {len(piece.get('messages', ()))} message(s)")
+    return InjectionRow(str(row.get("id")), str(row.get("flavor") or ""),
+                        str(who.get("trigger")), bool(who.get("fired")),
+                        _as_text(who.get("reason", "")), tuple(landed))
+
+
+def _answer(log: CommitLog, calls: list[CallView]) -> str:
+    final = log.value_at(trace.FINAL_CONTENT, len(log.records) - 1, default=None)
+    if final is not None:
+        return _as_text(final)
+    chosen = [call for call in calls if call.is_final]
+    return chosen[0].answer if chosen else ""
+
+
+# -- the board ---------------------------------------------------------------------------------
+
+
+def _board(recording: Recording, log: CommitLog, calls: list[CallView],
+           chain: Backtrack | None, report: ContextBugReport | None) -> Board | None:
+    if not calls:
+        return None
+    if chain is None:
+        from .._backtrack import backtrack
+
+        chain = backtrack(recording)
+    followed = chain.suspect
+    cards: list[SuspectCard] = []
+    if report is not None:
+        for item in report.suspects:
+            cards.append(SuspectCard(
+                item.rank, item.label, item.suspect.id, item.suspect.kind,
+                _finite(item.score), item.sentence, item.suspect.removable,
+                _same(item.suspect, followed), item.verdict, item.fraction, item.why))
+    else:
+        for rank, ranked in enumerate(chain.ranked, start=1):
+            cards.append(SuspectCard(
+                rank, ranked.suspect.label, ranked.suspect.id, ranked.suspect.kind,
+                _finite(ranked.score), ranked.sentence, ranked.suspect.removable,
+                _same(ranked.suspect, followed)))
+    final = next((call for call in calls if call.is_final), calls[-1])
+    culprit = _culprit(final, chain, report)
+    strategy = report.strategy if report is not None else (
+        getattr(chain.ranked[0], "strategy", "lexical_overlap") if chain.ranked
+        else "lexical_overlap")
+    return Board(
+        answer=chain.answer, hops=tuple(chain.hops), cards=tuple(cards), strategy=strategy,
+        call_index=final.index, culprit=culprit,
+        baseline=None if report is None or report.baseline is None
+        else report.baseline.fraction,
+        confidence=report.confidence.reason if report is not None else None,
+        notes=tuple(report.notes) if report is not None else (),
+        reruns=report.reruns if report is not None else None)
+
+
+def _culprit(call: CallView, chain: Backtrack, report: ContextBugReport | None) -> Culprit | None:
+    """The proven cause when re-runs found one, else the backtrack's followed suspect."""
+    proven = report.causal[0] if report is not None and report.causal else None
+    if proven is not None:
+        suspect, sentence = proven.suspect, proven.sentence
+    elif chain.suspect is not None:
+        suspect, sentence = chain.suspect, chain.sentence or chain.suspect.text
+    else:
+        return None
+    sentence = sentence or suspect.text
+    if suspect.slot == "system":
+        for span in call.spans:
+            if span.source == suspect.id:
+                at = call.system.find(sentence, span.start, span.end)
+                if at >= 0:
+                    return Culprit(suspect.id, sentence, None, at, at + len(sentence),
+                                   proven is not None)
+        at = call.system.find(sentence)
+        if at >= 0 and call.system != REDACTED:
+            return Culprit(suspect.id, sentence, None, at, at + len(sentence),
+                           proven is not None)
+        return None
+    for message in call.messages:
+        if message.content == suspect.text or message.source == suspect.id:
+            at = message.content.find(sentence)
+            if at >= 0:
+                return Culprit(suspect.id, sentence, message.index, at, at + len(sentence),
+                               proven is not None)
+    return None
+
+
+def _same(a: Suspect, b: Suspect | None) -> bool:
+    return b is not None and (a.kind, a.id, a.text) == (b.kind, b.id, b.text)
+
+
+# -- small readers -----------------------------------------------------------------------------
+
+
+def _first_value(log: CommitLog, key: str) -> Any:
+    for record in log.records:
+        for change in record.changes:
+            if change.key == key and change.op == "set":
+                return change.value
+    return None
+
+
+def _redacted_keys(log: CommitLog) -> frozenset[str]:
+    return frozenset(change.key for record in log.records for change in record.changes
+                     if change.value == REDACTED)
+
+
+def _masked_output(value: Any, redacted: frozenset[str]) -> str:
+    """A flow's output as text, with every value under a redacted key masked."""
+
+    def mask(item: object) -> object:
+        if isinstance(item, dict):
+            return {k: REDACTED if k in redacted else mask(v) for k, v in item.items()}
+        if isinstance(item, list):
+            return [mask(v) for v in item]
+        return item
+
+    if value is None:
+        return ""
+    return _as_text(mask(value))
+
+
+def _tool_names(calls: Any) -> tuple[str, ...]:
+    return tuple(str(call.get("name")) for call in _dicts(calls))
+
+
+def _dicts(value: Any) -> list[dict[str, Any]]:
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    try:
+        return json.dumps(value, ensure_ascii=False, default=repr)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _text_or_none(value: Any) -> str | None:
+    return None if value is None else _as_text(value)
+
+
+def _str_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _finite(value: float) -> float | None:
+    return value if isinstance(value, int | float) and math.isfinite(value) else None

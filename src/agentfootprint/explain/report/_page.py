@@ -1,0 +1,329 @@
+"""The report page: ``ReportData`` rendered as one self-contained HTML document.
+
+Every value from the run is escaped where it is written (``html.escape`` on text and
+attributes); nothing from the run is ever placed inside the script, the stylesheet or a URL.
+Stable hooks for people and tests: ``#chart`` (``#chart-svg`` with ``.node.ran``), ``#timeline``
+(``button.step.llm[data-call]``), ``#model-view`` (``article.call-view`` with ``mark.inj``
+carrying ``data-source``), ``#board`` (``li.suspect``, ``.stamp``, ``mark.culprit``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from html import escape
+from itertools import pairwise
+
+from ._assets import CSS, JS, PALETTE_SIZE, content_security_policy
+from ._chart_svg import render_chart_svg
+from ._data import Board, CallView, Culprit, ReportData, Span, SuspectCard
+
+__all__ = ["render_page"]
+
+
+def render_page(data: ReportData) -> str:
+    """The whole document."""
+    colours = _Colours()
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{content_security_policy()}">',
+        '<meta name="referrer" content="no-referrer">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>Why? — {_e(data.name)} · run {_e(data.run_id)}</title>",
+        f"<style>{CSS}</style></head><body>",
+        _header(data),
+        "<main>",
+        _chart_section(data),
+        _timeline_section(data),
+        _model_section(data, colours),
+        _board_section(data, colours),
+        "</main>",
+        f"<script>{JS}</script></body></html>",
+    ]
+    return "\n".join(parts) + "\n"
+
+
+class _Colours:
+    """One palette slot per source, stable across the page."""
+
+    def __init__(self) -> None:
+        self._slots: dict[str, int] = {}
+
+    def of(self, source: str) -> str:
+        slot = self._slots.setdefault(source, len(self._slots) % PALETTE_SIZE)
+        return f"src-{slot}"
+
+
+def _e(text: object) -> str:
+    return escape(str(text), quote=True)
+
+
+def _header(data: ReportData) -> str:
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(data.created_at))
+    rows = [("run", data.run_id), ("status", f"{data.status} · {data.kind} run · {when}")]
+    if data.question is not None:
+        rows.append(("question", data.question))
+    agent = data.kind == "agent" or bool(data.calls)
+    if agent or data.answer:
+        rows.append(("answer" if agent else "output", data.answer))
+    items = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in rows)
+    title = (f"Why did {_e(data.name)} answer this?" if agent
+             else f"What {_e(data.name)} did, and why")
+    return (f'<header class="top"><h1>{title}</h1>'
+            f"<dl>{items}</dl>"
+            '<nav><a href="#chart">chart</a><a href="#timeline">timeline</a>'
+            '<a href="#model-view">what the model saw</a><a href="#board">backtrack board</a>'
+            "</nav></header>")
+
+
+def _chart_section(data: ReportData) -> str:
+    ran = sum(1 for _ in data.chart_run.runs)
+    return ('<section id="chart"><h2>The chart, with the executed path lit</h2>'
+            f'<p class="legend">{ran} stage(s) ran.<span class="swatch lit"></span>ran '
+            '(×N: how many times)<span class="swatch idle"></span>did not run · '
+            "click a stage to find it on the timeline</p>"
+            f'<div class="chart-wrap">{render_chart_svg(data.chart, data.chart_run)}</div>'
+            "</section>")
+
+
+def _timeline_section(data: ReportData) -> str:
+    groups = []
+    for group in data.timeline:
+        steps = []
+        for step in group.steps:
+            css = f"step {_e(step.kind)}" + (" failed" if step.failed else "")
+            inner = (f"{_e(step.name)} <small>{_e(step.runtime_stage_id)}</small>"
+                     + (f'<span class="detail">{_e(step.detail)}</span>' if step.detail else ""))
+            attrs = (f'data-stage-id="{_e(step.stage_id)}" '
+                     f'data-rid="{_e(step.runtime_stage_id)}"')
+            if step.call_index is not None:
+                steps.append(f'<li><button type="button" class="{css} llm" '
+                             f'data-call="{step.call_index}" {attrs} aria-pressed="false" '
+                             f'title="show what the model saw">{inner}</button></li>')
+            else:
+                steps.append(f'<li><div class="{css}" {attrs}>{inner}</div></li>')
+        groups.append(f'<li class="iteration"><h3>{_e(group.label)}</h3>'
+                      f'<ol class="steps">{"".join(steps)}</ol></li>')
+    body = (f'<ol class="iterations">{"".join(groups)}</ol>' if groups
+            else '<p class="empty">No step was recorded.</p>')
+    return ('<section id="timeline"><h2>Timeline</h2>'
+            '<p class="legend">Every executed step, grouped by iteration. Click an LLM call '
+            "to see exactly what the model saw.</p>" + body + "</section>")
+
+
+def _model_section(data: ReportData, colours: _Colours) -> str:
+    if not data.calls:
+        return ('<section id="model-view"><h2>What the model saw</h2>'
+                '<p class="empty">This run made no LLM call.</p></section>')
+    shown = data.board.call_index if data.board and data.board.call_index is not None else (
+        data.calls[-1].index)
+    culprit = data.board.culprit if data.board else None
+    tabs = "".join(
+        f'<button type="button" class="call-tab{" selected" if c.index == shown else ""}" '
+        f'data-call="{c.index}" aria-pressed="{"true" if c.index == shown else "false"}">'
+        f"{_e(_call_title(c))}</button>" for c in data.calls)
+    views = []
+    for call in data.calls:
+        mark = culprit if call.index == shown else None
+        views.append(
+            f'<article class="call-view" id="call-{call.index}" data-call-index="{call.index}" '
+            f'data-rid="{_e(call.runtime_stage_id)}"{"" if call.index == shown else " hidden"}>'
+            f"<header>{_e(_call_title(call))}"
+            f'{" — the call that produced the answer" if call.is_final else ""}</header>'
+            + _call_body(call, colours, mark) + "</article>")
+    return ('<section id="model-view"><h2>What the model saw</h2>'
+            '<p class="legend">Exactly what each call sent, rebuilt from the recording. Each '
+            "injected piece is marked with its source.</p>"
+            f'<div class="call-tabs">{tabs}</div>{"".join(views)}</section>')
+
+
+def _call_title(call: CallView) -> str:
+    parts = [call.runtime_stage_id]
+    if call.scope:
+        parts.append(call.scope)
+    if call.iteration is not None:
+        parts.append(f"iteration {call.iteration}")
+    return " · ".join(parts)
+
+
+def _call_body(call: CallView, colours: _Colours, culprit: Culprit | None) -> str:
+    out = ["<h3>System prompt</h3>", _system_html(call, colours, culprit)]
+    out.append(f"<h3>Messages ({len(call.messages)})</h3>")
+    out.append(_messages_html(call, colours, culprit))
+    if call.tools:
+        items = "".join(
+            f"<li><code>{_e(name)}</code>"
+            + (f" — offered by <b>{_e(source)}</b>" if source else "") + "</li>"
+            for name, source in call.tools)
+        out.append(f'<h3>Tools offered ({len(call.tools)})</h3><ul class="tools">{items}</ul>')
+    if call.injections:
+        rows = "".join(
+            f'<tr data-source="{_e(r.id)}"><td><b>{_e(r.id)}</b></td><td>{_e(r.flavor)}</td>'
+            f"<td>{_e(r.trigger)}</td>"
+            f'<td class="{"fired" if r.fired else "held"}">{"fired" if r.fired else "held"}</td>'
+            f"<td>{_e(r.reason)}</td><td>{_e('; '.join(r.landed) or '—')}</td></tr>"
+            for r in call.injections)
+        out.append("<h3>Injections (who let each in, and how it landed)</h3>"
+                   '<table class="injections"><thead><tr><th>source</th><th>flavor</th>'
+                   "<th>trigger</th><th>this call</th><th>why</th><th>landed</th></tr></thead>"
+                   f"<tbody>{rows}</tbody></table>")
+    answer = call.answer or ("(asked for " + ", ".join(call.asked_tools) + ")"
+                             if call.asked_tools else "")
+    out.append(f'<h3>The model answered</h3><pre class="answer">{_e(answer)}</pre>')
+    return "".join(out)
+
+
+def _system_html(call: CallView, colours: _Colours, culprit: Culprit | None) -> str:
+    if not call.system:
+        return '<p class="empty">No system prompt.</p>'
+    where = (culprit.start, culprit.end) if culprit and culprit.message_index is None else None
+    return f'<pre class="prompt system">{_marked(call.system, call.spans, where, colours)}</pre>'
+
+
+def _messages_html(call: CallView, colours: _Colours, culprit: Culprit | None) -> str:
+    if not call.messages:
+        return '<p class="empty">No messages.</p>'
+    items = []
+    for message in call.messages:
+        where = ((culprit.start, culprit.end)
+                 if culprit and culprit.message_index == message.index else None)
+        kind = "injected" if message.source and message.role != "tool" else ""
+        label = {"tool": "tool result", "assistant": "assistant", "user": "user"}.get(
+            message.role, message.role)
+        if kind:
+            label = f"{message.role} · injected"
+        source = (f'<span class="src">{_e(message.source)}</span>' if message.source else "")
+        content = _marked(message.content, (), where, colours)
+        if message.tool_calls:
+            content += _e(("\n" if message.content else "")
+                          + "→ asks for " + ", ".join(message.tool_calls))
+        attrs = f' data-source="{_e(message.source)}"' if message.source else ""
+        items.append(f'<li class="msg role-{_e(message.role)} {kind}"{attrs}>'
+                     f'<span class="role">{_e(label)}{source}</span>'
+                     f'<pre class="content">{content}</pre></li>')
+    return f'<ol class="messages">{"".join(items)}</ol>'
+
+
+def _marked(text: str, spans: Iterable[Span], culprit: tuple[int, int] | None,
+            colours: _Colours) -> str:
+    """``text`` escaped, each span wrapped in a mark naming its source, the culprit highlighted.
+
+    Pieces are cut at every boundary, so a culprit mark never crosses a source mark.
+    """
+    spans = list(spans)
+    cuts = {0, len(text)}
+    for each in spans:
+        cuts.update((each.start, each.end))
+    if culprit is not None:
+        cuts.update(culprit)
+    points = sorted(c for c in cuts if 0 <= c <= len(text))
+    out: list[str] = []
+    open_span: Span | None = None
+    for start, end in pairwise(points):
+        span: Span | None = next((s for s in spans if s.start <= start and end <= s.end), None)
+        if span is not open_span:
+            if open_span is not None:
+                out.append("</mark>")
+            if span is not None:
+                css = "inj base" if span.source == "base" else f"inj {colours.of(span.source)}"
+                label = ("base prompt" if span.source == "base"
+                         else f"{span.flavor} · {span.source}" if span.flavor else span.source)
+                out.append(f'<mark class="{css}" data-source="{_e(span.source)}" '
+                           f'data-flavor="{_e(span.flavor)}" data-label="{_e(label)}" '
+                           f'title="{_e(label)}">')
+            open_span = span
+        chunk = _e(text[start:end])
+        if culprit is not None and culprit[0] <= start and end <= culprit[1]:
+            chunk = f'<mark class="culprit">{chunk}</mark>'
+        out.append(chunk)
+    if open_span is not None:
+        out.append("</mark>")
+    return "".join(out)
+
+
+def _board_section(data: ReportData, colours: _Colours) -> str:
+    head = '<section id="board"><h2>Backtrack board</h2>'
+    board = data.board
+    if board is None:
+        return head + '<p class="empty">This run made no LLM call: there is no answer to ' \
+                      "backtrack.</p></section>"
+    out = [head, f'<p class="tiers">Scores are a <b>proxy</b> ({_e(board.strategy)}): they '
+                 "order the suspects for re-runs and convict no one. Only seeded re-runs "
+                 "stamp CAUSAL — a strict majority flipping against a stable baseline.</p>"]
+    if board.reruns is None:
+        out.append('<div class="banner proxy">No re-runs were made for this report: every '
+                   "line below is a proxy. Prove a cause with "
+                   "<code>localize_context_bug(...)</code>.</div>")
+    elif board.baseline is None:
+        out.append('<div class="banner proxy">No suspect could be removed, so nothing was '
+                   "re-run: every line below is a proxy.</div>")
+    else:
+        flips, runs = board.baseline.split("/")
+        stable = flips == "0"
+        out.append(f'<div class="banner {"stable" if stable else "unstable"}" id="baseline">'
+                   f"Baseline: {_e(board.baseline)} re-runs flipped with nothing removed — "
+                   + ("stable." if stable else "UNSTABLE: every verdict is INCONCLUSIVE.")
+                   + f" {_e(board.reruns)} seeded re-runs per suspect ({_e(runs)} for the "
+                     "baseline).</div>")
+    if board.confidence:
+        out.append(f'<p class="note">{_e(board.confidence)}</p>')
+    out.append("<h3>The chain, from the answer back to where it was born</h3>")
+    out.append('<ol class="hops">' + "".join(
+        f'<li class="hop" data-kind="{_e(hop.kind)}"><span class="hop-kind">{_e(hop.kind)}'
+        f"</span><span>{_e(hop.text)}"
+        + (f" <code>{_e(hop.runtime_stage_id)}</code>" if hop.runtime_stage_id else "")
+        + "</span></li>" for hop in board.hops) + "</ol>")
+    out.append(f"<h3>Suspects ({len(board.cards)}) that reached the call</h3>")
+    out.append('<ol class="suspects">'
+               + "".join(_card(card, board) for card in board.cards) + "</ol>")
+    if board.notes:
+        out.append('<ul class="notes">' + "".join(f"<li>{_e(n)}</li>" for n in board.notes)
+                   + "</ul>")
+    out.append(_exact_prompt(data, board, colours))
+    out.append("</section>")
+    return "".join(out)
+
+
+def _card(card: SuspectCard, board: Board) -> str:
+    css = ["suspect"]
+    if card.verdict == "CAUSAL":
+        css.append("causal")
+    if card.followed:
+        css.append("followed")
+    score = "n/a" if card.score is None else f"{card.score:.3f}"
+    if card.verdict is not None:
+        stamp_css = card.verdict.lower().replace(" ", "-")
+        stamp = (f'<span class="stamp {stamp_css}">{_e(card.verdict)} '
+                 f"{_e(card.fraction or '')}</span>")
+    elif board.reruns is None:
+        stamp = '<span class="stamp none">not re-run</span>'
+    else:
+        reason = "cannot be removed" if not card.removable else "not re-run"
+        stamp = f'<span class="stamp none">no verdict — {reason}</span>'
+    sentence = f'<q class="sentence">{_e(card.sentence)}</q>' if card.sentence else ""
+    why = f'<p class="why">{_e(card.why)}</p>' if card.why else ""
+    followed = ' <span class="tier">followed</span>' if card.followed else ""
+    return (f'<li class="{" ".join(css)}" data-source="{_e(card.source)}" '
+            f'data-kind="{_e(card.kind)}" data-verdict="{_e(card.verdict or "")}">'
+            f'<span class="rank">#{card.rank}</span><span class="label">{_e(card.label)}</span>'
+            f'{followed}<span class="score">score {score} <span class="tier">proxy</span>'
+            f"</span>{stamp}{sentence}{why}</li>")
+
+
+def _exact_prompt(data: ReportData, board: Board, colours: _Colours) -> str:
+    call = next((c for c in data.calls if c.index == board.call_index), None)
+    if call is None:
+        return ""
+    culprit = board.culprit
+    if culprit is None:
+        caption = "no culprit sentence could be placed in the prompt"
+    elif culprit.proven:
+        caption = f"the proven cause, {culprit.source!r}, highlighted"
+    else:
+        caption = (f"the best-ranked source, {culprit.source!r}, highlighted "
+                   "(a proxy, not proven)")
+    return (f'<h3>The exact prompt of {_e(call.runtime_stage_id)} — {_e(caption)}</h3>'
+            f'<div class="exact-prompt" data-for-call="{call.index}">'
+            + _system_html(call, colours, culprit)
+            + _messages_html(call, colours, culprit) + "</div>")

@@ -1,0 +1,38 @@
+"""The two entry points of the report: render the page, or write it to a file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ...runs._recording import Recording
+from .._backtrack import Backtrack
+from .._localize import ContextBugReport
+from ._data import build_report_data
+from ._page import render_page
+
+__all__ = ["render_html_report", "write_html_report"]
+
+
+def render_html_report(recording: Recording, *, backtrack: Backtrack | None = None,
+                       localization: ContextBugReport | None = None) -> str:
+    """The report of ``recording`` as one HTML document (a string).
+
+    ``backtrack`` and ``localization`` should explain this same run (pass the results of
+    ``backtrack(...)`` and ``localize_context_bug(...)``).
+    """
+    if not isinstance(recording, Recording):
+        raise TypeError(f"render_html_report needs a Recording, not {type(recording).__name__}; "
+                        "use Recording.of(result) or RunStore(...).load(run_id)")
+    data = build_report_data(recording, backtrack=backtrack, localization=localization)
+    return render_page(data)
+
+
+def write_html_report(recording: Recording, path: str | Path, *,
+                      backtrack: Backtrack | None = None,
+                      localization: ContextBugReport | None = None) -> Path:
+    """Write the report of ``recording`` to ``path`` (parents created); return the path."""
+    target = Path(path)
+    html = render_html_report(recording, backtrack=backtrack, localization=localization)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(html, encoding="utf-8")
+    return target

@@ -1,0 +1,599 @@
+"""The traverser: walks a chart, runs stages, commits their net changes, fires events.
+
+This module owns one traversal: ``Frame`` (a namespace's state and control flags), ``Step`` (an
+executing stage's identity) and ``_Engine``, which walks nodes, calls stages, deciders,
+selectors, parallel children and subflows, commits each step to the log, and resumes a paused
+level. Starting and finishing a run (options, ``FlowRun``, checkpoints, timeouts) is ``run.py``,
+which imports this module, never the other way round.
+
+Linear hops and loop back edges are followed iteratively, so a 10,000-stage run uses no more
+stack than a 10-stage one; only real nesting (a decider with its own ``next``, parallel
+children, subflows) recurses, bounded by ``max_depth``. Each executed step gets
+``runtime_stage_id = stage_id#N`` from one counter shared by subflows and carried across
+resume. The engine does not yield to the event loop between stages unless a stage awaits:
+deferred recorders are flushed at the end of the run (and at pause) instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable, Mapping
+from types import CoroutineType
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..errors import FlowTimeoutError, LoopLimitError, RunError, StageError
+from ._commitlog import Change, CommitLog, CommitRecord
+from ._decide import Decision, Selection
+from ._pause import Pause
+from ._recorders import Dispatcher, FlowEvent, Hooks
+from ._redact import RedactionPolicy
+from ._scope import ReadView, Scope, frozen_mapping
+from ._values import MISSING, FrozenList, copy_value, freeze, same_prefix, same_value
+
+if TYPE_CHECKING:
+    from ._chart import Chart, Node, StageFn
+    from ._checkpoint import Checkpoint
+
+__all__ = ["EngineOptions", "Frame", "Step"]
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+class EngineOptions(Protocol):
+    """The run settings the traverser reads (``run.RunOptions`` provides them)."""
+
+    @property
+    def recorders(self) -> tuple[Any, ...]: ...
+    @property
+    def timeout(self) -> float | None: ...
+    @property
+    def max_loop_iterations(self) -> int: ...
+    @property
+    def max_depth(self) -> int: ...
+
+
+class Frame:
+    """One traversal's context: the namespace it reads and writes, and its control flags."""
+
+    __slots__ = (
+        "_redacted",
+        "args",
+        "break_reason",
+        "depth",
+        "dispatch",
+        "env",
+        "loops",
+        "ns",
+        "readonly",
+        "redaction",
+        "run_id",
+        "state",
+    )
+
+    def __init__(self, *, ns: str, state: dict[str, Any], args: Mapping[str, Any],
+                 env: Mapping[str, Any], readonly: frozenset[str], dispatch: Dispatcher,
+                 redaction: RedactionPolicy | None, run_id: str, depth: int) -> None:
+        self.ns = ns
+        self.state = state
+        self.args = args
+        self.env = env
+        self.readonly = readonly
+        self.dispatch = dispatch
+        self.redaction = redaction
+        self.run_id = run_id
+        self.break_reason: str | None = None
+        self.loops: dict[str, int] = {}
+        self.depth = depth
+
+    def redacts(self, key: str) -> bool:
+        policy = self.redaction
+        return policy is not None and policy.is_redacted(key)
+
+    def shown(self, key: str, value: object) -> Any:
+        """``value`` as the record may show it under ``key`` (masked when the key is redacted)."""
+        policy = self.redaction
+        if policy is None or not policy.is_redacted(key):
+            return value
+        return policy.redact_value(key, value)
+
+    def child(self) -> Frame:
+        """Same namespace and state, own break flag and loop counters (a parallel child)."""
+        return Frame(ns=self.ns, state=self.state, args=self.args, env=self.env,
+                     readonly=self.readonly, dispatch=self.dispatch, redaction=self.redaction,
+                     run_id=self.run_id, depth=self.depth + 1)
+
+
+class Step:
+    """The identity of one executing stage, shared by its scope and its record."""
+
+    __slots__ = ("break_reason", "rid", "stage", "stage_id")
+
+    def __init__(self, rid: str, stage_id: str, stage: str) -> None:
+        self.rid = rid
+        self.stage_id = stage_id
+        self.stage = stage
+        self.break_reason: str | None = None
+
+
+class _Paused(Exception):
+    """Internal: unwinds from a paused stage, collecting the unfinished levels."""
+
+    def __init__(self, node: str, rid: str, data: object) -> None:
+        super().__init__(node)
+        self.node = node
+        self.rid = rid
+        self.data = data
+        self.frames: list[tuple[str, str, str, Frame | None]] = []  # innermost first
+
+
+
+class _Engine:
+    def __init__(self, chart: Chart, options: EngineOptions, run_id: str) -> None:
+        self.chart = chart
+        self.nodes = chart.nodes
+        self.options = options
+        self.run_id = run_id
+        self.dispatch = Dispatcher(options.recorders)
+        self.log = CommitLog()
+        self.counter = 0
+        self.visits: dict[str, int] = {}
+        self.max_loops = options.max_loop_iterations
+        self.deadline: float | None = None
+
+    # -- the walk ---------------------------------------------------------------------------
+
+    async def walk(self, node_id: str | None, frame: Frame, parent: str | None,
+                   control: str | None = None) -> Any:
+        output: Any = None
+        nodes = self.nodes
+        while node_id is not None:
+            node = nodes[node_id]
+            kind = node.kind
+            if kind == "stage":
+                output, rid = await self.stage(node, frame, parent, control)
+                if frame.break_reason is not None:
+                    return output
+                if node.children:
+                    output = await self.parallel(node, node.children, frame, rid, None)
+            elif kind == "decider":
+                branch, rid = await self.decider(node, frame, parent, control)
+                if frame.break_reason is not None:
+                    return branch
+                target = node.branches[branch] if branch in node.branches else \
+                    node.branches[node.default]  # type: ignore[index]
+                if (node.next is None and node.loop_to is None) or nodes[target].loop_to:
+                    # a branch that loops back never returns to the decider's next: hop flat
+                    node_id, parent, control = target, rid, rid
+                    continue
+                try:
+                    output = await self.nested(target, frame, rid, rid)
+                except _Paused as paused:
+                    paused.frames.append(("after", node.id, rid, None))
+                    raise
+                if frame.break_reason is not None:
+                    return output
+            elif kind == "selector":
+                chosen, rid = await self.selector(node, frame, parent, control)
+                if frame.break_reason is not None:
+                    return chosen
+                if chosen:
+                    output = await self.parallel(node, [node.branches[b] for b in chosen],
+                                                 frame, rid, rid)
+            else:
+                output, rid = await self.subflow(node, frame, parent, control)
+                if frame.break_reason is not None:
+                    return output
+            node_id = self.follow(node, frame, rid)
+            parent, control = rid, None
+        return output
+
+    async def nested(self, node_id: str, frame: Frame, parent: str, control: str | None) -> Any:
+        if frame.depth >= self.options.max_depth:
+            raise RunError(
+                f"chart {self.chart.name!r} nests deeper than max_depth={self.options.max_depth} "
+                f"at {node_id!r}; raise max_depth or flatten the chart", run=None)
+        frame.depth += 1
+        try:
+            return await self.walk(node_id, frame, parent, control)
+        finally:
+            frame.depth -= 1
+
+    def follow(self, node: Node, frame: Frame, rid: str) -> str | None:
+        target = node.loop_to
+        if target is not None:
+            count = frame.loops.get(target, 0)
+            if count >= self.max_loops:
+                raise LoopLimitError(
+                    f"loop back to {target!r} from {node.name!r} ran {count} times, the limit "
+                    f"(max_loop_iterations={self.max_loops}); add a break_() or raise the limit")
+            frame.loops[target] = count + 1
+            hooks = self.dispatch.h_loop
+            if hooks:
+                self.fire(hooks, "loop", rid, node, data={"target": target, "pass": count + 1})
+            return target
+        nxt = node.next
+        if nxt is not None:
+            hooks = self.dispatch.h_next
+            if hooks:
+                self.fire(hooks, "next", rid, node, data={"target": nxt})
+        return nxt
+
+    # -- one step ---------------------------------------------------------------------------
+
+    def stamp(self, node: Node) -> tuple[str, int]:
+        deadline = self.deadline
+        if deadline is not None and time.monotonic() > deadline:
+            raise FlowTimeoutError(
+                f"run of chart {self.chart.name!r} timed out after {self.options.timeout}s "
+                f"before stage {node.name!r}; raise timeout= or make the stages faster")
+        rid = f"{node.id}#{self.counter}"
+        self.counter += 1
+        visits = self.visits
+        passes = visits.get(node.id, 0)
+        visits[node.id] = passes + 1
+        return rid, passes
+
+    async def call(self, node: Node, frame: Frame, parent: str | None, control: str | None,
+                   fn: StageFn | None, kind: str, extra: tuple[Any, ...] = ()
+                   ) -> tuple[Any, Scope, int]:
+        """Run ``fn`` as one step. On failure its writes are committed, then it raises."""
+        rid, passes = self.stamp(node)
+        step = Step(rid, node.id, node.name)
+        scope = Scope(frame, step)
+        dispatch = self.dispatch
+        if dispatch.h_stage_start:
+            self.fire(dispatch.h_stage_start, "stage_start", rid, node)
+        try:
+            if fn is None:  # the builder gives every stage, decider and selector a function
+                raise TypeError(f"{kind} {node.name!r} has no function to run")
+            out = fn(scope, *extra)
+            if out is not None and (type(out) is CoroutineType
+                                    or hasattr(type(out), "__await__")):
+                out = await out
+        except BaseException as exc:
+            message = f"{type(exc).__name__}: {exc}"
+            self.commit(scope, node, frame, kind, parent, control, passes, error=message)
+            if dispatch.h_error:
+                self.fire(dispatch.h_error, "error", rid, node, data={"error": message})
+            if not isinstance(exc, Exception):
+                raise
+            raise StageError(
+                f"stage {node.name!r} ({rid}) raised {message}", stage_id=node.id,
+                runtime_stage_id=rid) from exc
+        if dispatch.h_stage_end:
+            self.fire(dispatch.h_stage_end, "stage_end", rid, node)
+        return out, scope, passes
+
+    async def stage(self, node: Node, frame: Frame, parent: str | None,
+                    control: str | None, fn: StageFn | None = None, extra: tuple[Any, ...] = (),
+                    kind: str = "stage") -> tuple[Any, str]:
+        out, scope, passes = await self.call(node, frame, parent, control, fn or node.fn, kind,
+                                             extra)
+        rid = scope._step.rid
+        if type(out) is Pause:
+            if node.resume is None:
+                self.commit(scope, node, frame, kind, parent, control, passes,
+                            error="ConfigurationError: returned pause() without resume=")
+                raise StageError(
+                    f"stage {node.name!r} returned pause() but was declared without resume=; "
+                    "declare it with resume=<fn(scope, input)> to make it pausable",
+                    stage_id=node.id, runtime_stage_id=rid)
+            self.commit(scope, node, frame, kind, parent, control, passes, paused=True)
+            if self.dispatch.h_pause:
+                self.fire(self.dispatch.h_pause, "pause", rid, node, value=out.data)
+            raise _Paused(node.id, rid, out.data)
+        self.commit(scope, node, frame, kind, parent, control, passes)
+        self.executed(node, rid, frame, scope)
+        return out, rid
+
+    async def decider(self, node: Node, frame: Frame, parent: str | None,
+                      control: str | None) -> tuple[str, str]:
+        out, scope, passes = await self.call(node, frame, parent, control, node.fn, "decider")
+        rid = scope._step.rid
+        if isinstance(out, Decision):
+            branch, evidence = out.branch, out.evidence
+        else:
+            branch, evidence = out, None
+        decision: dict[str, Any] = {"chosen": branch}
+        if evidence is not None:
+            decision["evidence"] = evidence
+        if not isinstance(branch, str) or (branch not in node.branches and node.default is None):
+            known = ", ".join(map(repr, node.branches))
+            message = (f"decider {node.name!r} chose {branch!r}, which is not one of its branches "
+                       f"({known}); fix the branch id it returns (a rule's 'then', or the "
+                       "default= given to decide()), or give the chart a .default(branch)")
+            self.commit(scope, node, frame, "decider", parent, control, passes,
+                        decision=decision, error=f"ValueError: {message}")
+            raise StageError(message, stage_id=node.id, runtime_stage_id=rid)
+        if branch not in node.branches:
+            decision["fallback"] = node.default
+        self.commit(scope, node, frame, "decider", parent, control, passes, decision=decision)
+        if self.dispatch.h_decision:
+            self.fire(self.dispatch.h_decision, "decision", rid, node, data=decision)
+        self.executed(node, rid, frame, scope)
+        return branch, rid
+
+    async def selector(self, node: Node, frame: Frame, parent: str | None,
+                       control: str | None) -> tuple[list[str], str]:
+        out, scope, passes = await self.call(node, frame, parent, control, node.fn, "selector")
+        rid = scope._step.rid
+        evidence = None
+        if isinstance(out, Selection):
+            chosen, evidence = list(out.branches), out.evidence
+        elif isinstance(out, str):
+            chosen = [out]
+        else:
+            chosen = list(out or ())
+        decision: dict[str, Any] = {"selected": chosen}
+        if evidence is not None:
+            decision["evidence"] = evidence
+        unknown = [b for b in chosen if b not in node.branches]
+        if unknown:
+            message = (f"selector {node.name!r} chose unknown branches {unknown!r}; "
+                       f"its branches are {', '.join(map(repr, node.branches))}")
+            self.commit(scope, node, frame, "selector", parent, control, passes,
+                        decision=decision, error=f"ValueError: {message}")
+            raise StageError(message, stage_id=node.id, runtime_stage_id=rid)
+        self.commit(scope, node, frame, "selector", parent, control, passes, decision=decision)
+        if self.dispatch.h_selected:
+            self.fire(self.dispatch.h_selected, "selected", rid, node, data=decision)
+        self.executed(node, rid, frame, scope)
+        return chosen, rid
+
+    def executed(self, node: Node, rid: str, frame: Frame, scope: Scope) -> None:
+        dispatch = self.dispatch
+        if dispatch.h_stage_executed:
+            self.fire(dispatch.h_stage_executed, "stage_executed", rid, node,
+                      data={"kind": node.kind})
+        reason = scope._step.break_reason
+        if reason is not None and dispatch.h_break:
+            self.fire(dispatch.h_break, "break", rid, node, data={"reason": reason})
+
+    # -- commit -----------------------------------------------------------------------------
+
+    def commit(self, scope: Scope, node: Node, frame: Frame, kind: str, parent: str | None,
+               control: str | None, passes: int, *, decision: dict[str, Any] | None = None,
+               error: str | None = None, paused: bool = False, read_ns: str | None = None,
+               reads: tuple[str, ...] | None = None) -> CommitRecord:
+        """Apply the scope's staged writes to state and log their net change as one record."""
+        changes: list[Change] = []
+        state = frame.state
+        policy = frame.redaction
+        for key, new in scope._staged.items():
+            base = state.get(key, MISSING)
+            if new is MISSING:
+                if base is not MISSING:
+                    del state[key]
+                    changes.append(Change(key, "delete"))
+                continue
+            if base is not MISSING and same_value(base, new):
+                continue
+            scalar = type(new) in _SCALARS
+            if not scalar:
+                new = freeze(new)  # state and log share one read-only value from here on
+            state[key] = new
+            if policy is not None and policy.is_redacted(key):
+                if (policy.keeps_shape(key) and type(new) is FrozenList
+                        and type(base) is FrozenList and 0 < len(base) < len(new)
+                        and same_prefix(new, base)):
+                    tail = policy.redact_value(key, list(new[len(base):]))
+                    changes.append(Change(key, "append", freeze(tail)))
+                else:
+                    changes.append(Change(key, "set", freeze(policy.redact_value(key, new))))
+            elif scalar:
+                changes.append(Change(key, "set", new))
+            elif (type(new) is FrozenList and type(base) is FrozenList
+                  and 0 < len(base) < len(new) and same_prefix(new, base)):
+                changes.append(Change(key, "append", FrozenList(new[len(base):])))
+            else:
+                changes.append(Change(key, "set", new))
+        step = scope._step
+        record = self.log.append(CommitRecord(
+            runtime_stage_id=step.rid, stage_id=node.id, stage=node.name, kind=kind,
+            ns=frame.ns, read_ns=read_ns,
+            reads=tuple(scope._reads) if reads is None else reads,
+            changes=tuple(changes), parent=parent, control=control, loop_pass=passes,
+            decision=decision, emits=tuple(scope._emits), error=error,
+            break_reason=step.break_reason, paused=paused,
+        ))
+        hooks = self.dispatch.h_commit
+        if hooks:
+            self.fire(hooks, "commit", step.rid, node, value=record)
+        return record
+
+    def fire(self, hooks: Hooks, name: str, rid: str, node: Node, *,
+             value: object = None, data: Mapping[str, Any] | None = None) -> None:
+        event = FlowEvent(name, self.run_id, rid, node.id, node.name, None, value, data)
+        for hook in hooks:
+            hook(event)
+
+    # -- parallel ---------------------------------------------------------------------------
+
+    async def parallel(self, node: Node, children: Iterable[str], frame: Frame, rid: str,
+                       control: str | None) -> dict[str, Any]:
+        """Run children concurrently on the parent's state; results keyed by child id.
+
+        Default: a failing child's exception becomes its result and the run goes on.
+        ``fail_fast``: the first failure cancels the siblings (their writes so far commit)
+        and is raised. A pause in any child pauses the run once all children settled.
+        """
+        if frame.depth >= self.options.max_depth:
+            raise RunError(f"parallel children of {node.name!r} exceed max_depth="
+                           f"{self.options.max_depth}; raise max_depth", run=None)
+        if self.dispatch.h_fork:
+            names = [self.nodes[c].name for c in children]
+            self.fire(self.dispatch.h_fork, "fork", rid, node, data={"children": names})
+        tasks = {
+            child: asyncio.ensure_future(self.walk(child, frame.child(), rid, control))
+            for child in children
+        }
+        if node.fail_fast:
+            done, pending = await asyncio.wait(tasks.values(), return_when=asyncio.FIRST_EXCEPTION)
+            failed = [t for t in done if t.exception() is not None
+                      and not isinstance(t.exception(), _Paused)]
+            if failed and pending:
+                for task in pending:
+                    task.cancel()
+                await asyncio.wait(pending)
+            elif pending:
+                await asyncio.wait(pending)
+        else:
+            await asyncio.wait(tasks.values())
+        results: dict[str, Any] = {}
+        first_pause: _Paused | None = None
+        first_error: BaseException | None = None
+        for child, task in tasks.items():
+            if task.cancelled():
+                results[child] = asyncio.CancelledError()
+                continue
+            exc = task.exception()
+            if isinstance(exc, _Paused):
+                first_pause = first_pause or exc
+            elif exc is not None:
+                if not isinstance(exc, StageError) or node.fail_fast:
+                    first_error = first_error or exc
+                results[child] = exc
+            else:
+                results[child] = task.result()
+        if first_error is not None:
+            raise first_error
+        if first_pause is not None:
+            first_pause.frames.append(("after_fork", node.id, rid, None))
+            raise first_pause
+        return results
+
+    # -- subflows ---------------------------------------------------------------------------
+
+    async def subflow(self, node: Node, frame: Frame, parent: str | None,
+                      control: str | None) -> tuple[Any, str]:
+        mount = node.mount
+        assert mount is not None
+        rid, passes = self.stamp(node)
+        step = Step(rid, node.id, node.name)
+        view = ReadView(frame.state)
+        scope = Scope(frame, step)
+        try:
+            mapped = dict(mount.input(view) or {}) if mount.input is not None else {}
+            for key in mapped:
+                if not isinstance(key, str):
+                    raise TypeError(f"input mapper returned non-string key {key!r}")
+        except Exception as exc:
+            message = f"{type(exc).__name__}: {exc}"
+            self.commit(scope, node, frame, "subflow-enter", parent, control, passes,
+                        error=message, reads=tuple(view._reads))
+            raise StageError(f"subflow {node.name!r} ({rid}) input mapper raised {message}",
+                             stage_id=node.id, runtime_stage_id=rid) from exc
+        inner = Frame(ns=rid, state={}, args=frozen_mapping(mapped), env=frame.env,
+                      readonly=frozenset(mapped), dispatch=self.dispatch,
+                      redaction=frame.redaction, run_id=self.run_id, depth=frame.depth + 1)
+        seed = Scope(inner, step)
+        seed._staged.update(copy_value(mapped))
+        self.commit(seed, node, inner, "subflow-enter", parent, control, passes,
+                    read_ns=frame.ns, reads=tuple(view._reads))
+        if self.dispatch.h_subflow_entry:
+            self.fire(self.dispatch.h_subflow_entry, "subflow_entry", rid, node,
+                      value=copy_value({k: frame.shown(k, v) for k, v in mapped.items()}))
+        if inner.depth > self.options.max_depth:
+            raise RunError(f"subflow {node.name!r} exceeds max_depth={self.options.max_depth}",
+                           run=None)
+        try:
+            out = await self.walk(mount.root, inner, rid)
+        except _Paused as paused:
+            paused.frames.append(("subflow", node.id, rid, inner))
+            raise
+        except StageError as exc:
+            scope = Scope(frame, step)
+            self.commit(scope, node, frame, "subflow-exit", rid, None, passes,
+                        error=f"StageError: {exc}", read_ns=inner.ns, reads=())
+            if self.dispatch.h_subflow_exit:
+                self.fire(self.dispatch.h_subflow_exit, "subflow_exit", rid, node,
+                          data={"error": str(exc)})
+            raise
+        return await self.finish_subflow(node, frame, rid, passes, inner, out), rid
+
+    async def finish_subflow(self, node: Node, frame: Frame, rid: str, passes: int,
+                             inner: Frame, out: object) -> object:
+        mount = node.mount
+        assert mount is not None
+        step = Step(rid, node.id, node.name)
+        if inner.break_reason is not None and mount.propagate_break:
+            step.break_reason = inner.break_reason
+            if frame.break_reason is None:
+                frame.break_reason = inner.break_reason
+            if self.dispatch.h_break:
+                self.fire(self.dispatch.h_break, "break", rid, node,
+                          data={"reason": inner.break_reason, "propagated_from": node.id})
+        view = ReadView(inner.state)
+        scope = Scope(frame, step)
+        try:
+            written = dict(mount.output(view) or {}) if mount.output is not None else {}
+            for key, value in written.items():
+                current = frame.state.get(key, MISSING)
+                if (isinstance(value, list) and mount.array_merge == "concat"
+                        and isinstance(current, list)):
+                    value = current + value
+                elif isinstance(value, dict) and isinstance(current, dict):
+                    value = {**current, **value}
+                scope[key] = value
+        except Exception as exc:
+            message = f"{type(exc).__name__}: {exc}"
+            self.commit(scope, node, frame, "subflow-exit", rid, None, passes, error=message,
+                        read_ns=inner.ns, reads=tuple(view._reads))
+            raise StageError(f"subflow {node.name!r} ({rid}) output mapper raised {message}",
+                             stage_id=node.id, runtime_stage_id=rid) from exc
+        self.commit(scope, node, frame, "subflow-exit", rid, None, passes, read_ns=inner.ns,
+                    reads=tuple(view._reads))
+        if self.dispatch.h_subflow_exit:
+            self.fire(self.dispatch.h_subflow_exit, "subflow_exit", rid, node,
+                      value=copy_value({k: inner.shown(k, v) for k, v in inner.state.items()}))
+        self.executed(node, rid, frame, scope)
+        return out
+
+    # -- resume -----------------------------------------------------------------------------
+
+    async def resume_level(self, cp: Checkpoint, level: int, frame: Frame, answer: object
+                           ) -> Any:
+        frames = cp.frames
+        if level == len(frames):
+            node = self.nodes[cp.paused_stage]
+            if self.dispatch.h_resume:
+                self.fire(self.dispatch.h_resume, "resume", cp.paused_runtime_stage_id, node,
+                          value=answer)
+            output, rid = await self.stage(node, frame, cp.paused_runtime_stage_id, None,
+                                           fn=node.resume, extra=(answer,), kind="resume")
+            if frame.break_reason is not None:
+                return output
+            if node.children:
+                output = await self.parallel(node, node.children, frame, rid, None)
+            return await self.walk(self.follow(node, frame, rid), frame, rid) \
+                if (node.next or node.loop_to) else output
+        spec = frames[level]
+        node = self.nodes[spec.node]
+        if spec.kind == "subflow":
+            inner = Frame(ns=spec.ns or spec.rid, state=_frozen_state(spec.state),
+                          args=frozen_mapping(spec.args), env=frame.env,
+                          readonly=frozenset(spec.args or {}), dispatch=self.dispatch,
+                          redaction=frame.redaction, run_id=self.run_id, depth=frame.depth + 1)
+            try:
+                out = await self.resume_level(cp, level + 1, inner, answer)
+            except _Paused as paused:
+                paused.frames.append(("subflow", node.id, spec.rid, inner))
+                raise
+            passes = max(self.visits.get(node.id, 1) - 1, 0)
+            out = await self.finish_subflow(node, frame, spec.rid, passes, inner, out)
+        else:
+            inner_frame = frame if spec.kind == "after" else frame.child()
+            try:
+                out = await self.resume_level(cp, level + 1, inner_frame, answer)
+            except _Paused as paused:
+                paused.frames.append((spec.kind, node.id, spec.rid, None))
+                raise
+        if frame.break_reason is not None:
+            return out
+        nxt = self.follow(node, frame, spec.rid)
+        return await self.walk(nxt, frame, spec.rid) if nxt is not None else out
+
+
+def _frozen_state(state: Mapping[str, Any] | None) -> dict[str, Any]:
+    return {k: freeze(v) for k, v in (state or {}).items()}

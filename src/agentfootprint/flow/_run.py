@@ -1,0 +1,296 @@
+"""Running a chart: options, the ``FlowRun`` result, start, resume, checkpoint and timeout.
+
+This module owns a run from the outside: ``RunOptions``; ``run_chart`` and ``resume_chart``,
+which build the root frame, fire the run-level events and drive the traverser (``engine.py``)
+under the timeout; the checkpoint taken at a pause; the ``FlowRun`` every run returns; and
+``run_sync`` for synchronous callers. It imports the engine; the engine never imports it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import threading
+import time
+import uuid
+from collections.abc import Coroutine, Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+from ..errors import CheckpointError, ConfigurationError, FlowTimeoutError, RunError
+from ._commitlog import CommitLog, CommitRecord
+from ._engine import Frame, _Engine, _frozen_state, _Paused
+from ._recorders import FlowEvent, ObserverFailure, Recorder
+from ._redact import RedactionPolicy
+from ._scope import frozen_mapping
+from ._values import MISSING, check_json_value, copy_value, summarize
+
+if TYPE_CHECKING:
+    from ._chart import Chart
+    from ._checkpoint import Checkpoint
+    from ._narrative import NarrativeEntry
+
+__all__ = ["FlowRun", "RunOptions", "resume_chart", "run_chart", "run_sync"]
+
+T = TypeVar("T")
+
+
+@dataclass(slots=True, eq=False, repr=False)
+class RunOptions:
+    """Per-run settings shared by ``run`` and ``resume``."""
+
+    recorders: tuple[Recorder, ...] = ()
+    redaction: RedactionPolicy | None = None
+    timeout: float | None = None
+    max_loop_iterations: int = 1000
+    max_depth: int = 500
+
+    @classmethod
+    def make(cls, *, recorders: Iterable[Recorder], redaction: RedactionPolicy | None,
+             timeout: float | None, max_loop_iterations: int, max_depth: int) -> RunOptions:
+        if max_loop_iterations < 1:
+            raise ConfigurationError(f"max_loop_iterations={max_loop_iterations} must be >= 1")
+        if max_depth < 1:
+            raise ConfigurationError(f"max_depth={max_depth} must be >= 1")
+        if timeout is not None and timeout <= 0:
+            raise ConfigurationError(f"timeout={timeout} must be a positive number of seconds")
+        return cls(tuple(recorders), redaction, timeout, max_loop_iterations, max_depth)
+
+
+
+@dataclass(slots=True, eq=False, repr=False)
+class FlowRun:
+    """The outcome of one run: its output, final state, and the complete commit log."""
+
+    run_id: str
+    chart: Chart
+    status: Literal["done", "paused", "failed"]
+    output: Any
+    state: dict[str, Any]
+    log: CommitLog
+    checkpoint: Checkpoint | None = None
+    error: str | None = None
+    observer_errors: list[ObserverFailure] = field(default_factory=list)
+    observer_stats: dict[str, dict[str, int]] = field(default_factory=dict)
+    redaction: RedactionPolicy | None = None
+    """The policy the run was recorded under (a recording scrubs the output with it)."""
+
+    def __repr__(self) -> str:  # the log can be megabytes: show what identifies the run
+        return (f"FlowRun(run_id={self.run_id!r}, status={self.status!r}, "
+                f"steps={len(self.log.records)}, output={summarize(self.output)})")
+
+    @property
+    def paused(self) -> bool:
+        return self.status == "paused"
+
+    @property
+    def pause_data(self) -> Any:
+        return self.checkpoint.pause_data if self.checkpoint else None
+
+    @property
+    def records(self) -> list[CommitRecord]:
+        return self.log.records
+
+    def value_at(self, key: str, step: int, *, ns: str = "", default: object = MISSING) -> Any:
+        return self.log.value_at(key, step, ns=ns, default=default)
+
+    def state_at(self, step: int, *, ns: str = "") -> dict[str, Any]:
+        return self.log.state_at(step, ns=ns)
+
+    def last_writer(self, key: str, before: int | None = None, *, ns: str = "") -> int | None:
+        return self.log.last_writer(key, before, ns=ns)
+
+    def narrative(self) -> str:
+        """The run in plain English, stage by stage (rebuilt from the log)."""
+        from ._narrative import narrative
+
+        return narrative(self)
+
+    def narrative_entries(self) -> list[NarrativeEntry]:
+        from ._narrative import render_entries
+
+        return render_entries(self.log, self.chart)
+
+
+# -- results ----------------------------------------------------------------------------------
+
+
+def _checkpoint(engine: _Engine, paused: _Paused, root: Frame) -> Checkpoint:
+    from ._checkpoint import Checkpoint, ResumeFrame
+
+    frames = []
+    for kind, node, rid, inner in reversed(paused.frames):
+        if inner is not None:
+            frames.append(ResumeFrame(kind=kind, node=node, rid=rid,  # type: ignore[arg-type]
+                                      ns=inner.ns, state=copy_value(inner.state),
+                                      args=copy_value(dict(inner.args))))
+        else:
+            frames.append(ResumeFrame(kind=kind, node=node, rid=rid))  # type: ignore[arg-type]
+    try:
+        check_json_value(paused.data, "pause data")
+        check_json_value(root.state, "state")
+        for spec in frames:
+            check_json_value(spec.state, f"subflow {spec.node!r} state")
+    except TypeError as exc:
+        raise CheckpointError(f"cannot checkpoint the pause at {paused.node!r}: {exc}") from exc
+    return Checkpoint(
+        chart=engine.chart.name, fingerprint=engine.chart.fingerprint(), run_id=engine.run_id,
+        paused_stage=paused.node, paused_runtime_stage_id=paused.rid,
+        pause_data=copy_value(paused.data), state=copy_value(root.state),
+        args=copy_value(dict(root.args)), frames=frames, counter=engine.counter,
+        visits=dict(engine.visits), log=engine.log.to_json(), created_at=time.time(),
+    )
+
+
+def _result(engine: _Engine, status: Literal["done", "paused", "failed"], output: Any,
+            root: Frame, checkpoint: Checkpoint | None = None, error: str | None = None
+            ) -> FlowRun:
+    engine.dispatch.flush()
+    return FlowRun(
+        run_id=engine.run_id, chart=engine.chart, status=status, output=output,
+        state=copy_value(root.state), log=engine.log, checkpoint=checkpoint, error=error,
+        observer_errors=engine.dispatch.all_failures(),
+        observer_stats={d.id: d.stats() for d in engine.dispatch.deferred},
+        redaction=root.redaction,
+    )
+
+
+def _root_event(engine: _Engine, name: str, *, value: Any = None,
+                data: Mapping[str, Any] | None = None) -> None:
+    hooks = getattr(engine.dispatch, f"h_{name}")
+    if hooks:
+        event = FlowEvent(name, engine.run_id, "__root__#0", "__root__", engine.chart.name,
+                          None, value, data)
+        for hook in hooks:
+            hook(event)
+
+
+async def _drive(engine: _Engine, body: Coroutine[Any, Any, Any], root: Frame) -> FlowRun:
+    timeout = engine.options.timeout
+    if timeout is not None:
+        engine.deadline = time.monotonic() + timeout
+    try:
+        if timeout is None:
+            output = await body
+        else:
+            async with asyncio.timeout(timeout):
+                output = await body
+    except _Paused as paused:
+        cp = _checkpoint(engine, paused, root)
+        return _result(engine, "paused", None, root, checkpoint=cp)
+    except TimeoutError as exc:
+        error = exc if isinstance(exc, FlowTimeoutError) else FlowTimeoutError(
+            f"run of chart {engine.chart.name!r} timed out after {timeout}s; "
+            "raise timeout= or make the stages faster")
+        error.run = _result(engine, "failed", None, root, error=str(error))
+        _root_event(engine, "run_failed", data={"error": str(error)})
+        engine.dispatch.flush()
+        if error is exc:
+            raise
+        raise error from exc
+    except RunError as exc:
+        exc.run = _result(engine, "failed", None, root, error=str(exc))
+        _root_event(engine, "run_failed", data={"error": str(exc)})
+        engine.dispatch.flush()
+        raise
+    _root_event(engine, "run_end", value=output)
+    return _result(engine, "done", output, root)
+
+
+# -- entry points -----------------------------------------------------------------------------
+
+
+def _root_frame(engine: _Engine, state: Mapping[str, Any] | None, args: Mapping[str, Any] | None,
+                env: Mapping[str, Any] | None, redaction: RedactionPolicy | None) -> Frame:
+    return Frame(ns="", state=_frozen_state(state), args=frozen_mapping(args),
+                 env=MappingProxyType(dict(env or {})), readonly=frozenset(),
+                 dispatch=engine.dispatch, redaction=redaction, run_id=engine.run_id, depth=0)
+
+
+async def run_chart(chart: Chart, *, args: Mapping[str, Any] | None,
+                    state: Mapping[str, Any] | None, env: Mapping[str, Any] | None,
+                    options: RunOptions, run_id: str | None) -> FlowRun:
+    for name, given in (("args", args), ("state", state), ("env", env)):
+        if given is not None and not isinstance(given, Mapping):
+            raise ConfigurationError(
+                f"chart.run({name}={given!r}) must be a dict of named values, e.g. "
+                f"{{'message': {given!r}}}")
+    engine = _Engine(chart, options, run_id or uuid.uuid4().hex)
+    root = _root_frame(engine, state, args, env, options.redaction)
+    policy = options.redaction
+    engine.log.initial[""] = {k: copy_value(root.shown(k, v)) for k, v in root.state.items()}
+    for recorder in options.recorders:
+        clear = getattr(recorder, "clear", None)
+        if callable(clear):
+            clear()
+    _root_event(engine, "run_start", value=_shown_args(args, policy),
+                      data={"initial": copy_value(engine.log.initial)})
+    return await _drive(engine, engine.walk(chart.root, root, None), root)
+
+
+async def resume_chart(chart: Chart, checkpoint: Checkpoint | Mapping[str, Any] | str,
+                       answer: object, *, env: Mapping[str, Any] | None,
+                       options: RunOptions) -> FlowRun:
+    from ._checkpoint import load_checkpoint
+
+    cp = load_checkpoint(checkpoint)
+    if cp.fingerprint != chart.fingerprint():
+        raise CheckpointError(
+            f"checkpoint was written by a different chart (fingerprint {cp.fingerprint}, "
+            f"this chart {chart.fingerprint()}); resume it with the chart that paused")
+    if cp.paused_stage not in chart.nodes or any(f.node not in chart.nodes for f in cp.frames):
+        raise CheckpointError(f"checkpoint names stage {cp.paused_stage!r}, which chart "
+                              f"{chart.name!r} does not have")
+    engine = _Engine(chart, options, cp.run_id)
+    engine.counter = cp.counter
+    engine.visits = dict(cp.visits)
+    try:
+        engine.log = CommitLog.from_json(cp.log)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CheckpointError(f"checkpoint log is unreadable ({exc!r}); it was altered") from exc
+    root = _root_frame(engine, cp.state, cp.args, env, options.redaction)
+    replayed = {ns: engine.log.state_at(len(engine.log) - 1, ns=ns)
+                for ns in {"", *(r.ns for r in engine.log.records)}}
+    _root_event(engine, "run_start", value=_shown_args(cp.args, options.redaction),
+                      data={"resumed": True, "initial": replayed})
+    return await _drive(engine, engine.resume_level(cp, 0, root, answer), root)
+
+
+def _shown_args(args: Mapping[str, Any] | None, policy: RedactionPolicy | None) -> dict[str, Any]:
+    if policy is None:
+        return {k: copy_value(v) for k, v in (args or {}).items()}
+    return {k: (copy_value(policy.redact_value(k, v)) if policy.is_redacted(k) else copy_value(v))
+            for k, v in (args or {}).items()}
+
+
+_sync_loops = threading.local()
+
+
+def _thread_runner() -> asyncio.Runner:
+    """This thread's event loop for ``*_sync`` calls, kept open between them.
+
+    SDK clients (httpx pools inside openai/anthropic) bind to the loop of their first call; a
+    fresh loop per call would leave the second ``run_sync`` with "Event loop is closed". The
+    runner is closed when the interpreter exits.
+    """
+    runner: asyncio.Runner | None = getattr(_sync_loops, "runner", None)
+    if runner is None:
+        runner = asyncio.Runner()
+        _sync_loops.runner = runner
+        atexit.register(runner.close)
+    return runner
+
+
+def run_sync(awaitable: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine to completion from synchronous code (one loop per thread, reused)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        awaitable.close()
+        raise ConfigurationError(
+            "a *_sync method was called inside a running event loop; use `await` on the async "
+            "method there instead")
+    return _thread_runner().run(awaitable)

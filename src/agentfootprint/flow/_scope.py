@@ -1,0 +1,263 @@
+"""The scope: a stage's only door to state, and the reason every read and write is known.
+
+``scope["key"]`` / ``scope.key`` read (tracked), ``scope["key"] = v`` / ``scope.key = v`` write,
+``del scope["key"]`` deletes. Writes are staged: the stage reads its own writes, and the engine
+commits the net change as one record when the stage ends (also when it raises). Reads return
+copies of lists and dicts, so mutating what you read never changes state behind the log's back:
+write the new value back. ``scope.args`` and ``scope.env`` are read-only and untracked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Final
+
+from ._recorders import FlowEvent
+from ._redact import REDACTED, redacted_values, scrub
+from ._values import MISSING, copy_value, freeze, summarize, thaw
+
+if TYPE_CHECKING:
+    from ._engine import Frame, Step
+
+__all__ = ["ReadView", "Scope"]
+
+_SCALARS: Final = (str, int, float, bool, type(None))
+
+
+class Scope:
+    """State access for one executing stage."""
+
+    __slots__ = ("_emits", "_frame", "_reads", "_staged", "_step", "_watcher")
+
+    _frame: Frame
+    _step: Step
+    _staged: dict[str, Any]
+    _reads: dict[str, None]
+    _emits: list[tuple[str, Any]]
+    _watcher: list[tuple[str, Any]] | None
+
+    def __init__(self, frame: Frame, step: Step) -> None:
+        # slot descriptors directly: __setattr__ is reserved for state writes
+        _set_frame(self, frame)
+        _set_step(self, step)
+        _set_staged(self, {})
+        _set_reads(self, {})
+        _set_emits(self, [])
+        _set_watcher(self, None)
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def __getitem__(self, key: str) -> Any:
+        value = self._read(key)
+        if value is MISSING:
+            raise KeyError(
+                f"state has no key {key!r} at stage {self._step.stage!r}; "
+                f"use scope.get({key!r}, default) when it may be absent"
+            )
+        return value
+
+    def get(self, key: str, default: object = None) -> Any:
+        """Tracked read that returns ``default`` when the key is absent."""
+        value = self._read(key)
+        return default if value is MISSING else value
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self._read(key) is not MISSING
+
+    def _read(self, key: str) -> Any:
+        staged = self._staged
+        if key in staged:
+            value = staged[key]
+        else:
+            value = self._frame.state.get(key, MISSING)
+            self._reads[key] = None
+        frame = self._frame
+        hooks = frame.dispatch.h_read
+        if hooks or self._watcher is not None:
+            shown = frame.shown(key, value)
+            if self._watcher is not None:
+                self._watcher.append((key, value))
+            if hooks:
+                step = self._step
+                event = FlowEvent("read", frame.run_id, step.rid, step.stage_id, step.stage,
+                                  key, copy_value(shown))
+                for hook in hooks:
+                    hook(event)
+        return value if type(value) in _SCALARS else thaw(value)
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        if type(key) is not str:
+            raise TypeError(f"state keys are strings; got {key!r} at stage {self._step.stage!r}")
+        frame = self._frame
+        if key in frame.readonly:
+            raise KeyError(
+                f"{key!r} is an input of subflow {frame.ns!r} and is read-only inside it; "
+                f"read it, and write your result under another key"
+            )
+        self._staged[key] = value
+        hooks = frame.dispatch.h_write
+        if hooks:
+            step = self._step
+            shown = frame.shown(key, value)
+            event = FlowEvent("write", frame.run_id, step.rid, step.stage_id, step.stage,
+                              key, shown)
+            for hook in hooks:
+                hook(event)
+
+    def __delitem__(self, key: str) -> None:
+        frame = self._frame
+        if key in frame.readonly:
+            raise KeyError(f"{key!r} is an input of subflow {frame.ns!r} and cannot be deleted")
+        self._staged[key] = MISSING
+        hooks = frame.dispatch.h_delete
+        if hooks:
+            step = self._step
+            event = FlowEvent("delete", frame.run_id, step.rid, step.stage_id, step.stage, key)
+            for hook in hooks:
+                hook(event)
+
+    # -- attribute access -------------------------------------------------------------------
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        value = self._read(name)
+        if value is MISSING:
+            raise AttributeError(
+                f"state has no key {name!r} at stage {self._step.stage!r}; "
+                f"use scope.get({name!r}) when it may be absent"
+            )
+        return value
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name.startswith("_") or hasattr(type(self), name):
+            raise AttributeError(
+                f"{name!r} is reserved on Scope; write it as scope[{name!r}] = ..."
+            )
+        self[name] = value
+
+    def __delattr__(self, name: str) -> None:
+        del self[name]
+
+    # -- everything else --------------------------------------------------------------------
+
+    @property
+    def args(self) -> Mapping[str, Any]:
+        """The run's input (a subflow's mapped input); read-only, untracked."""
+        return self._frame.args
+
+    @property
+    def env(self) -> Mapping[str, Any]:
+        """Run environment passed as ``run(env=...)``; read-only, untracked."""
+        return self._frame.env
+
+    @property
+    def runtime_stage_id(self) -> str:
+        return self._step.rid
+
+    @property
+    def run_id(self) -> str:
+        return self._frame.run_id
+
+    def emit(self, name: str, payload: object = None) -> None:
+        """Record a named event on this step and deliver it to ``on_emit`` recorders."""
+        frame = self._frame
+        policy = frame.redaction
+        shown = REDACTED if policy is not None and policy.is_redacted_emit(name) else payload
+        if policy is not None and shown is not REDACTED and policy.has_key_rules:
+            secrets = redacted_values(policy, frame.state, {
+                k: v for k, v in self._staged.items() if v is not MISSING})
+            if secrets:
+                shown = scrub(shown, secrets)
+        self._emits.append((name, shown))
+        hooks = frame.dispatch.h_emit
+        if hooks:
+            step = self._step
+            event = FlowEvent("emit", frame.run_id, step.rid, step.stage_id, step.stage,
+                              name, shown)
+            for hook in hooks:
+                hook(event)
+
+    def break_(self, reason: str | None = None) -> None:
+        """Stop after this stage: it finishes, its writes commit, nothing after it runs."""
+        step = self._step
+        if step.break_reason is None:
+            step.break_reason = reason or ""
+        frame = self._frame
+        if frame.break_reason is None:
+            frame.break_reason = reason or ""
+
+    # -- engine side ------------------------------------------------------------------------
+
+    def _watch(self, watcher: list[tuple[str, Any]] | None) -> list[tuple[str, Any]] | None:
+        previous = self._watcher
+        _set_watcher(self, watcher)
+        return previous
+
+    def _shown(self, key: str, value: Any) -> str:
+        return REDACTED if self._frame.redacts(key) else summarize(value)
+
+    def __repr__(self) -> str:
+        return f"<Scope {self._step.rid}>"
+
+
+def _slot_setter(name: str) -> Callable[[Scope, Any], None]:
+    setter: Callable[[Scope, Any], None] = vars(Scope)[name].__set__
+    return setter
+
+
+_set_frame = _slot_setter("_frame")
+_set_step = _slot_setter("_step")
+_set_staged = _slot_setter("_staged")
+_set_reads = _slot_setter("_reads")
+_set_emits = _slot_setter("_emits")
+_set_watcher = _slot_setter("_watcher")
+
+
+class ReadView:
+    """Read-only, tracked view of a namespace, given to subflow input/output mappers."""
+
+    __slots__ = ("_reads", "_state")
+
+    _state: Mapping[str, Any]
+    _reads: dict[str, None]
+
+    def __init__(self, state: Mapping[str, Any]) -> None:
+        self._state = state
+        self._reads: dict[str, None] = {}
+
+    def __getitem__(self, key: str) -> Any:
+        self._reads[key] = None
+        return thaw(self._state[key])
+
+    def get(self, key: str, default: object = None) -> Any:
+        self._reads[key] = None
+        value = self._state.get(key, MISSING)
+        return default if value is MISSING else thaw(value)
+
+    def __contains__(self, key: object) -> bool:
+        if isinstance(key, str):
+            self._reads[key] = None
+        return key in self._state
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(f"state has no key {name!r}") from None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every key, each counted as read."""
+        for key in self._state:
+            self._reads[key] = None
+        out: dict[str, Any] = copy_value(dict(self._state))
+        return out
+
+
+def frozen_mapping(data: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return MappingProxyType({k: freeze(v) for k, v in data.items()} if data else {})

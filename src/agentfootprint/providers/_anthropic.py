@@ -1,0 +1,337 @@
+"""``anthropic``: Claude through the official ``anthropic`` SDK (Messages API).
+
+The SDK is imported when a provider is built, never when this module is imported, so the
+package stays free to import without the ``anthropic`` extra.
+
+Mapping (request → Messages API):
+
+* ``system`` is ``request.system``. System-role messages cannot live in Anthropic's
+  ``messages``; rather than dropping them (and silently losing an instruction that was injected
+  mid-conversation), their text is appended to ``system``, in order, separated by blank lines.
+* User messages carry string content. Assistant messages become content blocks: a ``text`` block
+  when there is text, then one ``tool_use`` block per tool call; an assistant message with
+  neither is left out (the API rejects empty content).
+* Tool messages become ``tool_result`` blocks. A result goes into the preceding user message when
+  that message is already a block array (so consecutive results coalesce into one user turn),
+  else it opens a new user message.
+* Tools are ``{name, description, input_schema}``. ``tool_choice``: ``auto``/``None`` → auto,
+  ``none`` → none, ``required`` → any, anything else → that tool by name; it is sent only with
+  tools. ``parallel_tool_calls=False`` adds ``disable_parallel_tool_use``.
+* ``max_tokens`` is the request's or the provider's default (the API requires one);
+  ``stop`` → ``stop_sequences``; ``temperature`` goes into the body through ``extra_body``
+  (SDK 2.x dropped the argument; the JSON field is the same for every SDK version).
+
+Response: text blocks are concatenated, ``tool_use`` blocks become tool calls, usage is the real
+``input_tokens`` / ``output_tokens`` plus ``cache_read`` / ``cache_write`` (Anthropic counts cached
+tokens apart from ``input_tokens``), stop reasons ``end_turn``/``stop_sequence`` → ``stop``,
+``tool_use``, ``max_tokens``, ``refusal`` → ``content_filter`` (others kept raw), and
+``provider_ref`` is the message id. Streaming yields the text deltas and then one terminal chunk
+built from the SDK's final message, so it carries tool calls and real usage.
+
+Errors: every SDK error becomes a ``ProviderError`` (``raise ... from`` the SDK error) with the
+HTTP status kept; 408/409/429/5xx (529 "overloaded" included) are retryable. A prompt that does
+not fit raises ``ContextWindowExceededError``; a network failure raises
+``ProviderUnavailableError``. An error event in the middle of a stream (sent with HTTP 200) gets
+the status its error type stands for, e.g. ``overloaded_error`` → 529.
+
+The SDK's own retries are off (``max_retries=0``): retrying is ``with_retry``'s job, where it is
+reported. A ``complete`` with a ``max_tokens`` so large that the SDK insists on streaming
+(over 10 minutes of expected generation) is streamed under the hood and returns the same response.
+Pass ``client=`` (an ``anthropic.AsyncAnthropic``) to reuse or test a client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from ..errors import (
+    ConfigurationError,
+    ContextWindowExceededError,
+    ProviderError,
+    ProviderUnavailableError,
+)
+from ._base import (
+    LLMRequest,
+    LLMResponse,
+    Message,
+    Provider,
+    StreamChunk,
+    ToolCall,
+    Usage,
+    wire_messages,
+)
+
+if TYPE_CHECKING:
+    from anthropic import AsyncAnthropic
+
+__all__ = ["AnthropicProvider"]
+
+_STOP_REASONS = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_use",
+    "max_tokens": "max_tokens",
+    "refusal": "content_filter",
+}
+
+# The HTTP status an error type stands for, for errors that arrive inside a 200 stream.
+_ERROR_TYPE_STATUS = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
+
+_CONTEXT_PHRASES = ("prompt is too long", "exceed context limit", "context window",
+                    "context length")
+
+
+class AnthropicProvider(Provider):
+    """Claude models through ``anthropic.AsyncAnthropic``."""
+
+    streams = True
+    model: str
+
+    def __init__(
+        self,
+        *,
+        model: str | None = None,
+        api_key: str | None = None,
+        max_tokens: int = 4096,
+        timeout: float | None = None,
+        max_retries: int = 0,
+        client: AsyncAnthropic | None = None,
+        parallel_tool_calls: bool | None = None,
+        name: str = "anthropic",
+    ) -> None:
+        try:
+            import anthropic as sdk
+        except ImportError as exc:
+            raise ConfigurationError(
+                'the anthropic provider needs the anthropic SDK: '
+                'pip install "agentfootprint[anthropic]"') from exc
+        self._sdk: Any = sdk
+        self.name = name
+        self.model = model or "claude-sonnet-4-6"
+        self.configured_model = model
+        self.max_tokens = max_tokens
+        self.parallel_tool_calls = parallel_tool_calls
+        if client is None:
+            options: dict[str, Any] = {"max_retries": max_retries}
+            if api_key is not None:
+                options["api_key"] = api_key
+            if timeout is not None:
+                options["timeout"] = timeout
+            client = sdk.AsyncAnthropic(**options)
+            # The SDK finds credentials itself (ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN and, in
+            # newer SDKs, profiles); when it found none, say so now rather than at the first call.
+            if not any(getattr(client, attr, None)
+                       for attr in ("api_key", "auth_token", "credentials")):
+                raise ConfigurationError(
+                    "the anthropic provider needs an API key: set ANTHROPIC_API_KEY or pass "
+                    "api_key=")
+        self.client: AsyncAnthropic = client
+
+    async def aclose(self) -> None:
+        """Close the SDK client's connections (the provider is unusable afterwards)."""
+        await self.client.close()
+
+    def close_sync(self) -> None:
+        """``aclose`` for synchronous code (the loop ``*_sync`` calls ran on)."""
+        from ..flow._run import run_sync
+
+        run_sync(self.aclose())
+
+    def __repr__(self) -> str:
+        return f"<AnthropicProvider {self.name} {self.model}>"
+
+    # -- public API ---------------------------------------------------------------------------
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        params = self.build_params(request)
+        try:
+            try:
+                message = await self.client.messages.create(**params)
+            except ValueError as exc:
+                # The SDK refuses a non-streamed call whose max_tokens could take over 10
+                # minutes; the same call streamed is allowed, so stream and keep the result.
+                if "streaming is required" not in str(exc).lower():
+                    raise
+                async with self.client.messages.stream(**params) as stream:
+                    message = await stream.get_final_message()
+        except self._sdk.AnthropicError as exc:
+            raise self._error(exc, params["model"]) from exc
+        return self._response(message)
+
+    async def stream(self, request: LLMRequest) -> AsyncIterator[StreamChunk]:
+        params = self.build_params(request)
+        index = 0
+        try:
+            async with self.client.messages.stream(**params) as stream:
+                async for text in stream.text_stream:
+                    if text:
+                        yield StreamChunk(index=index, content=text)
+                        index += 1
+                message = await stream.get_final_message()
+        except self._sdk.AnthropicError as exc:
+            raise self._error(exc, params["model"]) from exc
+        yield StreamChunk(index=index, done=True, response=self._response(message))
+
+    def build_params(self, request: LLMRequest) -> dict[str, Any]:
+        """The keyword arguments for ``messages.create`` (the JSON body, minus ``stream``)."""
+        system_parts = [request.system] if request.system else []
+        messages: list[dict[str, Any]] = []
+        for message in wire_messages(request.messages):
+            if message["role"] == "system":
+                if message["content"]:
+                    system_parts.append(message["content"])
+                continue
+            self._append(messages, message)
+        params: dict[str, Any] = {
+            "model": self._model(request),
+            "max_tokens": request.max_tokens if request.max_tokens is not None
+            else self.max_tokens,
+            "messages": messages,
+        }
+        if system_parts:
+            params["system"] = "\n\n".join(system_parts)
+        if request.temperature is not None:
+            # anthropic>=2 has no ``temperature`` argument any more; the body field still works.
+            params["extra_body"] = {"temperature": request.temperature}
+        if request.stop:
+            params["stop_sequences"] = list(request.stop)
+        if request.tools:
+            params["tools"] = [{"name": tool["name"], "description": tool["description"],
+                                "input_schema": tool["input_schema"]}
+                               for tool in request.tools]
+            choice = self._tool_choice(request.tool_choice)
+            if choice is not None:
+                params["tool_choice"] = choice
+        return params
+
+    # -- request mapping ----------------------------------------------------------------------
+
+    def _model(self, request: LLMRequest) -> str:
+        if not request.model or request.model in (self.name, "anthropic"):
+            return self.model
+        return request.model
+
+    def _tool_choice(self, tool_choice: str | None) -> dict[str, Any] | None:
+        if tool_choice == "none":
+            return {"type": "none"}
+        if tool_choice in (None, "auto"):
+            choice: dict[str, Any] = {"type": "auto"}
+        elif tool_choice == "required":
+            choice = {"type": "any"}
+        else:
+            choice = {"type": "tool", "name": tool_choice}
+        if self.parallel_tool_calls is False:
+            choice["disable_parallel_tool_use"] = True
+        elif choice["type"] == "auto":
+            return None  # the API's default; leave it out
+        return choice
+
+    @staticmethod
+    def _append(messages: list[dict[str, Any]], message: Message) -> None:
+        role = message["role"]
+        if role == "user":
+            messages.append({"role": "user", "content": message["content"]})
+        elif role == "assistant":
+            blocks: list[dict[str, Any]] = []
+            if message["content"]:
+                blocks.append({"type": "text", "text": message["content"]})
+            for call in message.get("tool_calls", ()):
+                blocks.append({"type": "tool_use", "id": call["id"], "name": call["name"],
+                               "input": call["args"]})
+            if blocks:
+                messages.append({"role": "assistant", "content": blocks})
+        elif role == "tool":
+            block = {"type": "tool_result", "tool_use_id": message.get("tool_call_id", ""),
+                     "content": message["content"]}
+            previous = messages[-1] if messages else None
+            if (previous is not None and previous["role"] == "user"
+                    and isinstance(previous["content"], list)):
+                previous["content"].append(block)
+            else:
+                messages.append({"role": "user", "content": [block]})
+
+    # -- response mapping ---------------------------------------------------------------------
+
+    @staticmethod
+    def _response(message: Any) -> LLMResponse:
+        texts: list[str] = []
+        calls: list[ToolCall] = []
+        for block in message.content:
+            if block.type == "text":
+                texts.append(block.text)
+            elif block.type == "tool_use":
+                args = block.input if isinstance(block.input, dict) else {}
+                calls.append({"id": block.id, "name": block.name, "args": dict(args)})
+        usage = message.usage
+        raw_stop = message.stop_reason or "end_turn"
+        return LLMResponse(
+            content="".join(texts),
+            tool_calls=calls,
+            usage=Usage(input=usage.input_tokens or 0, output=usage.output_tokens or 0,
+                        cache_read=getattr(usage, "cache_read_input_tokens", None) or 0,
+                        cache_write=getattr(usage, "cache_creation_input_tokens", None) or 0),
+            stop_reason=_STOP_REASONS.get(raw_stop, raw_stop),
+            model=message.model,
+            provider_ref=message.id,
+        )
+
+    # -- errors -------------------------------------------------------------------------------
+
+    def _error(self, exc: Exception, model: str) -> ProviderError:
+        sdk = self._sdk
+        name = self.name
+        if isinstance(exc, sdk.APITimeoutError):
+            return ProviderError(f"[{name}] the Anthropic API did not answer in time: {exc}",
+                                 provider=name, retryable=True)
+        if isinstance(exc, sdk.APIConnectionError):
+            return ProviderUnavailableError(
+                f"[{name}] could not reach the Anthropic API at {self.client.base_url}: "
+                f"{self._cause_text(exc)}; check the network connection (or proxy / "
+                "ANTHROPIC_BASE_URL)", provider=name)
+        if isinstance(exc, sdk.APIStatusError):
+            kind, text = self._error_body(exc)
+            status = int(exc.status_code)
+            if status < 400 and kind in _ERROR_TYPE_STATUS:
+                status = _ERROR_TYPE_STATUS[kind]  # an error event inside a 200 stream
+            lowered = text.lower()
+            if status in (400, 413) and any(p in lowered for p in _CONTEXT_PHRASES):
+                return ContextWindowExceededError(
+                    f"[{name}] the prompt does not fit the context window of '{model}': {text}",
+                    provider=name, status=status)
+            hint = ""
+            if status == 401:
+                hint = "; check ANTHROPIC_API_KEY (or api_key=)"
+            elif status == 404 and "model" in lowered:
+                hint = f"; check the model name ('{model}')"
+            label = f"{status} {kind}" if kind else str(status)
+            return ProviderError(
+                f"[{name}] {label}: {text}{hint}", provider=name, status=status,
+                retryable=status in (408, 409, 429) or status >= 500)
+        return ProviderError(f"[{name}] {type(exc).__name__}: {exc}", provider=name)
+
+    @staticmethod
+    def _error_body(exc: Any) -> tuple[str, str]:
+        """The error's ``type`` and ``message`` from the API's error body, when it has one."""
+        body = getattr(exc, "body", None)
+        if isinstance(body, dict):
+            error = body.get("error")
+            if isinstance(error, dict):
+                return str(error.get("type") or ""), str(error.get("message") or exc.message)
+        return "", str(getattr(exc, "message", exc))
+
+    @staticmethod
+    def _cause_text(exc: BaseException) -> str:
+        cause = exc.__cause__ or exc.__context__
+        return f"{exc} ({cause})" if cause is not None else str(exc)

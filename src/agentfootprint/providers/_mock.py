@@ -1,0 +1,129 @@
+"""``mock``: a deterministic provider for tests and offline examples.
+
+Replies come from ``script`` (consumed in order; running out is an error that says so),
+else ``reply`` (the same answer forever), else ``respond(request)`` (a function), else an echo
+of the last user message. A scripted reply is a string (the answer), a dict with ``content``
+and/or ``tool_calls`` (``[{"name": ..., "args": {...}}]``), an ``LLMResponse``, or an
+exception instance to raise (for testing failures). Every request received is kept in
+``requests``, so a test can compare exactly what was sent.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import re
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
+
+from ..errors import ConfigurationError, listed
+from ._base import LLMRequest, LLMResponse, Provider, StreamChunk, ToolCall, Usage
+
+__all__ = ["MockProvider", "mock"]
+
+Reply = str | dict[str, Any] | LLMResponse | BaseException
+
+
+class MockProvider(Provider):
+    """Scripted or function-backed replies; records every request."""
+
+    streams = True
+    model = "mock"
+
+    def __init__(self, *, script: Sequence[Reply] | None = None, reply: Reply | None = None,
+                 respond: Callable[[LLMRequest], Any] | None = None, name: str = "mock") -> None:
+        self.name = name
+        self.script = (list(listed(script, argument="script", example="'hello'"))
+                       if script is not None else None)
+        self.reply = reply
+        self.respond = respond
+        self.requests: list[LLMRequest] = []
+        self._cursor = 0
+        self._call_ids = 0
+
+    def reset(self) -> None:
+        """Rewind the script and forget received requests."""
+        self._cursor = 0
+        self._call_ids = 0
+        self.requests.clear()
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        self.requests.append(request)
+        if self.script is not None:
+            if self._cursor >= len(self.script):
+                raise ConfigurationError(
+                    f"mock provider {self.name!r} ran out of scripted replies after "
+                    f"{len(self.script)}; add replies to script= or lower max_iterations")
+            item: Any = self.script[self._cursor]
+            self._cursor += 1
+        elif self.reply is not None:
+            item = self.reply
+        elif self.respond is not None:
+            item = self.respond(request)
+            if inspect.isawaitable(item):
+                item = await item
+        else:
+            last = next((m["content"] for m in reversed(request.messages)
+                         if m["role"] == "user"), "")
+            item = f"echo: {last}"
+        if isinstance(item, BaseException):
+            raise item
+        return self._response(item, request)
+
+    async def stream(self, request: LLMRequest) -> AsyncIterator[StreamChunk]:
+        response = await self.complete(request)
+        index = 0
+        for piece in re.findall(r"\S+\s*|\s+", response.content):
+            yield StreamChunk(index=index, content=piece)
+            index += 1
+        yield StreamChunk(index=index, done=True, response=response)
+
+    def _response(self, item: Any, request: LLMRequest) -> LLMResponse:
+        if isinstance(item, LLMResponse):
+            return item
+        if isinstance(item, str):
+            item = {"content": item}
+        if not isinstance(item, dict):
+            raise ConfigurationError(
+                f"mock reply {item!r} must be a str, a dict with content/tool_calls, "
+                "an LLMResponse or an exception")
+        _check_keys(item, _REPLY_KEYS, "mock reply")
+        calls: list[ToolCall] = []
+        for raw in listed(item.get("tool_calls", ()), argument="tool_calls",
+                          example="{'name': 'lookup', 'args': {...}}"):
+            if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
+                raise ConfigurationError(
+                    f"mock tool call {raw!r} must be a dict with a 'name' (and 'args')")
+            _check_keys(raw, _CALL_KEYS, "mock tool call")
+            self._call_ids += 1
+            calls.append({"id": raw.get("id") or f"call_{self._call_ids}", "name": raw["name"],
+                          "args": dict(raw.get("args", {}))})
+        content = item.get("content", "") or ""
+        usage = item.get("usage")
+        if usage is None:
+            prompt = len(request.system or "") + sum(len(m["content"]) for m in request.messages)
+            usage = Usage(input=math.ceil(prompt / 4), output=math.ceil(len(content) / 4))
+        elif isinstance(usage, dict):
+            usage = Usage(**usage)
+        return LLMResponse(content=content, tool_calls=calls, usage=usage,
+                           stop_reason=item.get("stop_reason", "tool_use" if calls else "stop"),
+                           model=request.model)
+
+
+_REPLY_KEYS = ("content", "tool_calls", "usage", "stop_reason")
+_CALL_KEYS = ("id", "name", "args")
+
+
+def _check_keys(item: dict[str, Any], known: tuple[str, ...], what: str) -> None:
+    """A misspelt key would otherwise be dropped and the reply silently come out empty."""
+    unknown = sorted(set(item) - set(known))
+    if unknown:
+        raise ConfigurationError(
+            f"{what} {item!r} has unknown key(s) {', '.join(map(repr, unknown))}; it takes "
+            f"{', '.join(map(repr, known))}")
+
+
+def mock(*, script: Sequence[Reply] | None = None, reply: Reply | None = None,
+         respond: Callable[[LLMRequest], Any] | None = None, name: str = "mock") -> MockProvider:
+    """A deterministic provider: ``script=[...]``, ``reply="..."`` or ``respond=fn``."""
+    return MockProvider(script=script, reply=reply, respond=respond, name=name)

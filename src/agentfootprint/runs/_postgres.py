@@ -1,0 +1,262 @@
+"""The run store in PostgreSQL: recordings shared by every machine that can reach the server.
+
+The same interface as the SQLite :class:`~agentfootprint.runs.RunStore` — save a run's
+recording, list recent runs, load one anywhere else — so a fleet of workers can record runs that
+one analyst's process explains. One row per run; the recording is kept as JSON text (not
+``jsonb``: a recording may hold ``NaN`` or ``Infinity``, which ``jsonb`` refuses, and text reads
+back byte for byte). Beside it, the query tables ``{table}_llm_calls``, ``{table}_injections``
+and ``{table}_tool_calls``; ``{table}_meta`` holds the schema version, upgraded in place under
+the shared DDL lock (a table of schema 1 gets its query tables rebuilt from the bodies) and
+refused when newer. A row that cannot be read raises an error naming the run and the store; it
+is never replaced by an empty recording.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .._postgres import DDL_LOCK, check_identifier, server_label
+from ..errors import ConfigurationError, RunError
+from ._recording import Recording
+from ._store import RUN_STORE_SCHEMA, RunSource, RunSummary, preview_of, recording_of
+from ._tables import QueryRows, query_rows
+
+if TYPE_CHECKING:
+    from psycopg import Connection, sql
+
+__all__ = ["PostgresRunStore"]
+
+_DDL = (
+    "CREATE TABLE IF NOT EXISTS {runs} (run_id text PRIMARY KEY, name text NOT NULL, "
+    "kind text NOT NULL, status text NOT NULL, created_at double precision NOT NULL, "
+    "preview text NOT NULL, body text NOT NULL)",
+    'CREATE INDEX IF NOT EXISTS {recent} ON {runs} (created_at DESC, run_id COLLATE "C" DESC)',
+    "ALTER TABLE {runs} ADD COLUMN IF NOT EXISTS format text, "
+    "ADD COLUMN IF NOT EXISTS llm_calls integer, ADD COLUMN IF NOT EXISTS input_tokens integer, "
+    "ADD COLUMN IF NOT EXISTS output_tokens integer, ADD COLUMN IF NOT EXISTS tool_calls integer",
+    "CREATE TABLE IF NOT EXISTS {calls} (run_id text NOT NULL REFERENCES {runs} ON DELETE "
+    "CASCADE, call_idx integer NOT NULL, runtime_stage_id text NOT NULL, iteration integer, "
+    "model text, provider text, input_tokens integer NOT NULL, output_tokens integer NOT NULL, "
+    "stop_reason text, tool_calls integer NOT NULL, PRIMARY KEY (run_id, call_idx))",
+    "CREATE TABLE IF NOT EXISTS {injections} (run_id text NOT NULL REFERENCES {runs} ON DELETE "
+    "CASCADE, call_idx integer NOT NULL, injection_id text NOT NULL, slot text NOT NULL, "
+    "trigger text NOT NULL, PRIMARY KEY (run_id, call_idx, injection_id, slot))",
+    "CREATE TABLE IF NOT EXISTS {tools} (run_id text NOT NULL REFERENCES {runs} ON DELETE "
+    "CASCADE, call_idx integer NOT NULL, tool_call_id text NOT NULL, name text NOT NULL, "
+    "PRIMARY KEY (run_id, call_idx, tool_call_id))",
+)
+
+_INSTALL_HINT = 'pip install "agentfootprint[postgres]"'
+_MAX_TABLE = 63 - len("_injections")
+
+
+def _import_psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError as exc:
+        raise ConfigurationError(
+            f"PostgresRunStore needs psycopg 3 ({exc.name!r} is missing); install it with: "
+            f"{_INSTALL_HINT}"
+        ) from exc
+    return psycopg
+
+
+class PostgresRunStore:
+    """Recordings in one PostgreSQL table (``{schema}.{table}``), safe for many processes.
+
+    Give ``url`` (the store opens and owns one connection; :meth:`close` or ``with`` closes
+    it) or ``conn`` (a psycopg ``Connection`` you own and close). With ``create_schema=True``
+    (the default) the schema and table are created when missing.
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        conn: Connection[Any] | None = None,
+        schema: str = "public",
+        table: str = "af_runs",
+        create_schema: bool = True,
+        connect_timeout: int = 10,
+    ) -> None:
+        if (url is None) == (conn is None) or url == "":
+            raise ConfigurationError(
+                "PostgresRunStore needs exactly one of url= or conn=; "
+                "e.g. PostgresRunStore('postgresql://…')."
+            )
+        self._psycopg = _import_psycopg()
+        self._schema = check_identifier("PostgresRunStore", "schema", schema, 63)
+        self._table_name = check_identifier("PostgresRunStore", "table", table, _MAX_TABLE)
+        sql = self._psycopg.sql
+        self._table = sql.Identifier(schema, table)
+        where = server_label(self._psycopg, conn.info.dsn if conn is not None else url or "")
+        self._name = f"PostgresRunStore({where!r}, schema={schema!r}, table={table!r})"
+        self._owns_conn = conn is None
+        if conn is not None:
+            self._db: Connection[Any] = conn
+        else:
+            try:
+                self._db = self._psycopg.connect(
+                    url, autocommit=True, connect_timeout=max(2, connect_timeout)
+                )
+            except self._psycopg.Error as exc:
+                raise ConfigurationError(
+                    f"cannot open the run store {self.name} ({exc}); check the URL and that "
+                    "PostgreSQL is running and reachable"
+                ) from exc
+        if create_schema:
+            try:
+                self._create(sql)
+            except self._psycopg.Error as exc:
+                self.close()
+                raise ConfigurationError(
+                    f"cannot create the run store table in {self.name} ({exc}); use a role "
+                    "that may create it, or create it once and pass create_schema=False"
+                ) from exc
+
+    @property
+    def name(self) -> str:
+        """How errors and hints name this store (never with a password)."""
+        return self._name
+
+    def _named(self, suffix: str) -> Any:
+        return self._psycopg.sql.Identifier(self._schema, f"{self._table_name}_{suffix}")
+
+    def _create(self, sql: Any) -> None:
+        """Create or upgrade the tables in one transaction under the shared DDL lock."""
+        with self._db.transaction(), self._db.cursor() as cur:
+            cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (DDL_LOCK,))
+            cur.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (self._schema,))
+            if cur.fetchone() is None:
+                cur.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(self._schema)))
+            meta = self._named("meta")
+            cur.execute(sql.SQL("CREATE TABLE IF NOT EXISTS {} (key text PRIMARY KEY, "
+                                "value text NOT NULL)").format(meta))
+            cur.execute(sql.SQL("SELECT value FROM {} WHERE key = 'schema'").format(meta))
+            found = cur.fetchone()
+            version = int(found[0]) if found else 1
+            if found is not None and version > RUN_STORE_SCHEMA:
+                raise ConfigurationError(
+                    f"the run store {self.name} has schema version {version}, newer than this "
+                    f"agentfootprint reads ({RUN_STORE_SCHEMA}); upgrade agentfootprint")
+            if found is not None and version == RUN_STORE_SCHEMA:
+                return
+            for statement in _DDL:
+                cur.execute(sql.SQL(statement).format(
+                    runs=self._table, recent=sql.Identifier(f"{self._table_name}_recent"),
+                    calls=self._named("llm_calls"), injections=self._named("injections"),
+                    tools=self._named("tool_calls")))
+            cur.execute(sql.SQL("SELECT run_id, body FROM {}").format(self._table))
+            for run_id, body in cur.fetchall():
+                self._write_rows(cur, query_rows(self._parse(run_id, body)))
+            cur.execute(sql.SQL("INSERT INTO {} VALUES ('schema', %s) ON CONFLICT (key) DO "
+                                "UPDATE SET value = EXCLUDED.value").format(meta),
+                        (str(RUN_STORE_SCHEMA),))
+
+    def _write_rows(self, cur: Any, rows: QueryRows) -> None:
+        sql = self._psycopg.sql
+        run = rows.run
+        for suffix in ("llm_calls", "injections", "tool_calls"):
+            cur.execute(sql.SQL("DELETE FROM {} WHERE run_id = %s").format(self._named(suffix)),
+                        (run["run_id"],))
+        cur.execute(sql.SQL("UPDATE {} SET format = %s, llm_calls = %s, input_tokens = %s, "
+                            "output_tokens = %s, tool_calls = %s WHERE run_id = %s"
+                            ).format(self._table),
+                    (run["format"], run["llm_calls"], run["input_tokens"], run["output_tokens"],
+                     run["tool_calls"], run["run_id"]))
+        if rows.llm_calls:
+            cur.executemany(sql.SQL(
+                "INSERT INTO {} VALUES (%(run_id)s, %(call_idx)s, %(runtime_stage_id)s, "
+                "%(iteration)s, %(model)s, %(provider)s, %(input_tokens)s, %(output_tokens)s, "
+                "%(stop_reason)s, %(tool_calls)s)").format(self._named("llm_calls")),
+                rows.llm_calls)
+        if rows.injections:
+            cur.executemany(sql.SQL(
+                "INSERT INTO {} VALUES (%(run_id)s, %(call_idx)s, %(injection_id)s, %(slot)s, "
+                "%(trigger)s) ON CONFLICT DO NOTHING").format(self._named("injections")),
+                rows.injections)
+        if rows.tool_calls:
+            cur.executemany(sql.SQL(
+                "INSERT INTO {} VALUES (%(run_id)s, %(call_idx)s, %(tool_call_id)s, %(name)s) "
+                "ON CONFLICT DO NOTHING").format(self._named("tool_calls")), rows.tool_calls)
+
+    def _execute(self, doing: str, statement: sql.Composed, params: tuple[Any, ...]) -> Any:
+        """Run one statement; driver errors become ``RunError`` naming the store."""
+        tuple_row = self._psycopg.rows.tuple_row
+        try:
+            with self._db.transaction(), self._db.cursor(row_factory=tuple_row) as cur:
+                cur.execute(statement, params)
+                return cur.fetchall() if cur.description is not None else None
+        except self._psycopg.Error as exc:
+            raise RunError(f"the run store {self.name} failed to {doing} ({exc})") from exc
+
+    def save(self, result: RunSource, *, meta: dict[str, Any] | None = None) -> Recording:
+        """Store the recording of ``result`` (a RunResult, FlowRun or Recording); return it.
+
+        Saving a run id again replaces its row (the latest recording of a run wins).
+        """
+        recording = recording_of(result, meta)
+        rows = query_rows(recording)
+        sql = self._psycopg.sql
+        try:
+            with self._db.transaction(), self._db.cursor() as cur:
+                cur.execute(sql.SQL(
+                    "INSERT INTO {} (run_id, name, kind, status, created_at, preview, body) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (run_id) DO UPDATE SET "
+                    "name = EXCLUDED.name, kind = EXCLUDED.kind, status = EXCLUDED.status, "
+                    "created_at = EXCLUDED.created_at, preview = EXCLUDED.preview, "
+                    "body = EXCLUDED.body").format(self._table),
+                    (recording.run_id, recording.name, recording.kind, recording.status,
+                     recording.created_at, preview_of(recording), recording.to_json()))
+                self._write_rows(cur, rows)
+        except self._psycopg.Error as exc:
+            raise RunError(f"the run store {self.name} failed to save run "
+                           f"{recording.run_id!r} ({exc})") from exc
+        return recording
+
+    def load(self, run_id: str) -> Recording:
+        """The recording of ``run_id``; a clear error when it is missing or unreadable."""
+        rows = self._execute(
+            f"load run {run_id!r}",
+            self._psycopg.sql.SQL("SELECT body FROM {} WHERE run_id = %s").format(self._table),
+            (run_id,),
+        )
+        if not rows:
+            known = [r.run_id for r in self.list(limit=5)]
+            hint = f" (recent: {', '.join(known)})" if known else " (the store is empty)"
+            raise KeyError(
+                f"no run {run_id!r} in {self.name}{hint}; see `agentfootprint runs list`"
+            )
+        return self._parse(run_id, rows[0][0])
+
+    def _parse(self, run_id: str, body: str) -> Recording:
+        try:
+            return Recording.from_json(body)
+        except RunError as exc:
+            raise RunError(
+                f"run {run_id!r} in {self.name} is unreadable ({exc}); it was written by another "
+                "version or altered — the row is left as it is"
+            ) from exc
+
+    def list(self, *, limit: int = 20) -> list[RunSummary]:
+        """The most recent runs first (ties: run id descending, byte order)."""
+        rows = self._execute(
+            "list runs",
+            self._psycopg.sql.SQL(
+                "SELECT run_id, name, kind, status, created_at, preview FROM {} "
+                'ORDER BY created_at DESC, run_id COLLATE "C" DESC LIMIT %s'
+            ).format(self._table),
+            (limit,),
+        )
+        return [RunSummary(*row) for row in rows]
+
+    def close(self) -> None:
+        """Close the connection this store opened (never one you passed in)."""
+        if self._owns_conn:
+            self._db.close()
+
+    def __enter__(self) -> PostgresRunStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,141 @@
+"""The recording: a run as portable JSON — chart, delta commit log, events, ids, requests.
+
+A ``Recording`` is what leaves the process: it is built from a finished run (agent or plain
+flowchart), stored by a run store, and loaded anywhere else to be narrated, backtracked or
+re-examined. Everything an explanation needs is rebuilt from it (the exact request each LLM
+call sent included); values redacted at the source stay redacted.
+
+Its ``format`` names its version. ``from_json`` reads every version this release knows,
+upgrading older ones, and refuses a newer or unknown one with a clear error instead of guessing.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Final, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
+
+from ..errors import RunError
+from ..flow._commitlog import CommitLog
+from ..flow._redact import redacted_values, scrub
+from ..flow._run import FlowRun
+from ..flow._values import copy_value
+from ..providers._base import wire_messages
+from . import trace
+from ._window import windowed_messages
+
+__all__ = ["RECORDING_FORMAT", "RECORDING_FORMATS", "AgentRun", "Recording"]
+
+RECORDING_FORMAT: Final = "agentfootprint.recording.v1"
+"""The format this release writes."""
+RECORDING_FORMATS: Final = (RECORDING_FORMAT,)
+"""Every format this release reads (oldest first); each older one is upgraded on load."""
+
+
+@runtime_checkable
+class AgentRun(Protocol):
+    """What an agent hands back (``RunResult``): its answer and the flow run behind it."""
+
+    @property
+    def content(self) -> str: ...
+
+    @property
+    def recording(self) -> FlowRun: ...
+
+
+class Recording(BaseModel):
+    """One run, complete and self-contained."""
+
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
+
+    format: Literal["agentfootprint.recording.v1"] = RECORDING_FORMAT
+    run_id: str
+    kind: Literal["agent", "flow"]
+    name: str
+    status: str
+    created_at: float
+    chart: dict[str, Any]
+    log: dict[str, Any]
+    output: Any = None
+    meta: dict[str, Any] = {}
+    _log: CommitLog | None = PrivateAttr(default=None)
+
+    @classmethod
+    def of(cls, result: AgentRun | FlowRun, *, meta: dict[str, Any] | None = None) -> Recording:
+        """The recording of an agent's ``RunResult`` or a flowchart's ``FlowRun``."""
+        if isinstance(result, FlowRun):
+            run, is_agent, output = result, False, _jsonable(result.output)
+        elif isinstance(result, AgentRun) and isinstance(result.recording, FlowRun):
+            run, is_agent, output = result.recording, True, result.content
+        else:
+            raise TypeError(f"{result!r} is not a run; pass a RunResult or a FlowRun")
+        if run.redaction is not None and run.redaction.has_key_rules:
+            secrets = redacted_values(run.redaction, run.state)
+            if secrets:  # the output repeats state (an answer); keep the record redacted
+                output = scrub(output, secrets)
+        return cls(run_id=run.run_id, kind="agent" if is_agent else "flow",
+                   name=run.chart.description or run.chart.name, status=run.status,
+                   created_at=time.time(), chart=run.chart.spec(),
+                   log=json.loads(json.dumps(run.log.to_json())), output=output,
+                   meta=dict(meta or {}))
+
+    def commit_log(self) -> CommitLog:
+        """The commit log, rebuilt once from the JSON."""
+        if self._log is None:
+            self._log = CommitLog.from_json(self.log)
+        return self._log
+
+    def requests(self) -> list[dict[str, Any]]:
+        """What each LLM call sent: system prompt, wire messages and tools, rebuilt from the log."""
+        log = self.commit_log()
+        out = []
+        for record in log.records:
+            if record.stage_id != trace.CALL_LLM:
+                continue
+            before = record.idx - 1
+            wrapped = bool(log.value_at(trace.WRAP_UP_ASKED, before, default=False))
+            out.append({
+                "runtime_stage_id": record.runtime_stage_id,
+                "iteration": log.value_at(trace.ITERATION, before),
+                "system": log.value_at(trace.SYSTEM_PROMPT, before, default="") or None,
+                "messages": wire_messages(windowed_messages(
+                    log.value_at(trace.HISTORY, before, default=[]),
+                    log.value_at(trace.WINDOW, before, default=None))),
+                "tools": [] if wrapped else log.value_at(trace.TOOL_SCHEMAS, before, default=[]),
+            })
+        return out
+
+    def to_json(self) -> str:
+        return self.model_dump_json()
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Recording:
+        """Read a recording of any known format; a newer or unknown one is refused by name."""
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise RunError(f"this is not a recording: it is not JSON ({exc})") from exc
+        if not isinstance(data, dict):
+            raise RunError("this is not a recording: its JSON is not an object")
+        found = data.get("format")
+        if found not in RECORDING_FORMATS:
+            raise RunError(
+                f"recording format {found!r} is not one this version reads "
+                f"({', '.join(RECORDING_FORMATS)}); it was written by another agentfootprint "
+                "release — read it with that release, or upgrade this one")
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise RunError(f"recording {data.get('run_id')!r} is malformed ({exc.error_count()} "
+                           f"problem(s); first: {exc.errors()[0]['msg']} at "
+                           f"{'.'.join(map(str, exc.errors()[0]['loc']))})") from exc
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return repr(value)
+    return copy_value(value)

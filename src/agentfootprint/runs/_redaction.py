@@ -1,0 +1,134 @@
+"""Redaction by kind of content: say what must not be recorded, not where it is kept.
+
+``RedactionPolicy(kinds={"tool_args", "memory_content"})`` redacts every run-state key the trace
+contract declares as able to hold either kind — ``history``, ``llm_tool_calls``, a paused batch,
+each memory's recall (``memory_recall_<id>`` and any key of that family added later) — without
+the user naming one internal key. It *is* the engine's key policy (``flow.redact.RedactionPolicy``),
+with the kinds compiled into its key names and key prefixes once, at construction, so ``flow/``
+keeps applying one key predicate as it writes and imports nothing above it. ``keys=`` and
+``patterns=`` still add keys of the user's own charts.
+
+A redacted key whose declared shape is known keeps its structure: a conversation stays a list of
+messages with their roles, tool names and injection ids, and only the content of a redacted kind
+reads ``[REDACTED]`` — so a redacted run can still be explained. A key named in ``keys=`` or
+matched by ``patterns=`` is masked whole, as asked.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ConfigurationError
+from ..flow._redact import REDACTED
+from ..flow._redact import RedactionPolicy as KeyRedactionPolicy
+from . import trace
+
+__all__ = ["RedactionPolicy"]
+
+
+@dataclass(slots=True, eq=False)
+class RedactionPolicy(KeyRedactionPolicy):
+    """Kinds of content (see ``trace.CONTENT_KINDS``), plus keys and patterns, never recorded."""
+
+    kinds: Iterable[str] = ()
+    _kind_keys: frozenset[str] = field(init=False, repr=False, default=frozenset())
+    _kind_prefixes: tuple[str, ...] = field(init=False, repr=False, default=())
+
+    def __post_init__(self) -> None:
+        if isinstance(self.kinds, str):
+            raise ConfigurationError(
+                f"RedactionPolicy(kinds={self.kinds!r}) takes a set of kinds, not one string: "
+                f"kinds={{{self.kinds!r}}}")
+        self.kinds = tuple(sorted(set(self.kinds)))
+        try:
+            names, prefixes = trace.keys_of_kinds(self.kinds)
+        except ValueError as exc:
+            raise ConfigurationError(f"RedactionPolicy(kinds={list(self.kinds)!r}): {exc}") from exc
+        self._kind_keys = names
+        self._kind_prefixes = prefixes
+        KeyRedactionPolicy.__post_init__(self)
+        self._keys = self._keys | names
+        self._patterns = self._patterns + tuple(
+            re.compile("^" + re.escape(prefix)) for prefix in prefixes)
+
+    def redact_value(self, key: str, value: object) -> Any:
+        """``value`` with the content of the redacted kinds masked, its structure kept."""
+        shape = self._shape(key)
+        if shape == "messages" and isinstance(value, list | tuple):
+            return [self._message(m) for m in value]
+        if shape == "tool_calls" and isinstance(value, list | tuple):
+            return [self._tool_call(c) for c in value]
+        if shape == "recall" and isinstance(value, Mapping):
+            return _masked_texts(value)
+        if shape == "state" and isinstance(value, Mapping):
+            return {k: (self.redact_value(k, v) if self.is_redacted(k) else v)
+                    for k, v in value.items()}
+        return REDACTED
+
+    def keeps_shape(self, key: str) -> bool:
+        return self._shape(key) in ("messages", "tool_calls")
+
+    def _shape(self, key: str) -> str:
+        if key not in self._kind_keys and not any(
+                key.startswith(prefix) for prefix in self._kind_prefixes):
+            return "value"  # named by keys= or patterns=: masked whole
+        found = trace.declared_key(key)
+        return "value" if found is None else found.shape
+
+    def _message(self, message: Any) -> Any:
+        if not isinstance(message, Mapping):
+            return REDACTED
+        kinds = set(self.kinds)
+        shown = dict(message)
+        if "content" in shown and _content_kinds(message) & kinds:
+            shown["content"] = REDACTED
+        if shown.get("tool_calls"):
+            shown["tool_calls"] = [self._tool_call(c) for c in shown["tool_calls"]]
+        return shown
+
+    def _tool_call(self, call: Any) -> Any:
+        if not isinstance(call, Mapping):
+            return REDACTED
+        shown = dict(call)
+        if "tool_args" in self.kinds and "args" in shown:
+            shown["args"] = REDACTED
+        return shown
+
+    def report(self) -> dict[str, list[str]]:
+        """What is redacted, never the values: the kinds, and the keys they resolved to."""
+        shown = KeyRedactionPolicy.report(self)
+        shown["kinds"] = list(self.kinds)
+        shown["keys"] = sorted(set(self.keys))
+        shown["keys_of_kinds"] = sorted(self._kind_keys)
+        return shown
+
+
+def _content_kinds(message: Mapping[str, Any]) -> set[str]:
+    """The kinds a chat message's ``content`` can hold, from its role and who injected it."""
+    role = message.get("role")
+    injected_by = message.get("injected_by")
+    if isinstance(injected_by, str):
+        if trace.MEMORY_INJECTION.matches(injected_by):
+            return {"memory_content", "documents"}
+        return {"context"}
+    return {"user": {"user_text"}, "assistant": {"model_text"}, "tool": {"tool_results"},
+            "system": {"context"}}.get(str(role), set(trace.CONTENT_KINDS) - {"configuration"})
+
+
+def _masked_texts(value: Mapping[str, Any]) -> dict[str, Any]:
+    """A recall with every ``text`` masked; ids, turns, scores and flavor kept."""
+    shown: dict[str, Any] = {}
+    for key, item in value.items():
+        if key == "text":
+            shown[key] = REDACTED
+        elif key == "pieces" and isinstance(item, list | tuple):
+            shown[key] = [_masked_texts(piece) if isinstance(piece, Mapping) else REDACTED
+                          for piece in item]
+        elif isinstance(item, str):
+            shown[key] = item if key in ("flavor",) else REDACTED
+        else:
+            shown[key] = item
+    return shown

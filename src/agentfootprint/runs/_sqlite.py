@@ -1,0 +1,198 @@
+"""The run store: recordings kept in a SQLite file (``.agentfootprint/runs.db`` by default).
+
+Save a run's recording, list recent runs, load one in another process, or query the tables
+beside the bodies with any SQLite client (``runs``, ``llm_calls``, ``injections``,
+``tool_calls``). The file carries its schema version (``PRAGMA user_version``): a file of an
+older version is upgraded in place on open, its query tables rebuilt from the bodies; a newer one
+is refused. A row that cannot be read raises an error naming the run and the file; it is never
+replaced by an empty recording.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Final
+
+from ..errors import ConfigurationError, RunError
+from ._recording import Recording
+from ._store import RUN_STORE_SCHEMA, RunSource, RunSummary, preview_of, recording_of
+from ._tables import QueryRows, query_rows
+
+__all__ = ["DEFAULT_RUN_STORE", "RunStore"]
+
+DEFAULT_RUN_STORE = Path(".agentfootprint") / "runs.db"
+
+_RUNS: Final = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    status TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    preview TEXT NOT NULL,
+    body TEXT NOT NULL
+)"""
+_RUN_COLUMNS: Final = (("format", "TEXT"), ("llm_calls", "INTEGER"), ("input_tokens", "INTEGER"),
+                       ("output_tokens", "INTEGER"), ("tool_calls", "INTEGER"))
+_QUERY_TABLES: Final = """
+CREATE TABLE IF NOT EXISTS llm_calls (
+    run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+    call_idx INTEGER NOT NULL, runtime_stage_id TEXT NOT NULL, iteration INTEGER,
+    model TEXT, provider TEXT, input_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL,
+    stop_reason TEXT, tool_calls INTEGER NOT NULL,
+    PRIMARY KEY (run_id, call_idx));
+CREATE TABLE IF NOT EXISTS injections (
+    run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+    call_idx INTEGER NOT NULL, injection_id TEXT NOT NULL, slot TEXT NOT NULL,
+    trigger TEXT NOT NULL,
+    PRIMARY KEY (run_id, call_idx, injection_id, slot));
+CREATE TABLE IF NOT EXISTS tool_calls (
+    run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+    call_idx INTEGER NOT NULL, tool_call_id TEXT NOT NULL, name TEXT NOT NULL,
+    PRIMARY KEY (run_id, call_idx, tool_call_id));
+CREATE INDEX IF NOT EXISTS runs_recent ON runs (created_at DESC, run_id DESC);
+"""
+
+
+class RunStore:
+    """Recordings in one SQLite file (WAL mode, safe for several processes)."""
+
+    def __init__(self, path: str | Path = DEFAULT_RUN_STORE) -> None:
+        self.path = Path(path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA foreign_keys=ON")
+            self._open_schema()
+        except sqlite3.Error as exc:
+            raise ConfigurationError(
+                f"cannot open the run store {str(self.path)!r} ({exc}); check the path and "
+                "that it is a SQLite file") from exc
+
+    def _open_schema(self) -> None:
+        """Create the schema, or upgrade an older file in one transaction; refuse a newer one."""
+        version = int(self._db.execute("PRAGMA user_version").fetchone()[0])
+        if version == RUN_STORE_SCHEMA:
+            return
+        if version > RUN_STORE_SCHEMA:
+            raise ConfigurationError(
+                f"the run store {str(self.path)!r} has schema version {version}, newer than "
+                f"this agentfootprint reads ({RUN_STORE_SCHEMA}); upgrade agentfootprint, or "
+                "point --store at another file")
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            version = int(self._db.execute("PRAGMA user_version").fetchone()[0])
+            if version < RUN_STORE_SCHEMA:  # another process may have upgraded it meanwhile
+                self._upgrade()
+                self._db.execute(f"PRAGMA user_version = {RUN_STORE_SCHEMA}")
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+
+    def _upgrade(self) -> None:
+        """Schema 0/1 (bodies only) to 2: the run columns and query tables, rebuilt from bodies."""
+        self._db.execute(_RUNS)
+        have = {row[1] for row in self._db.execute("PRAGMA table_info(runs)")}
+        for name, kind in _RUN_COLUMNS:
+            if name not in have:
+                self._db.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
+        for statement in _QUERY_TABLES.split(";"):  # not executescript: it would commit
+            if statement.strip():
+                self._db.execute(statement)
+        for run_id, body in self._db.execute("SELECT run_id, body FROM runs").fetchall():
+            self._write_rows(query_rows(self._parse(run_id, body)))
+
+    def save(self, result: RunSource, *, meta: dict[str, Any] | None = None) -> Recording:
+        """Store the recording of ``result`` (a RunResult, FlowRun or Recording); return it."""
+        recording = recording_of(result, meta)
+        rows = query_rows(recording)
+        with self._failing("save run " + repr(recording.run_id)), self._transaction():
+            self._db.execute(
+                "INSERT OR REPLACE INTO runs (run_id, name, kind, status, created_at, preview, "
+                "body) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (recording.run_id, recording.name, recording.kind, recording.status,
+                 recording.created_at, preview_of(recording), recording.to_json()))
+            self._write_rows(rows)
+        return recording
+
+    def _write_rows(self, rows: QueryRows) -> None:
+        run = rows.run
+        run_id = run["run_id"]
+        for table in ("llm_calls", "injections", "tool_calls"):
+            self._db.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))  # noqa: S608
+        self._db.execute(
+            "UPDATE runs SET format = ?, llm_calls = ?, input_tokens = ?, output_tokens = ?, "
+            "tool_calls = ? WHERE run_id = ?",
+            (run["format"], run["llm_calls"], run["input_tokens"], run["output_tokens"],
+             run["tool_calls"], run_id))
+        self._db.executemany(
+            "INSERT INTO llm_calls VALUES (:run_id, :call_idx, :runtime_stage_id, :iteration, "
+            ":model, :provider, :input_tokens, :output_tokens, :stop_reason, :tool_calls)",
+            rows.llm_calls)
+        self._db.executemany(
+            "INSERT OR IGNORE INTO injections VALUES (:run_id, :call_idx, :injection_id, :slot, "
+            ":trigger)", rows.injections)
+        self._db.executemany(
+            "INSERT OR IGNORE INTO tool_calls VALUES (:run_id, :call_idx, :tool_call_id, :name)",
+            rows.tool_calls)
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    @contextmanager
+    def _failing(self, what: str) -> Iterator[None]:
+        """Driver errors become ``RunError`` naming the store and the operation."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise RunError(f"the run store {str(self.path)!r} failed to {what} ({exc}); "
+                           "nothing was replaced — check the file and retry") from exc
+
+    def load(self, run_id: str) -> Recording:
+        """The recording of ``run_id``; a clear error when it is missing or unreadable."""
+        with self._failing(f"load run {run_id!r}"):
+            row = self._db.execute("SELECT body FROM runs WHERE run_id = ?",
+                                   (run_id,)).fetchone()
+        if row is None:
+            known = [r.run_id for r in self.list(limit=5)]
+            hint = f" (recent: {', '.join(known)})" if known else " (the store is empty)"
+            raise KeyError(f"no run {run_id!r} in {str(self.path)!r}{hint}; "
+                           "see `agentfootprint runs list`")
+        return self._parse(run_id, row[0])
+
+    def _parse(self, run_id: str, body: str) -> Recording:
+        try:
+            return Recording.from_json(body)
+        except (RunError, json.JSONDecodeError) as exc:
+            raise RunError(f"run {run_id!r} in {str(self.path)!r} is unreadable ({exc}); "
+                           "it was written by another version or altered") from exc
+
+    def list(self, *, limit: int = 20) -> list[RunSummary]:
+        """The most recent runs first."""
+        with self._failing("list runs"):
+            rows = self._db.execute(
+                "SELECT run_id, name, kind, status, created_at, preview FROM runs "
+                "ORDER BY created_at DESC, run_id DESC LIMIT ?", (limit,)).fetchall()
+        return [RunSummary(*row) for row in rows]
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,59 @@
+"""What every run store offers, and the shape of a line of ``agentfootprint runs list``.
+
+A run store keeps recordings so that another process — the CLI, an analyst, a re-run — can list
+and load them. Two ship: :class:`~agentfootprint.runs.RunStore` (a SQLite file, the default)
+and :class:`~agentfootprint.runs.PostgresRunStore` (shared by a fleet). Both keep each run's
+JSON body and the query tables of ``_tables.py``, and both carry a schema version they upgrade
+from older files and refuse when newer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final, Protocol, runtime_checkable
+
+from ..flow._run import FlowRun
+from ._recording import AgentRun, Recording
+
+__all__ = ["RUN_STORE_SCHEMA", "RunSource", "RunStorePort", "RunSummary", "preview_of"]
+
+RUN_STORE_SCHEMA: Final = 2
+"""The run-store schema this release writes: 1 held bodies only; 2 adds the query tables."""
+
+RunSource = AgentRun | FlowRun | Recording
+"""What a store saves: an agent's result, a flowchart run, or a recording."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunSummary:
+    """A line of ``agentfootprint runs list``."""
+
+    run_id: str
+    name: str
+    kind: str
+    status: str
+    created_at: float
+    preview: str
+
+
+@runtime_checkable
+class RunStorePort(Protocol):
+    """Save, load and list recordings."""
+
+    def save(self, result: RunSource, *, meta: dict[str, Any] | None = None) -> Recording: ...
+
+    def load(self, run_id: str) -> Recording: ...
+
+    def list(self, *, limit: int = 20) -> list[RunSummary]: ...
+
+    def close(self) -> None: ...
+
+
+def recording_of(result: RunSource, meta: dict[str, Any] | None = None) -> Recording:
+    """``result`` as a recording (a recording is taken as it is)."""
+    return result if isinstance(result, Recording) else Recording.of(result, meta=meta)
+
+
+def preview_of(recording: Recording) -> str:
+    """The first 120 characters of the answer, for a listing."""
+    return str(recording.output if recording.output is not None else "")[:120]

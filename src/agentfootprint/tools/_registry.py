@@ -1,0 +1,118 @@
+"""The tool registry and the per-call dispatch: every call gets exactly one result.
+
+A call to an unknown tool, with invalid arguments, or whose tool raises, still yields a
+result the model can read (and ``error=True``), so the conversation's tool-call pairing
+holds and the model can correct itself. Results are strings: strings as they are, anything
+else as JSON. An over-size result is replaced by a marker holding its head.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ..errors import ConfigurationError
+from ..providers._base import ToolCall, ToolSchema
+from ._pause import PauseRequest
+from ._tool import Tool, ToolContext
+from ._validate import ArgumentIssue, describe_issues
+
+__all__ = ["ToolOutcome", "ToolRegistry", "cap_result", "result_text"]
+
+NO_VALUE = "(this tool returned no value)"
+
+
+@dataclass(slots=True)
+class ToolOutcome:
+    """What one call produced, as the model will read it."""
+
+    content: str
+    error: bool = False
+    status: str = "success"
+    """``success``, ``error`` (the tool raised), ``invalid`` (bad arguments) or ``unknown``."""
+    issues: tuple[ArgumentIssue, ...] = ()
+
+
+class ToolRegistry:
+    """Tools by name, in the order they were given (the order the model sees)."""
+
+    def __init__(self, tools: Iterable[Tool], *, max_result_chars: int | None = None) -> None:
+        self.tools: dict[str, Tool] = {}
+        for item in tools:
+            if not isinstance(item, Tool):
+                raise ConfigurationError(
+                    f"{item!r} is not a Tool; decorate the function with @tool or use "
+                    "define_tool(...)")
+            if item.name in self.tools:
+                raise ConfigurationError(
+                    f"two tools are named {item.name!r}; tool names must be unique")
+            self.tools[item.name] = item
+        if max_result_chars is not None and max_result_chars < 64:
+            raise ConfigurationError(
+                f"max_tool_result_chars={max_result_chars} is too small to hold a marker; "
+                "use 64 or more")
+        self.max_result_chars = max_result_chars
+        self._schemas: list[ToolSchema] = [t.schema() for t in self.tools.values()]
+
+    def schemas(self) -> list[ToolSchema]:
+        return self._schemas
+
+    def __bool__(self) -> bool:
+        return bool(self.tools)
+
+    async def dispatch(self, call: ToolCall, ctx: ToolContext) -> ToolOutcome:
+        found = self.tools.get(call["name"])
+        if found is None:
+            names = ", ".join(self.tools) or "none"
+            return ToolOutcome(f"Unknown tool '{call['name']}'. Available tools: {names}.",
+                               error=True, status="unknown")
+        args = call.get("args") or {}
+        issues = found.validate(args)
+        if issues:
+            return ToolOutcome(describe_issues(found.name, issues), error=True, status="invalid",
+                               issues=tuple(issues))
+        try:
+            if found.blocking:
+                value = await asyncio.to_thread(found.execute, args, ctx)
+            else:
+                value = found.execute(args, ctx)
+            if inspect.isawaitable(value):
+                value = await value
+        except PauseRequest:
+            raise  # a person must answer: the loop pauses the run at this call
+        except Exception as exc:
+            return ToolOutcome(f"Error: {type(exc).__name__}: {exc}", error=True, status="error")
+        return ToolOutcome(cap_result(found.name, result_text(value), self.max_result_chars))
+
+
+def result_text(value: object) -> str:
+    """The string the model reads for a tool's return value."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return NO_VALUE
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def cap_result(tool_name: str, text: str, cap: int | None) -> str:
+    """``text`` when it fits, else a JSON marker of at most ``cap`` characters with its head."""
+    if cap is None or len(text) <= cap:
+        return text
+    reason = (f"{tool_name} returned {len(text)} chars, over the {cap}-char cap. "
+              "Narrow the request and call again.")
+    marker = {"truncated": True, "reason": reason, "head": ""}
+    if len(json.dumps(marker, ensure_ascii=False)) > cap:
+        bare = len(json.dumps({**marker, "reason": ""}, ensure_ascii=False))
+        marker["reason"] = f"{len(text)} chars, over the {cap}-char cap; narrow the request"[
+            : cap - bare]
+    room = cap - len(json.dumps(marker, ensure_ascii=False))
+    head = text[: max(room, 0)]
+    while head and len(json.dumps({**marker, "head": head}, ensure_ascii=False)) > cap:
+        head = head[: max(len(head) - 16, 0)]
+    return json.dumps({**marker, "head": head}, ensure_ascii=False)

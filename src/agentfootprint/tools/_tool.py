@@ -1,0 +1,222 @@
+"""Tools: ``@tool`` on a typed function, or ``define_tool`` with a raw JSON Schema.
+
+``@tool`` reads the signature and docstring: the first paragraph is the description, an
+``Args:`` section describes parameters, type hints become the JSON Schema, and Pydantic
+validates the model's arguments before the function runs. A parameter annotated
+``ToolContext`` receives the call's context instead of a model argument.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, get_type_hints, overload
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+from ..errors import ConfigurationError
+from ..providers._base import ToolSchema
+from ._validate import ArgumentIssue, check_arguments
+
+__all__ = ["CheckIn", "Tool", "ToolContext", "define_tool", "tool"]
+
+_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+CheckIn = bool | Callable[[dict[str, Any]], bool] | None
+"""A tool's consent gate: ``True`` always asks a person, ``fn(args) -> bool`` asks when it
+returns true, ``None``/``False`` never asks (see ``agent/checkin.py``)."""
+
+
+@dataclass(slots=True, eq=False)
+class ToolContext:
+    """What a running tool may know about its call."""
+
+    tool_call_id: str
+    iteration: int
+    run_id: str
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Tool:
+    """A callable the model can ask for, with the schema it is shown."""
+
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]
+    execute: Callable[[dict[str, Any], ToolContext], Any]
+    """Runs the tool with already-validated arguments; may be sync or async."""
+    validate: Callable[[dict[str, Any]], list[ArgumentIssue]] = field(repr=False)
+    """Returns the argument issues (empty when the arguments are fine)."""
+    check_in: CheckIn = None
+    """The consent gate (check-in); ``None`` = no consent needed."""
+    blocking: bool = False
+    """True for a sync function that may block (network, disk, a subprocess): it runs in a
+    worker thread, so other runs and parallel branches on the event loop go on meanwhile."""
+
+    def schema(self) -> ToolSchema:
+        return {"name": self.name, "description": self.description,
+                "input_schema": dict(self.input_schema)}
+
+
+def _check_name(name: str) -> None:
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ConfigurationError(
+            f"tool name {name!r} must match ^[a-zA-Z0-9_-]{{1,64}}$ (providers reject others); "
+            "rename it")
+
+
+def define_tool(name: str, description: str, input_schema: Mapping[str, Any] | None,
+                execute: Callable[..., Any], *, blocking: bool | None = None) -> Tool:
+    """A tool from a JSON Schema; ``execute(args)`` or ``execute(args, ctx)``.
+
+    A sync ``execute`` runs in a worker thread (``blocking``, the default for sync functions)
+    unless ``blocking=False`` says it returns at once.
+    """
+    _check_name(name)
+    if not description:
+        raise ConfigurationError(f"tool {name!r} needs a description; the model reads it")
+    if not callable(execute):
+        raise ConfigurationError(f"tool {name!r}: execute must be callable, got {execute!r}")
+    schema = dict(input_schema or {"type": "object", "properties": {}})
+    if schema.get("type") != "object" or not isinstance(schema.get("properties", {}), Mapping):
+        raise ConfigurationError(
+            f"tool {name!r}: input_schema must describe an object of named arguments, e.g. "
+            "{'type': 'object', 'properties': {'city': {'type': 'string'}}}")
+    takes_ctx = _arity(execute) >= 2
+
+    def run(args: dict[str, Any], ctx: ToolContext) -> Any:
+        return execute(args, ctx) if takes_ctx else execute(args)
+
+    return Tool(name, description, schema, run, lambda args: check_arguments(schema, args),
+                blocking=_blocking(execute, blocking))
+
+
+def _blocking(fn: Callable[..., Any], given: bool | None) -> bool:
+    if given is not None:
+        return given
+    return not inspect.iscoroutinefunction(fn)
+
+
+def _arity(fn: Callable[..., Any]) -> int:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return 1
+    return sum(1 for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> Tool: ...
+@overload
+def tool(*, name: str | None = None, description: str | None = None,
+         check_in: CheckIn = None, blocking: bool | None = None
+         ) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(fn: Callable[..., Any] | None = None, /, *, name: str | None = None,
+         description: str | None = None, check_in: CheckIn = None,
+         blocking: bool | None = None) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Turn a typed function (sync or async) into a ``Tool``.
+
+    A sync function runs in a worker thread, so a slow one (an HTTP call, a query) never stalls
+    other runs on the event loop; ``blocking=False`` runs a quick pure one inline instead.
+    """
+
+    def make(func: Callable[..., Any]) -> Tool:
+        return _from_function(func, name=name, description=description, check_in=check_in,
+                              blocking=_blocking(func, blocking))
+
+    return make(fn) if fn is not None else make
+
+
+def _from_function(func: Callable[..., Any], *, name: str | None, description: str | None,
+                   check_in: CheckIn, blocking: bool) -> Tool:
+    tool_name = name or func.__name__
+    _check_name(tool_name)
+    summary, param_docs = _parse_docstring(inspect.getdoc(func) or "")
+    text = description or summary
+    if not text:
+        raise ConfigurationError(
+            f"tool {tool_name!r} needs a description: add a docstring or pass description=")
+    try:
+        hints = get_type_hints(func)
+    except Exception as exc:
+        raise ConfigurationError(f"tool {tool_name!r}: cannot read its type hints ({exc})") from exc
+    fields: dict[str, Any] = {}
+    context_param: str | None = None
+    for param in inspect.signature(func).parameters.values():
+        if param.name not in hints:
+            raise ConfigurationError(
+                f"tool {tool_name!r}: parameter {param.name!r} has no type hint; annotate it "
+                f"(e.g. {param.name}: str) so the model knows what to send, or Any for anything")
+        annotation = hints[param.name]
+        if annotation is ToolContext:
+            context_param = param.name
+            continue
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise ConfigurationError(f"tool {tool_name!r}: *args/**kwargs cannot be described")
+        from pydantic import Field
+
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[param.name] = (annotation, Field(default, description=param_docs.get(param.name)))
+    model: type[BaseModel] = create_model(
+        f"{tool_name}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
+    schema = _clean_schema(model.model_json_schema())
+
+    def validate(args: dict[str, Any]) -> list[ArgumentIssue]:
+        try:
+            model.model_validate(args if args is not None else {})
+        except ValidationError as exc:
+            return [_issue(e) for e in exc.errors()[:10]]
+        return []
+
+    def run(args: dict[str, Any], ctx: ToolContext) -> Any:
+        parsed = model.model_validate(args if args is not None else {})
+        kwargs = {key: getattr(parsed, key) for key in fields}
+        if context_param is not None:
+            kwargs[context_param] = ctx
+        return func(**kwargs)
+
+    return Tool(tool_name, text, schema, run, validate, check_in, blocking)
+
+
+def _issue(error: Any) -> ArgumentIssue:
+    path = ".".join(str(p) for p in error.get("loc", ()))
+    kind = error.get("type", "")
+    if kind == "missing":
+        return {"path": path, "expected": "a value", "got": "missing"}
+    if kind == "extra_forbidden":
+        return {"path": path, "expected": "no such field", "got": type(error.get("input")).__name__}
+    message = str(error.get("msg", kind))
+    for lead in ("Input should be ", "Value should be "):  # pydantic's phrasing, minus the lead
+        if message.startswith(lead):
+            message = message[len(lead):]
+    return {"path": path, "expected": message, "got": type(error.get("input")).__name__}
+
+
+def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """Drop Pydantic's titles: the model needs names and types, not echoes of them."""
+    def strip(node: object) -> Any:
+        if isinstance(node, dict):
+            return {k: strip(v) for k, v in node.items() if k != "title"}
+        if isinstance(node, list):
+            return [strip(v) for v in node]
+        return node
+
+    out: dict[str, Any] = strip(schema)
+    out.setdefault("properties", {})
+    return out
+
+
+def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    summary = doc.split("\n\n", 1)[0].strip()
+    params: dict[str, str] = {}
+    match = re.search(r"^(?:Args|Arguments|Parameters):\s*$(.*?)(?:^\S|\Z)", doc, re.M | re.S)
+    if match:
+        for line in match.group(1).splitlines():
+            found = re.match(r"\s+(\w+)(?:\s*\(.*?\))?\s*:\s*(.+)", line)
+            if found:
+                params[found.group(1)] = found.group(2).strip()
+    return " ".join(summary.split()), params
