@@ -30,7 +30,7 @@ from ..flow._run import FlowRun
 from ..flow._values import MISSING
 from ..runs import trace
 from ..runs._recording import AgentRun, Recording
-from ..runs._view import Explainable
+from ..runs._view import Explainable, RunView
 
 __all__ = ["RecordingLoader", "StageInfo", "TraceLookupError", "TraceView", "open_recording",
            "page", "preview", "render"]
@@ -85,39 +85,23 @@ def open_recording(source: Explainable | str, *, store: RecordingLoader | None =
 
 
 class TraceView:
-    """Indexes over one recording, and the only way the tools read values from it."""
+    """The run as the trace tools may see it: ``RunView``'s step index, scrubbed on the way out.
+
+    The one view of a run is ``runs.RunView``; this adds what a model-facing reader needs on
+    top — scrubbing, corrective lookups, the chart's stage descriptions.
+    """
 
     def __init__(self, recording: Recording, *, redaction: RedactionPolicy | None = None) -> None:
         self.recording = recording
-        self.log = recording.commit_log()
+        self.run = RunView.of(recording)
+        self.log = self.run.log
         self.policy = redaction
-        self.steps: dict[str, list[CommitRecord]] = {}
-        """runtime id -> its records (a subflow mount has an enter and an exit)."""
-        self.runs_of: dict[str, list[str]] = {}
-        """stage id -> runtime ids, in run order."""
-        self.keys: dict[str, dict[str, None]] = {}
-        """namespace -> keys seeded or written there, first seen first."""
-        self.writes: dict[tuple[str, str], list[int]] = {}
-        """(namespace, key) -> indexes of the records that changed it."""
-        marked: set[str] = set()
-        for ns, state in self.log.initial.items():
-            bucket = self.keys.setdefault(ns, {})
-            for key, value in state.items():
-                bucket[key] = None
-                if value == REDACTED:
-                    marked.add(key)
-        for record in self.log.records:
-            rid = record.runtime_stage_id
-            if rid not in self.steps:
-                self.runs_of.setdefault(record.stage_id, []).append(rid)
-            self.steps.setdefault(rid, []).append(record)
-            bucket = self.keys.setdefault(record.ns, {})
-            for change in record.changes:
-                bucket[change.key] = None
-                self.writes.setdefault((record.ns, change.key), []).append(record.idx)
-                if change.op == "set" and change.value == REDACTED:
-                    marked.add(change.key)
-        self._marked = frozenset(marked)
+        index = self.run.steps
+        self.steps = index.by_runtime_id
+        self.runs_of = index.runs_of
+        self.keys = index.keys
+        self.writes = index.writes
+        self._marked = index.redacted
         self.stages = _chart_stages(recording.chart)
         self._calls: dict[str, dict[str, Any]] | None = None
 

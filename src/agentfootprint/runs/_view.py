@@ -22,12 +22,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..flow._commitlog import CommitLog, CommitRecord
+from ..flow._redact import REDACTED
 from ..flow._run import FlowRun
 from . import trace
 from ._recording import AgentRun, Recording
 from ._window import windowed_messages
 
-__all__ = ["CallView", "Explainable", "Piece", "PieceKind", "RunView", "is_stage", "log_of"]
+__all__ = ["CallView", "Explainable", "Piece", "PieceKind", "RunView", "StepIndex", "is_stage",
+           "log_of"]
 
 Explainable = AgentRun | FlowRun | Recording | CommitLog
 """Anything a run can be explained from: an agent's result, a flow run, a recording, a log."""
@@ -131,6 +133,14 @@ class RunView:
     answer: str | None = None
     final_record: CommitRecord | None = None
     _views: dict[int, CallView] = field(default_factory=dict, repr=False)
+    _steps: StepIndex | None = field(default=None, repr=False)
+
+    @property
+    def steps(self) -> StepIndex:
+        """Every step of the run indexed by runtime id, stage id, key and write (built once)."""
+        if self._steps is None:
+            self._steps = StepIndex.of(self.log)
+        return self._steps
 
     @classmethod
     def of(cls, source: Explainable) -> RunView:
@@ -179,6 +189,46 @@ class RunView:
             if is_stage(record, trace.ROUTE):
                 return record.runtime_stage_id
         return None
+
+
+@dataclass(slots=True)
+class StepIndex:
+    """The run's steps, by every handle a reader (a person, a model with tools) uses."""
+
+    by_runtime_id: dict[str, list[CommitRecord]] = field(default_factory=dict)
+    """runtime id -> its records (a subflow mount has an enter and an exit)."""
+    runs_of: dict[str, list[str]] = field(default_factory=dict)
+    """stage id -> runtime ids, in run order."""
+    keys: dict[str, dict[str, None]] = field(default_factory=dict)
+    """namespace -> keys seeded or written there, first seen first."""
+    writes: dict[tuple[str, str], list[int]] = field(default_factory=dict)
+    """(namespace, key) -> indexes of the records that changed it."""
+    redacted: frozenset[str] = frozenset()
+    """Keys whose recorded value is the redaction marker somewhere in the run."""
+
+    @classmethod
+    def of(cls, log: CommitLog) -> StepIndex:
+        index = cls()
+        marked: set[str] = set()
+        for ns, state in log.initial.items():
+            bucket = index.keys.setdefault(ns, {})
+            for key, value in state.items():
+                bucket[key] = None
+                if value == REDACTED:
+                    marked.add(key)
+        for record in log.records:
+            rid = record.runtime_stage_id
+            if rid not in index.by_runtime_id:
+                index.runs_of.setdefault(record.stage_id, []).append(rid)
+            index.by_runtime_id.setdefault(rid, []).append(record)
+            bucket = index.keys.setdefault(record.ns, {})
+            for change in record.changes:
+                bucket[change.key] = None
+                index.writes.setdefault((record.ns, change.key), []).append(record.idx)
+                if change.op == "set" and change.value == REDACTED:
+                    marked.add(change.key)
+        index.redacted = frozenset(marked)
+        return index
 
 
 def _final(log: CommitLog, records: Sequence[CommitRecord],
