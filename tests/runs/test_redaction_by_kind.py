@@ -75,6 +75,11 @@ def test_kinds_alone_keep_a_secret_out_of_every_sink(tmp_path: Path) -> None:
         _assert_clean(f"turn {result.turn}'s report",
                       render_html_report(recording, backtrack=backtrack(result)))
     _assert_clean("the events", "\n".join(events))
+    # no fingerprint either: the system prompt's content hashes are masked in the record
+    rows = [change.value for record in results[2].recording.log.records
+            for change in record.changes if change.key == trace.SYSTEM_SLOT]
+    assert rows and all(row["hash"] == REDACTED for value in rows for row in value)
+    assert any(row["source"].startswith("memory:chat#") for value in rows for row in value)
     # still explainable: the answer walks back to the turn-1 entry, its content masked
     answer = str(backtrack(results[2]))
     assert "BORN" in answer and "msg-1-0" in answer and REDACTED in answer
@@ -122,3 +127,27 @@ def test_a_wrong_kind_is_refused_with_the_fix(kinds: Any, fix: str) -> None:
     """A misspelt kind, or one string instead of a set, names the kinds to pick from."""
     with pytest.raises(ConfigurationError, match=fix.replace("{", r"\{").replace("}", r"\}")):
         RedactionPolicy(kinds=kinds)
+
+
+def test_only_what_is_masked_is_scrubbed_from_events() -> None:
+    """tool_args redacted: the arguments leave every event, the tool's name stays readable."""
+    from agentfootprint import Tracing, tool
+
+    @tool
+    async def lookup_order(order_id: str) -> str:
+        """Find an order."""
+        return "shipped"
+
+    agent = Agent(provider=mock(script=[
+        {"tool_calls": [{"name": "lookup_order", "args": {"order_id": SECRET}}]}, "Shipped."]),
+        model="mock", tools=[lookup_order],
+        tracing=Tracing(redaction=RedactionPolicy(kinds={"tool_args"})))
+    events: list[str] = []
+    agent.on("*", lambda event: events.append(json.dumps(event.payload, default=str)))
+    result = agent.run_sync("Where is my order?")
+    _assert_clean("the events", "\n".join(events))
+    _assert_clean("the recording", Recording.of(result).model_dump_json())
+    assert any("lookup_order" in e for e in events)
+    calls = [c.value for r in result.recording.log.records for c in r.changes
+             if c.key == trace.LLM_TOOL_CALLS and c.value]
+    assert calls[0] == [{"id": calls[0][0]["id"], "name": "lookup_order", "args": REDACTED}]

@@ -96,36 +96,48 @@ def _compile(pattern: str, field_name: str) -> re.Pattern[str]:
 
 
 def redacted_values(policy: RedactionPolicy, *sources: Mapping[str, Any]) -> set[Any]:
-    """The values held under redacted keys in ``sources`` that a payload must not repeat.
+    """What the record masks under redacted keys in ``sources``: a payload must not repeat it.
 
-    A redacted key's own value counts when it is a string of at least
-    :data:`MIN_SCRUBBED_CHARS` or a number; inside lists and dicts, string leaves of at least
+    Only what ``policy.redact_value`` actually masks counts, so a policy that keeps a value's
+    structure (roles, tool names, ids) does not blank those words out of every event. A masked
+    string or number counts when it is a string of at least :data:`MIN_SCRUBBED_CHARS` or a
+    number; inside a masked list or dict, string leaves of at least
     :data:`MIN_SCRUBBED_LEAF_CHARS` count (numbers and short labels there do not).
     """
     found: set[Any] = set()
 
-    def collect(value: object) -> None:
+    def inside(value: object) -> None:
         if isinstance(value, str):
             if len(value) >= MIN_SCRUBBED_LEAF_CHARS:
                 found.add(value)
         elif isinstance(value, Mapping):
             for item in value.values():
-                collect(item)
+                inside(item)
         elif isinstance(value, list | tuple):
             for item in value:
-                collect(item)
+                inside(item)
 
-    for source in sources:
-        for key, value in source.items():
-            if not policy.is_redacted(key):
-                continue
+    def masked(value: object, shown: object) -> None:
+        if isinstance(shown, str) and shown == REDACTED and value != REDACTED:
             if isinstance(value, str):
                 if len(value) >= MIN_SCRUBBED_CHARS:
                     found.add(value)
             elif isinstance(value, int | float) and not isinstance(value, bool):
                 found.add(value)
             else:
-                collect(value)
+                inside(value)
+        elif isinstance(value, Mapping) and isinstance(shown, Mapping):
+            for key, item in value.items():
+                masked(item, shown.get(key, REDACTED))
+        elif isinstance(value, list | tuple) and isinstance(shown, list | tuple) \
+                and len(value) == len(shown):
+            for item, seen in zip(value, shown, strict=True):
+                masked(item, seen)
+
+    for source in sources:
+        for key, value in source.items():
+            if policy.is_redacted(key):
+                masked(value, policy.redact_value(key, value))
     return found
 
 

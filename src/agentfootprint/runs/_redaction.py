@@ -63,13 +63,21 @@ class RedactionPolicy(KeyRedactionPolicy):
             return [self._tool_call(c) for c in value]
         if shape == "recall" and isinstance(value, Mapping):
             return _masked_texts(value)
+        if shape == "slot_rows" and isinstance(value, list | tuple):
+            return [_masked_fields(row, ("hash",)) for row in value]
+        if shape == "delivery" and isinstance(value, Mapping):
+            shown = dict(value)
+            for part in ("delivered", "deferred"):
+                if isinstance(shown.get(part), list | tuple):
+                    shown[part] = [_masked_fields(row, ("key",)) for row in shown[part]]
+            return shown
         if shape == "state" and isinstance(value, Mapping):
             return {k: (self.redact_value(k, v) if self.is_redacted(k) else v)
                     for k, v in value.items()}
         return REDACTED
 
     def keeps_shape(self, key: str) -> bool:
-        return self._shape(key) in ("messages", "tool_calls")
+        return self._shape(key) in ("messages", "tool_calls", "slot_rows")
 
     def _shape(self, key: str) -> str:
         if key not in self._kind_keys and not any(
@@ -132,3 +140,10 @@ def _masked_texts(value: Mapping[str, Any]) -> dict[str, Any]:
         else:
             shown[key] = item
     return shown
+
+
+def _masked_fields(row: object, fields: tuple[str, ...]) -> object:
+    """``row`` with ``fields`` (values derived from content) masked, the rest kept."""
+    if not isinstance(row, Mapping):
+        return REDACTED
+    return {key: REDACTED if key in fields else item for key, item in row.items()}

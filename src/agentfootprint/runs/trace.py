@@ -56,11 +56,12 @@ ContentKind = Literal[
 ]
 CONTENT_KINDS: Final[frozenset[str]] = frozenset(get_args(ContentKind))
 
-Shape = Literal["value", "messages", "recall", "tool_calls", "state"]
+Shape = Literal["value", "messages", "recall", "tool_calls", "state", "slot_rows", "delivery"]
 """How a value is laid out, so redaction can mask its content and keep its structure:
 ``messages`` a list of chat messages, ``recall`` a memory's recall (text, pieces, entry ids),
-``tool_calls`` a list of ``{id, name, args}``, ``state`` a mapping of run-state keys, ``value``
-anything else (masked whole)."""
+``tool_calls`` a list of ``{id, name, args}``, ``state`` a mapping of run-state keys,
+``slot_rows`` the system prompt's rows (their content ``hash`` masked), ``delivery`` the delivered
+messages' rows (their content ``key`` masked), ``value`` anything else (masked whole)."""
 
 _CONVERSATION: Final = ("user_text", "model_text", "tool_args", "tool_results",
                         "memory_content", "documents", "context")
@@ -75,6 +76,9 @@ class KeySpec:
     kinds: frozenset[str]
     doc: str
     shape: Shape = "value"
+    derived_from: frozenset[str] = frozenset()
+    """Kinds of content a value here is computed from (a hash of a prompt piece): redacting
+    one of them masks what was derived, so no fingerprint of redacted content is recorded."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,10 +153,12 @@ def _kinds(kinds: Iterable[str]) -> frozenset[str]:
     return found
 
 
-def _key(name: str, *kinds: str, doc: str, shape: Shape = "value") -> str:
+def _key(name: str, *kinds: str, doc: str, shape: Shape = "value",
+         derived_from: tuple[str, ...] = ()) -> str:
     if name in _KEYS:
         raise ValueError(f"run-state key {name!r} is declared twice")
-    _KEYS[name] = KeySpec(name, _kinds(kinds), doc, shape)
+    derived = _kinds(derived_from) if derived_from else frozenset()
+    _KEYS[name] = KeySpec(name, _kinds(kinds), doc, shape, derived)
     return name
 
 
@@ -219,13 +225,17 @@ SKILL_STEPS: Final = _key("skill_steps", "configuration",
                           doc="where the active skill's procedure stands")
 SYSTEM_PROMPT: Final = _key("system_prompt", "context", "memory_content", "documents",
                             doc="the system prompt sent to the model")
+_PROMPT_CONTENT: Final = ("context", "memory_content", "documents")
 SYSTEM_SLOT: Final = _key("system_slot", "configuration",
-                          doc="the system prompt's pieces: source, offsets, cache (no text)")
+                          doc="the system prompt's pieces: source, offsets, cache, content hash",
+                          shape="slot_rows", derived_from=_PROMPT_CONTENT)
 DELIVERED_KEYS: Final = _key("delivered_keys", "configuration",
-                             doc="content keys of injected messages already delivered")
+                             doc="content keys (hashes) of injected messages already delivered",
+                             derived_from=("context", "memory_content", "documents"))
 MESSAGES_DELIVERY: Final = _key(
     "messages_delivery", "configuration",
-    doc="which injected messages were delivered (or deferred) this iteration, by id (no text)")
+    doc="which injected messages were delivered (or deferred) this iteration, with content keys",
+    shape="delivery", derived_from=("context", "memory_content", "documents"))
 WINDOW: Final = _key("window", "configuration",
                      doc="which part of the history this call was sent (the window's plan)")
 WINDOW_EVICTED: Final = _key("window_evicted", *_CONVERSATION,
@@ -393,7 +403,8 @@ def declared_prefixes() -> tuple[Prefix, ...]:
 
 
 def keys_of_kinds(kinds: Iterable[str]) -> tuple[frozenset[str], tuple[str, ...]]:
-    """The exact keys and the family prefixes that can hold any of ``kinds``.
+    """The exact keys and the family prefixes that can hold any of ``kinds`` (or a value
+    derived from one, such as a content hash).
 
     Raises ``ValueError`` naming the valid kinds when one is unknown.
     """
@@ -402,6 +413,7 @@ def keys_of_kinds(kinds: Iterable[str]) -> tuple[frozenset[str], tuple[str, ...]
     if unknown:
         raise ValueError(f"unknown content kind(s) {sorted(unknown)}; the kinds are "
                          f"{sorted(CONTENT_KINDS)}")
-    names = frozenset(spec.name for spec in _KEYS.values() if spec.kinds & wanted)
+    names = frozenset(spec.name for spec in _KEYS.values()
+                      if spec.kinds & wanted or spec.derived_from & wanted)
     prefixes = tuple(family.prefix for family in _FAMILIES if family.kinds & wanted)
     return names, prefixes
