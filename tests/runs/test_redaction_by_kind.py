@@ -65,6 +65,7 @@ def test_kinds_alone_keep_a_secret_out_of_every_sink(tmp_path: Path) -> None:
             agent.on("*", lambda event: events.append(json.dumps(event.payload, default=str)))
             result = agent.run_sync(message)
             results.append(result)
+            _assert_clean(f"turn {result.turn}'s checkpoint", json.dumps(agent.checkpoint()))
     assert [r.turn for r in results] == [1, 2, 3]
     # the model really saw the secret through recall: the answer is the only place it is plain
     assert SECRET in results[2].content
@@ -151,3 +152,25 @@ def test_only_what_is_masked_is_scrubbed_from_events() -> None:
     calls = [c.value for r in result.recording.log.records for c in r.changes
              if c.key == trace.LLM_TOOL_CALLS and c.value]
     assert calls[0] == [{"id": calls[0][0]["id"], "name": "lookup_order", "args": REDACTED}]
+
+
+def test_a_checkpoint_is_a_record_and_still_continues() -> None:
+    """Under a policy the conversation checkpoint is masked as recorded, and follow_up works."""
+    from agentfootprint import Tracing
+    from agentfootprint.flow._redact import RedactionPolicy as KeyPolicy
+
+    seen: list[list[str]] = []
+
+    def answer(request: LLMRequest) -> str:
+        seen.append([str(m.get("content")) for m in request.messages])
+        return "Noted."
+
+    cases = [(RedactionPolicy(kinds={"user_text"}), 3), (KeyPolicy(keys=["history"]), 1)]
+    for policy, kept in cases:
+        seen.clear()
+        agent = Agent(provider=mock(respond=answer), model="mock",
+                      tracing=Tracing(redaction=policy))
+        agent.run_sync(f"My card is {SECRET}.")
+        _assert_clean("the checkpoint", json.dumps(agent.checkpoint()))
+        agent.follow_up_sync("And my name is Ann.")
+        assert len(seen[-1]) == kept and SECRET not in " ".join(seen[-1])

@@ -85,6 +85,10 @@ class RunResult:
     def checkpoint(self) -> dict[str, Any]:
         """The conversation after this turn, final answer included, as plain JSON.
 
+        Under a redaction policy it holds the conversation as recorded (the redacted kinds
+        masked, a history redacted whole left out): keep a conversation in a memory store to
+        continue it in full.
+
         For a paused run: the engine checkpoint ``agent.resume(checkpoint, answer)`` continues
         from, in this process or another one.
         """
@@ -93,11 +97,18 @@ class RunResult:
             assert flow is not None
             return {"version": 1, "status": "paused", "run_id": self.run_id, "turn": self.turn,
                     "pause": copy_value(self.pause), "flow": flow.model_dump(mode="json")}
-        history = [dict(m) for m in self.history]
+        history: list[Any] = [dict(m) for m in self.history]
         history.append({"role": "assistant", "content": self.content})
+        ledger = self.recording.state.get(LEDGER_KEY)
+        policy = self.recording.redaction
+        if policy is not None:  # a checkpoint leaves the process: it is a record too
+            if policy.is_redacted(trace.HISTORY):
+                shown = policy.redact_value(trace.HISTORY, history)
+                history = shown if isinstance(shown, list) else []
+            if ledger and policy.is_redacted(LEDGER_KEY):
+                ledger = None
         saved: dict[str, Any] = {"version": 1, "run_id": self.run_id, "turn": self.turn,
                                  "history": history}
-        ledger = self.recording.state.get(LEDGER_KEY)
         if ledger:
             saved[LEDGER_KEY] = copy_value(ledger)
         return saved
