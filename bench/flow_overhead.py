@@ -60,7 +60,6 @@ from _harness import (
 )
 
 from agentfootprint.flow import Chart, NarrativeRecorder, Scope, flow_chart
-from agentfootprint.flow._recorders import Recorder
 
 SIZES: tuple[int, ...] = (10, 1000)
 RESULTS = Path(__file__).resolve().parent / "results" / "flow_overhead.jsonl"
@@ -110,13 +109,13 @@ async def bench_ours(n: int, budget: Budget) -> tuple[list[Row], float]:
         raise RuntimeError(f"our {n}-stage chain ended with x={check.state.get('x')!r}")
     bytes_per_stage = len(json.dumps(check.log.to_json())) / n
 
-    def no_recorders() -> list[Recorder]:
+    def no_recorders() -> list[object]:
         return []
 
-    def narrative_recorder() -> list[Recorder]:
+    def narrative_recorder() -> list[object]:
         return [NarrativeRecorder(chart)]
 
-    async def run(recorders: list[Recorder]) -> object:
+    async def run(recorders: list[object]) -> object:
         return await chart.run(state={"x": 0}, recorders=recorders)
 
     log_samples = await time_async(run, budget, no_recorders)
