@@ -9,18 +9,13 @@ prompt and the user's message, which have no ablation.
 
 from __future__ import annotations
 
-from ..flow._commitlog import CommitLog, CommitRecord
+from ..flow._commitlog import CommitRecord
 from ..runs._view import CallView, Explainable, Piece, RunView, is_stage, log_of
 
-__all__ = ["Suspect", "final_call", "is_stage", "log_of", "suspects_in", "suspects_of"]
+__all__ = ["Suspect", "is_stage", "log_of", "suspects_in", "suspects_of"]
 
 Suspect = Piece
 """One source that reached the call, with the exact text the model saw (``runs.view.Piece``)."""
-
-
-def final_call(log: CommitLog) -> CommitRecord:
-    """The LLM call whose answer the run handed back (the one being explained)."""
-    return RunView.of(log).call().record
 
 
 def suspects_of(source: Explainable, call: CommitRecord | None = None) -> list[Suspect]:

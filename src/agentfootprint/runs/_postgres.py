@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from .._postgres import DDL_LOCK, check_identifier, server_label
 from ..errors import ConfigurationError, RunError
 from ._recording import Recording
-from ._store import RUN_STORE_SCHEMA, RunSource, RunSummary, preview_of, recording_of
+from ._store import RUN_STORE_SCHEMA, RunSource, RunSummary, parse_stored, preview_of, recording_of
 from ._tables import QueryRows, query_rows
 
 if TYPE_CHECKING:
@@ -230,13 +230,7 @@ class PostgresRunStore:
         return self._parse(run_id, rows[0][0])
 
     def _parse(self, run_id: str, body: str) -> Recording:
-        try:
-            return Recording.from_json(body)
-        except RunError as exc:
-            raise RunError(
-                f"run {run_id!r} in {self.name} is unreadable ({exc}); it was written by another "
-                "version or altered — the row is left as it is"
-            ) from exc
+        return parse_stored(run_id, body, self.name)
 
     def list(self, *, limit: int = 20) -> list[RunSummary]:
         """The most recent runs first (ties: run id descending, byte order)."""

@@ -10,7 +10,6 @@ replaced by an empty recording.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,7 +18,7 @@ from typing import Any, Final
 
 from ..errors import ConfigurationError, RunError
 from ._recording import Recording
-from ._store import RUN_STORE_SCHEMA, RunSource, RunSummary, preview_of, recording_of
+from ._store import RUN_STORE_SCHEMA, RunSource, RunSummary, parse_stored, preview_of, recording_of
 from ._tables import QueryRows, query_rows
 
 __all__ = ["DEFAULT_RUN_STORE", "RunStore"]
@@ -174,11 +173,7 @@ class RunStore:
         return self._parse(run_id, row[0])
 
     def _parse(self, run_id: str, body: str) -> Recording:
-        try:
-            return Recording.from_json(body)
-        except (RunError, json.JSONDecodeError) as exc:
-            raise RunError(f"run {run_id!r} in {str(self.path)!r} is unreadable ({exc}); "
-                           "it was written by another version or altered") from exc
+        return parse_stored(run_id, body, repr(str(self.path)))
 
     def list(self, *, limit: int = 20) -> list[RunSummary]:
         """The most recent runs first."""

@@ -12,10 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, runtime_checkable
 
+from ..errors import RunError
 from ..flow._run import FlowRun
 from ._recording import AgentRun, Recording
 
-__all__ = ["RUN_STORE_SCHEMA", "RunSource", "RunStorePort", "RunSummary", "preview_of"]
+__all__ = ["RUN_STORE_SCHEMA", "RunSource", "RunStorePort", "RunSummary", "parse_stored",
+           "preview_of", "recording_of"]
 
 RUN_STORE_SCHEMA: Final = 2
 """The run-store schema this release writes: 1 held bodies only; 2 adds the query tables."""
@@ -52,6 +54,15 @@ class RunStorePort(Protocol):
 def recording_of(result: RunSource, meta: dict[str, Any] | None = None) -> Recording:
     """``result`` as a recording (a recording is taken as it is)."""
     return result if isinstance(result, Recording) else Recording.of(result, meta=meta)
+
+
+def parse_stored(run_id: str, body: str, where: str) -> Recording:
+    """A stored body as a recording; unreadable, it is an error naming the run and the store."""
+    try:
+        return Recording.from_json(body)
+    except RunError as exc:
+        raise RunError(f"run {run_id!r} in {where} is unreadable ({exc}); it was written by "
+                       "another version or altered — the row is left as it is") from exc
 
 
 def preview_of(recording: Recording) -> str:

@@ -12,14 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..flow._commitlog import CommitLog, CommitRecord
+from ..flow._commitlog import CommitLog
 from . import trace
 from ._recording import Recording
+from ._view import is_stage, llm_started
 
 __all__ = ["QueryRows", "query_rows"]
-
-_LLM_START = "stream.llm_start"
-
 
 @dataclass(slots=True)
 class QueryRows:
@@ -29,18 +27,6 @@ class QueryRows:
     llm_calls: list[dict[str, Any]] = field(default_factory=list)
     injections: list[dict[str, Any]] = field(default_factory=list)
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
-
-
-def _is_call(record: CommitRecord) -> bool:
-    stage_id = record.stage_id
-    return stage_id == trace.CALL_LLM or stage_id.endswith("/" + trace.CALL_LLM)
-
-
-def _started(record: CommitRecord) -> dict[str, Any]:
-    for name, payload in record.emits:
-        if name.endswith(_LLM_START) and isinstance(payload, dict):
-            return payload
-    return {}
 
 
 def _sources(rows: Any) -> set[str]:
@@ -64,10 +50,10 @@ def query_rows(recording: Recording) -> QueryRows:
     tools: list[dict[str, Any]] = []
     spent: dict[str, tuple[int, int]] = {}
     for record in log.records:
-        if not _is_call(record):
+        if not is_stage(record, trace.CALL_LLM):
             continue
         ns, idx, before = record.ns, record.idx, record.idx - 1
-        started = _started(record)
+        started = llm_started(record)
         totals = (int(log.value_at(trace.INPUT_TOKENS, idx, ns=ns, default=0) or 0),
                   int(log.value_at(trace.OUTPUT_TOKENS, idx, ns=ns, default=0) or 0))
         previous = spent.get(ns, (0, 0))

@@ -29,7 +29,7 @@ from ._recording import AgentRun, Recording
 from ._window import windowed_messages
 
 __all__ = ["CallView", "Explainable", "Piece", "PieceKind", "RunView", "StepIndex", "is_stage",
-           "log_of"]
+           "llm_started", "log_of"]
 
 Explainable = AgentRun | FlowRun | Recording | CommitLog
 """Anything a run can be explained from: an agent's result, a flow run, a recording, a log."""
@@ -52,6 +52,12 @@ def log_of(source: Explainable) -> CommitLog:
     if isinstance(source, AgentRun) and isinstance(source.recording, FlowRun):
         return source.recording.log
     raise TypeError(f"{source!r} carries no commit log; pass a RunResult, FlowRun or Recording")
+
+
+def llm_started(record: CommitRecord) -> Mapping[str, Any]:
+    """The ``stream.llm_start`` payload an LLM call step emitted (model, provider), or {}."""
+    return next((payload for name, payload in record.emits
+                 if name.endswith(_LLM_START) and isinstance(payload, Mapping)), {})
 
 
 def is_stage(record: CommitRecord, stage_id: str) -> bool:
@@ -266,8 +272,7 @@ def _call_view(log: CommitLog, record: CommitRecord) -> CallView:
     tools = [] if wrapped else log.value_at(trace.TOOL_SCHEMAS, before, ns=ns, default=[])
     evaluation = tuple(_rows(log.value_at(trace.CONTEXT_EVALUATION, before, ns=ns, default=[])))
     evaluator = log.last_writer(trace.CONTEXT_EVALUATION, idx, ns=ns)
-    started = next((payload for name, payload in record.emits
-                    if name.endswith(_LLM_START) and isinstance(payload, Mapping)), {})
+    started = llm_started(record)
     answer = log.value_at(trace.LLM_CONTENT, idx, ns=ns, default="")
     asked = log.value_at(trace.LLM_TOOL_CALLS, idx, ns=ns, default=[])
     system_pieces, rows = _system_pieces(log, record, system)
