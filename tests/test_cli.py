@@ -6,6 +6,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -112,3 +113,17 @@ def test_explain_on_a_run_without_a_model_call_is_one_line(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "made no LLM call" in err
     assert f"agentfootprint report {run.run_id}" in err
+
+
+@pytest.mark.parametrize("make", [
+    lambda p: p.write_text("not a database"),  # a text file
+    lambda p: p.mkdir(),                         # a directory
+])
+def test_a_store_that_cannot_be_read_is_one_line(tmp_path: Path, make: Any,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """A --store that is not a SQLite file: one line naming it, exit 1, no traceback."""
+    store = tmp_path / "runs.db"
+    make(store)
+    assert main(["--store", str(store), "runs", "list"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot open the run store" in err and str(store) in err

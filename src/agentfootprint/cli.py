@@ -12,6 +12,17 @@ __all__ = ["main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command; a store or recording it cannot read is one line on stderr, never a traceback."""
+    from .errors import AgentFootprintError
+
+    try:
+        return _main(argv)
+    except AgentFootprintError as exc:
+        print(f"agentfootprint: {exc}", file=sys.stderr)
+        return 1
+
+
+def _main(argv: Sequence[str] | None) -> int:
     # --store is accepted before or after the command (`runs list --store x.db`); a subcommand
     # only sets it when given, so it never hides the one given before.
     store_option = argparse.ArgumentParser(add_help=False)
