@@ -11,6 +11,8 @@
         └── ProviderError           an LLM provider failed (``status`` kept when there was one)
             ├── ContextWindowExceededError   the request was too long for the model
             ├── ProviderUnavailableError     the server is not there or lacks the model
+            ├── MalformedResponseError       the server answered, but not in the API's format
+            ├── StreamIncompleteError        a stream ended before its finish signal
             └── CircuitOpenError             a circuit breaker is refusing calls for now
 
 Pausing is not an error: a paused run returns normally with ``paused=True``.
@@ -34,10 +36,12 @@ __all__ = [
     "ContextWindowExceededError",
     "FlowTimeoutError",
     "LoopLimitError",
+    "MalformedResponseError",
     "ProviderError",
     "ProviderUnavailableError",
     "RunError",
     "StageError",
+    "StreamIncompleteError",
 ]
 
 
@@ -85,7 +89,8 @@ class CheckpointError(RunError):
 
 
 class ProviderError(RunError):
-    """An LLM call failed. ``status`` is the HTTP status when the server answered."""
+    """An LLM call failed. ``status`` is the HTTP status when the server answered;
+    ``retry_after`` the seconds the server asked to wait before trying again, when it said."""
 
     def __init__(
         self,
@@ -94,10 +99,12 @@ class ProviderError(RunError):
         provider: str,
         status: int | None = None,
         retryable: bool | None = None,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(message)
         self.provider = provider
         self.status = status
+        self.retry_after = retry_after
         self.retryable = (
             retryable
             if retryable is not None
@@ -114,6 +121,28 @@ class ContextWindowExceededError(ProviderError):
 
 class ProviderUnavailableError(ProviderError):
     """The provider's server cannot be reached, or does not have the model asked for."""
+
+
+class MalformedResponseError(ProviderError):
+    """The server answered (``status`` kept, usually 200) with a body that is not the API's
+    JSON; ``body_excerpt`` is the start of what it sent. Retryable: a proxy or an overloaded
+    server sends these, and the next answer is usually whole."""
+
+    def __init__(self, message: str, *, provider: str, status: int | None,
+                 body_excerpt: str) -> None:
+        super().__init__(message, provider=provider, status=status, retryable=True)
+        self.body_excerpt = body_excerpt
+
+
+class StreamIncompleteError(ProviderError):
+    """A streamed answer ended (closed, reset or unreadable) before the provider's finish
+    signal. ``partial`` is the text received until then, kept as evidence, never as the answer.
+    Retryable unless said otherwise: ``with_retry`` asks again from the start."""
+
+    def __init__(self, message: str, *, provider: str, partial: str,
+                 status: int | None = None, retryable: bool = True) -> None:
+        super().__init__(message, provider=provider, status=status, retryable=retryable)
+        self.partial = partial
 
 
 class CircuitOpenError(ProviderError):
