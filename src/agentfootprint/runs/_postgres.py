@@ -13,12 +13,22 @@ is never replaced by an empty recording.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._postgres import DDL_LOCK, check_identifier, server_label
 from ..errors import ConfigurationError, RunError
 from ._recording import Recording
-from ._store import RUN_STORE_SCHEMA, RunSource, RunSummary, parse_stored, preview_of, recording_of
+from ._store import (
+    RUN_STORE_SCHEMA,
+    RunSource,
+    RunSummary,
+    parse_proof,
+    parse_stored,
+    preview_of,
+    proof_json,
+    recording_of,
+)
 from ._tables import QueryRows, query_rows
 
 if TYPE_CHECKING:
@@ -44,6 +54,10 @@ _DDL = (
     "CREATE TABLE IF NOT EXISTS {tools} (run_id text NOT NULL REFERENCES {runs} ON DELETE "
     "CASCADE, call_idx integer NOT NULL, tool_call_id text NOT NULL, name text NOT NULL, "
     "PRIMARY KEY (run_id, call_idx, tool_call_id))",
+    "CREATE TABLE IF NOT EXISTS {proofs} (run_id text NOT NULL REFERENCES {runs} ON DELETE "
+    "CASCADE, seq integer NOT NULL, body text NOT NULL, PRIMARY KEY (run_id, seq))",
+    "CREATE TABLE IF NOT EXISTS {progress} (run_id text NOT NULL REFERENCES {runs} ON DELETE "
+    "CASCADE, seq integer NOT NULL, body text NOT NULL, PRIMARY KEY (run_id, seq))",
 )
 
 _INSTALL_HINT = 'pip install "agentfootprint[postgres]"'
@@ -145,10 +159,12 @@ class PostgresRunStore:
                 cur.execute(sql.SQL(statement).format(
                     runs=self._table, recent=sql.Identifier(f"{self._table_name}_recent"),
                     calls=self._named("llm_calls"), injections=self._named("injections"),
-                    tools=self._named("tool_calls")))
-            cur.execute(sql.SQL("SELECT run_id, body FROM {}").format(self._table))
-            for run_id, body in cur.fetchall():
-                self._write_rows(cur, query_rows(self._parse(run_id, body)))
+                    tools=self._named("tool_calls"), proofs=self._named("proofs"),
+                    progress=self._named("progress")))
+            if version < 2:  # schema 1 held bodies only: rebuild the query tables from them
+                cur.execute(sql.SQL("SELECT run_id, body FROM {}").format(self._table))
+                for run_id, body in cur.fetchall():
+                    self._write_rows(cur, query_rows(self._parse(run_id, body)))
             cur.execute(sql.SQL("INSERT INTO {} VALUES ('schema', %s) ON CONFLICT (key) DO "
                                 "UPDATE SET value = EXCLUDED.value").format(meta),
                         (str(RUN_STORE_SCHEMA),))
@@ -231,6 +247,43 @@ class PostgresRunStore:
 
     def _parse(self, run_id: str, body: str) -> Recording:
         return parse_stored(run_id, body, self.name)
+
+    def add_proof(self, run_id: str, proof: Mapping[str, Any]) -> None:
+        """Append ``proof`` (a JSON object: a verdict, a re-run's outcome) to ``run_id``'s row.
+
+        Proofs are only ever added, never changed or removed, so every later reader sees them.
+        """
+        body = proof_json(run_id, proof)
+        sql = self._psycopg.sql
+        try:
+            with self._db.transaction(), self._db.cursor() as cur:
+                cur.execute(sql.SQL("SELECT 1 FROM {} WHERE run_id = %s FOR UPDATE"
+                                    ).format(self._table), (run_id,))
+                if cur.fetchone() is None:
+                    raise self._unknown(run_id)
+                cur.execute(sql.SQL(
+                    "INSERT INTO {proofs} (run_id, seq, body) SELECT %s, "
+                    "coalesce(max(seq), 0) + 1, %s FROM {proofs} WHERE run_id = %s"
+                ).format(proofs=self._named("proofs")), (run_id, body, run_id))
+        except self._psycopg.Error as exc:
+            raise RunError(f"the run store {self.name} failed to add a proof to run "
+                           f"{run_id!r} ({exc})") from exc
+
+    def proofs(self, run_id: str) -> list[dict[str, Any]]:
+        """The proofs added to ``run_id``, in the order they were added."""
+        sql = self._psycopg.sql
+        known = self._execute(f"read the proofs of run {run_id!r}", sql.SQL(
+            "SELECT 1 FROM {} WHERE run_id = %s").format(self._table), (run_id,))
+        if not known:
+            raise self._unknown(run_id)
+        rows = self._execute(f"read the proofs of run {run_id!r}", sql.SQL(
+            "SELECT body FROM {} WHERE run_id = %s ORDER BY seq").format(self._named("proofs")),
+            (run_id,))
+        return [parse_proof(run_id, row[0], self.name) for row in rows]
+
+    def _unknown(self, run_id: str) -> KeyError:
+        return KeyError(f"no run {run_id!r} in {self.name}; save the run before adding to it "
+                        "(see `agentfootprint runs list`)")
 
     def list(self, *, limit: int = 20) -> list[RunSummary]:
         """The most recent runs first (ties: run id descending, byte order)."""

@@ -11,14 +11,23 @@ replaced by an empty recording.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
 
 from ..errors import ConfigurationError, RunError
 from ._recording import Recording
-from ._store import RUN_STORE_SCHEMA, RunSource, RunSummary, parse_stored, preview_of, recording_of
+from ._store import (
+    RUN_STORE_SCHEMA,
+    RunSource,
+    RunSummary,
+    parse_proof,
+    parse_stored,
+    preview_of,
+    proof_json,
+    recording_of,
+)
 from ._tables import QueryRows, query_rows
 
 __all__ = ["DEFAULT_RUN_STORE", "RunStore"]
@@ -55,6 +64,16 @@ CREATE TABLE IF NOT EXISTS tool_calls (
     PRIMARY KEY (run_id, call_idx, tool_call_id));
 CREATE INDEX IF NOT EXISTS runs_recent ON runs (created_at DESC, run_id DESC);
 """
+_APPENDED: Final = """
+CREATE TABLE IF NOT EXISTS proofs (
+    run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL, body TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq));
+CREATE TABLE IF NOT EXISTS progress (
+    run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL, body TEXT NOT NULL,
+    PRIMARY KEY (run_id, seq));
+"""
 
 
 class RunStore:
@@ -87,23 +106,32 @@ class RunStore:
         try:
             version = int(self._db.execute("PRAGMA user_version").fetchone()[0])
             if version < RUN_STORE_SCHEMA:  # another process may have upgraded it meanwhile
-                self._upgrade()
+                self._upgrade(version)
                 self._db.execute(f"PRAGMA user_version = {RUN_STORE_SCHEMA}")
             self._db.execute("COMMIT")
         except BaseException:
             self._db.execute("ROLLBACK")
             raise
 
-    def _upgrade(self) -> None:
-        """Schema 0/1 (bodies only) to 2: the run columns and query tables, rebuilt from bodies."""
+    def _upgrade(self, version: int) -> None:
+        """Schema 0/1 (bodies only) to 2: the run columns and query tables, rebuilt from the
+        bodies; 2 to 3: the append-only tables (proofs, progress)."""
+        if version < 2:
+            self._add_query_tables()
+        self._statements(_APPENDED)
+
+    def _statements(self, script: str) -> None:
+        for statement in script.split(";"):  # not executescript: it would commit
+            if statement.strip():
+                self._db.execute(statement)
+
+    def _add_query_tables(self) -> None:
         self._db.execute(_RUNS)
         have = {row[1] for row in self._db.execute("PRAGMA table_info(runs)")}
         for name, kind in _RUN_COLUMNS:
             if name not in have:
                 self._db.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
-        for statement in _QUERY_TABLES.split(";"):  # not executescript: it would commit
-            if statement.strip():
-                self._db.execute(statement)
+        self._statements(_QUERY_TABLES)
         for run_id, body in self._db.execute("SELECT run_id, body FROM runs").fetchall():
             self._write_rows(query_rows(self._parse(run_id, body)))
 
@@ -174,6 +202,31 @@ class RunStore:
 
     def _parse(self, run_id: str, body: str) -> Recording:
         return parse_stored(run_id, body, repr(str(self.path)))
+
+    def add_proof(self, run_id: str, proof: Mapping[str, Any]) -> None:
+        """Append ``proof`` (a JSON object: a verdict, a re-run's outcome) to ``run_id``'s row.
+
+        Proofs are only ever added, never changed or removed, so every later reader sees them.
+        """
+        body = proof_json(run_id, proof)
+        with self._failing(f"add a proof to run {run_id!r}"), self._transaction():
+            self._known(run_id)
+            self._db.execute(
+                "INSERT INTO proofs (run_id, seq, body) SELECT ?, coalesce(max(seq), 0) + 1, ? "
+                "FROM proofs WHERE run_id = ?", (run_id, body, run_id))
+
+    def proofs(self, run_id: str) -> list[dict[str, Any]]:
+        """The proofs added to ``run_id``, in the order they were added."""
+        with self._failing(f"read the proofs of run {run_id!r}"):
+            self._known(run_id)
+            rows = self._db.execute("SELECT body FROM proofs WHERE run_id = ? ORDER BY seq",
+                                    (run_id,)).fetchall()
+        return [parse_proof(run_id, row[0], repr(str(self.path))) for row in rows]
+
+    def _known(self, run_id: str) -> None:
+        if self._db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is None:
+            raise KeyError(f"no run {run_id!r} in {str(self.path)!r}; save the run before "
+                           "adding to it (see `agentfootprint runs list`)")
 
     def list(self, *, limit: int = 20) -> list[RunSummary]:
         """The most recent runs first."""

@@ -9,6 +9,8 @@ from older files and refuse when newer.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, runtime_checkable
 
@@ -16,11 +18,12 @@ from ..errors import RunError
 from ..flow._run import FlowRun
 from ._recording import AgentRun, Recording
 
-__all__ = ["RUN_STORE_SCHEMA", "RunSource", "RunStorePort", "RunSummary", "parse_stored",
-           "preview_of", "recording_of"]
+__all__ = ["RUN_STORE_SCHEMA", "RunSource", "RunStorePort", "RunSummary", "parse_proof",
+           "parse_stored", "preview_of", "proof_json", "recording_of"]
 
-RUN_STORE_SCHEMA: Final = 2
-"""The run-store schema this release writes: 1 held bodies only; 2 adds the query tables."""
+RUN_STORE_SCHEMA: Final = 3
+"""The run-store schema this release writes: 1 held bodies only; 2 adds the query tables;
+3 adds the append-only proofs and progress of each run."""
 
 RunSource = AgentRun | FlowRun | Recording
 """What a store saves: an agent's result, a flowchart run, or a recording."""
@@ -40,11 +43,15 @@ class RunSummary:
 
 @runtime_checkable
 class RunStorePort(Protocol):
-    """Save, load and list recordings."""
+    """Save, load and list recordings; add proofs (verdicts) to a saved run and read them."""
 
     def save(self, result: RunSource, *, meta: dict[str, Any] | None = None) -> Recording: ...
 
     def load(self, run_id: str) -> Recording: ...
+
+    def add_proof(self, run_id: str, proof: Mapping[str, Any]) -> None: ...
+
+    def proofs(self, run_id: str) -> list[dict[str, Any]]: ...
 
     def list(self, *, limit: int = 20) -> list[RunSummary]: ...
 
@@ -63,6 +70,31 @@ def parse_stored(run_id: str, body: str, where: str) -> Recording:
     except RunError as exc:
         raise RunError(f"run {run_id!r} in {where} is unreadable ({exc}); it was written by "
                        "another version or altered — the row is left as it is") from exc
+
+
+def proof_json(run_id: str, proof: Mapping[str, Any]) -> str:
+    """``proof`` as strict JSON text; anything else is refused before the store is touched."""
+    if not isinstance(proof, Mapping):
+        raise TypeError(f"a proof for run {run_id!r} must be a JSON object (a dict), got "
+                        f"{type(proof).__name__}")
+    try:
+        return json.dumps(dict(proof), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"the proof for run {run_id!r} is not plain JSON ({exc}); pass "
+                        "str, numbers, bools, None, lists and dicts only") from exc
+
+
+def parse_proof(run_id: str, body: str, where: str) -> dict[str, Any]:
+    """A stored proof as a dict; unreadable, it is an error naming the run and the store."""
+    try:
+        value = json.loads(body)
+    except ValueError as exc:
+        raise RunError(f"a proof of run {run_id!r} in {where} is unreadable ({exc}); it was "
+                       "altered — the row is left as it is") from exc
+    if not isinstance(value, dict):
+        raise RunError(f"a proof of run {run_id!r} in {where} is not a JSON object; it was "
+                       "altered — the row is left as it is")
+    return value
 
 
 def preview_of(recording: Recording) -> str:

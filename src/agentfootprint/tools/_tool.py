@@ -36,6 +36,14 @@ class ToolContext:
     tool_call_id: str
     iteration: int
     run_id: str
+    idempotency_key: str = ""
+    """``{run_id}:{tool_call_id}``: the same for this call in the run and in a resume of it,
+    so a tool with an effect (a payment, an email) can apply it at most once by keeping it.
+    Filled from the run id and call id when not given."""
+
+    def __post_init__(self) -> None:
+        if not self.idempotency_key:
+            self.idempotency_key = f"{self.run_id}:{self.tool_call_id}"
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -54,6 +62,13 @@ class Tool:
     blocking: bool = False
     """True for a sync function that may block (network, disk, a subprocess): it runs in a
     worker thread, so other runs and parallel branches on the event loop go on meanwhile."""
+    side_effects: bool = True
+    """False declares the tool safe to run again (a pure lookup): a call a crash interrupted
+    is simply re-run on resume. True (the default: a tool that declares nothing is treated
+    as unsafe to repeat) means an interrupted call is not repeated blindly."""
+    idempotent: bool = False
+    """True declares that the tool deduplicates by ``ctx.idempotency_key``: a call a crash
+    interrupted is run again on resume with the same key, and the tool applies it once."""
 
     def schema(self) -> ToolSchema:
         return {"name": self.name, "description": self.description,
@@ -68,11 +83,13 @@ def _check_name(name: str) -> None:
 
 
 def define_tool(name: str, description: str, input_schema: Mapping[str, Any] | None,
-                execute: Callable[..., Any], *, blocking: bool | None = None) -> Tool:
+                execute: Callable[..., Any], *, blocking: bool | None = None,
+                side_effects: bool = True, idempotent: bool = False) -> Tool:
     """A tool from a JSON Schema; ``execute(args)`` or ``execute(args, ctx)``.
 
     A sync ``execute`` runs in a worker thread (``blocking``, the default for sync functions)
-    unless ``blocking=False`` says it returns at once.
+    unless ``blocking=False`` says it returns at once. ``side_effects=False`` declares it safe
+    to re-run; ``idempotent=True`` declares it deduplicates by ``ctx.idempotency_key``.
     """
     _check_name(name)
     if not description:
@@ -90,7 +107,8 @@ def define_tool(name: str, description: str, input_schema: Mapping[str, Any] | N
         return execute(args, ctx) if takes_ctx else execute(args)
 
     return Tool(name, description, schema, run, lambda args: check_arguments(schema, args),
-                blocking=_blocking(execute, blocking))
+                blocking=_blocking(execute, blocking), side_effects=side_effects,
+                idempotent=idempotent)
 
 
 def _blocking(fn: Callable[..., Any], given: bool | None) -> bool:
@@ -111,28 +129,33 @@ def _arity(fn: Callable[..., Any]) -> int:
 def tool(fn: Callable[..., Any], /) -> Tool: ...
 @overload
 def tool(*, name: str | None = None, description: str | None = None,
-         check_in: CheckIn = None, blocking: bool | None = None
-         ) -> Callable[[Callable[..., Any]], Tool]: ...
+         check_in: CheckIn = None, blocking: bool | None = None, side_effects: bool = True,
+         idempotent: bool = False) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
 def tool(fn: Callable[..., Any] | None = None, /, *, name: str | None = None,
          description: str | None = None, check_in: CheckIn = None,
-         blocking: bool | None = None) -> Tool | Callable[[Callable[..., Any]], Tool]:
+         blocking: bool | None = None, side_effects: bool = True,
+         idempotent: bool = False) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a typed function (sync or async) into a ``Tool``.
 
     A sync function runs in a worker thread, so a slow one (an HTTP call, a query) never stalls
     other runs on the event loop; ``blocking=False`` runs a quick pure one inline instead.
+    ``side_effects=False`` declares it safe to re-run after a crash (a pure lookup);
+    ``idempotent=True`` declares it deduplicates by ``ctx.idempotency_key``.
     """
 
     def make(func: Callable[..., Any]) -> Tool:
         return _from_function(func, name=name, description=description, check_in=check_in,
-                              blocking=_blocking(func, blocking))
+                              blocking=_blocking(func, blocking), side_effects=side_effects,
+                              idempotent=idempotent)
 
     return make(fn) if fn is not None else make
 
 
 def _from_function(func: Callable[..., Any], *, name: str | None, description: str | None,
-                   check_in: CheckIn, blocking: bool) -> Tool:
+                   check_in: CheckIn, blocking: bool, side_effects: bool = True,
+                   idempotent: bool = False) -> Tool:
     tool_name = name or func.__name__
     _check_name(tool_name)
     summary, param_docs = _parse_docstring(inspect.getdoc(func) or "")
@@ -179,7 +202,8 @@ def _from_function(func: Callable[..., Any], *, name: str | None, description: s
             kwargs[context_param] = ctx
         return func(**kwargs)
 
-    return Tool(tool_name, text, schema, run, validate, check_in, blocking)
+    return Tool(tool_name, text, schema, run, validate, check_in, blocking,
+                side_effects=side_effects, idempotent=idempotent)
 
 
 def _issue(error: Any) -> ArgumentIssue:
