@@ -118,6 +118,9 @@ class StreamChunk(BaseModel):
     content: str = ""
     done: bool = False
     response: LLMResponse | None = None
+    restart: bool = False
+    """A marker (no content) sent when ``with_retry`` starts a cut-off answer over: the text
+    streamed before it is superseded by what follows. The final ``response`` is whole either way."""
 
 
 class Provider:
@@ -131,6 +134,15 @@ class Provider:
     an agent naming a different one is refused rather than silently overriding it."""
     streams: bool = False
     """True when ``stream`` yields tokens as they arrive (not just one terminal chunk)."""
+    deterministic: bool = False
+    """True only when the same request always gets the same reply (a scripted model): an
+    explanation then needs one re-run per probe and may answer a repeated call from a cache.
+    A sampling model (every real one) leaves it False; its re-runs are independent draws."""
+
+    def fork(self) -> Provider:
+        """A provider for an independent re-run: one with state (a script's cursor) starts
+        afresh; a stateless one returns itself."""
+        return self
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
         raise NotImplementedError(f"{type(self).__name__} must implement complete()")

@@ -29,6 +29,14 @@ Answers:
   also given as ``cache_read``), ``usage.output`` is ``completion_tokens``. A server that reports
   nothing gives zeros, which means "not reported", never an estimate.
 
+A stream is complete only when its choice carries a ``finish_reason`` (the SDK consumes
+``[DONE]`` itself, so a finish_reason is the signal this adapter can see): a stream closed, reset
+or unreadable before it raises ``StreamIncompleteError`` with the text received so far as
+``partial`` (evidence, never the answer), retryable. A 200 whose body is not JSON (or not a
+completion) raises ``MalformedResponseError`` with the status and an excerpt, retryable. Every
+HTTP error keeps the server's ``Retry-After`` / ``retry-after-ms`` as ``retry_after``, which
+``with_retry`` honours.
+
 Streaming asks for ``stream_options={"include_usage": True}`` so the last chunk carries real
 usage. Servers that ignore the option (llama-cpp-python's server does, as of 0.3.36) report no
 usage for streamed calls: the terminal response then has zero usage. Pass
@@ -65,6 +73,7 @@ from ._base import (
     Usage,
     wire_messages,
 )
+from ._http import excerpt, malformed, parse_retry_after, stream_cut, transport_errors
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -73,6 +82,8 @@ __all__ = ["RAW_ARGUMENTS_KEY", "OpenAIProvider"]
 
 RAW_ARGUMENTS_KEY = "_raw_arguments"
 """Where unparseable tool-call arguments are kept, verbatim."""
+
+_SIGNAL = "a finish_reason"
 
 _INSTALL = 'pip install "agentfootprint[openai]"'
 _TOOL_CHOICE_KEYWORDS = frozenset({"auto", "none", "required"})
@@ -90,20 +101,6 @@ _CONTEXT_PHRASES = (
     "maximum context",
     "too many tokens",
 )
-
-
-def _transport_errors() -> tuple[type[BaseException], ...]:
-    """Low-level HTTP errors that can escape the SDK while a stream is being read."""
-    import httpx
-
-    errors: list[type[BaseException]] = [httpx.TransportError]
-    try:  # openai >= 3 runs on httpx2 unless it is given an httpx client
-        import httpx2
-
-        errors.append(httpx2.TransportError)
-    except ImportError:  # pragma: no cover - older SDKs
-        pass
-    return tuple(errors)
 
 
 class OpenAIProvider(Provider):
@@ -145,7 +142,7 @@ class OpenAIProvider(Provider):
         self.base_url = base_url
         self.stream_usage = stream_usage
         self._openai = openai
-        self._transport_errors = _transport_errors()
+        self._transport_errors = transport_errors()
         if client is not None:
             self.client = client
             return
@@ -206,9 +203,20 @@ class OpenAIProvider(Provider):
     async def complete(self, request: LLMRequest) -> LLMResponse:
         params = self.params(request)
         try:
-            completion = await self.client.chat.completions.create(**params)
+            # The raw response keeps the status and body for an answer that does not parse.
+            raw = await self.client.chat.completions.with_raw_response.create(**params)
         except self._openai.OpenAIError as exc:
             raise self._translate(exc) from exc
+        try:
+            completion: Any = raw.parse()
+        except ValueError as exc:  # the body is not JSON (json.JSONDecodeError)
+            raise malformed(self.name, self._endpoint, status=raw.status_code,
+                            body=raw.text) from exc
+        if isinstance(completion, str):  # the SDK hands back a non-JSON content type as text
+            raise malformed(self.name, self._endpoint, status=raw.status_code, body=completion)
+        if not getattr(completion, "choices", None):
+            raise malformed(self.name, self._endpoint, status=raw.status_code, body=raw.text,
+                            expected="a chat completion with a choice")
         return self._response(completion)
 
     async def stream(self, request: LLMRequest) -> AsyncIterator[StreamChunk]:
@@ -249,9 +257,14 @@ class OpenAIProvider(Provider):
         except self._openai.OpenAIError as exc:
             raise self._translate(exc) from exc
         except self._transport_errors as exc:
-            raise ProviderError(
-                f"[{self.name}] the stream from {self._endpoint} broke off: "
-                f"{type(exc).__name__}: {exc}", provider=self.name) from exc
+            raise stream_cut(self.name, self._endpoint, signal=_SIGNAL,
+                             how=f"it broke off ({type(exc).__name__}: {exc})",
+                             partial="".join(parts)) from exc
+        except ValueError as exc:  # a data line that is not JSON (json.JSONDecodeError)
+            line = getattr(exc, "doc", None) or str(exc)
+            raise stream_cut(self.name, self._endpoint, signal=_SIGNAL,
+                             how=f"it sent a line that is not JSON ({excerpt(line)!r})",
+                             partial="".join(parts), status=200) from exc
         finally:
             await sdk_stream.close()
         if not seen:
@@ -260,9 +273,12 @@ class OpenAIProvider(Provider):
                     None, "auto"):
                 hint = ("; llama-cpp-python's server does this when tools are streamed with "
                         "tool_choice='auto' (it cannot): call complete() instead")
-            raise ProviderError(
-                f"[{self.name}] {self._endpoint} closed the stream without sending anything"
-                f"{hint}", provider=self.name, retryable=None if not hint else False)
+            raise stream_cut(self.name, self._endpoint, signal=_SIGNAL,
+                             how=f"the server closed it without sending anything{hint}",
+                             partial="", retryable=not hint)
+        if finish is None:
+            raise stream_cut(self.name, self._endpoint, signal=_SIGNAL,
+                             how="the server closed it mid-answer", partial="".join(parts))
         tool_calls = [
             ToolCall(id=slot["id"] or f"call_{position}", name=slot["name"],
                      args=_parse_arguments(slot["arguments"]))
@@ -276,11 +292,7 @@ class OpenAIProvider(Provider):
     # ------------------------------------------------------------------ answers
 
     def _response(self, completion: Any) -> LLMResponse:
-        choices = getattr(completion, "choices", None)
-        if not choices:
-            raise ProviderError(f"[{self.name}] {self._endpoint} answered without any choice",
-                                provider=self.name)
-        choice = choices[0]
+        choice = completion.choices[0]
         message = choice.message
         calls: list[ToolCall] = []
         for position, call in enumerate(message.tool_calls or ()):
@@ -311,6 +323,9 @@ class OpenAIProvider(Provider):
             return ProviderUnavailableError(
                 f"[{self.name}] cannot reach {where}: {type(cause).__name__}: {cause}; {fix}",
                 provider=self.name)
+        if isinstance(exc, openai.APIResponseValidationError):
+            return malformed(self.name, where, status=exc.status_code,
+                             body=exc.response.text, expected="a chat completion")
         if isinstance(exc, openai.APIStatusError):
             status = exc.status_code
             text = _error_text(exc)
@@ -327,7 +342,8 @@ class OpenAIProvider(Provider):
                 return ProviderUnavailableError(
                     f"{message}; the server does not have that model", provider=self.name,
                     status=status, retryable=False)
-            return ProviderError(message, provider=self.name, status=status)
+            return ProviderError(message, provider=self.name, status=status,
+                                 retry_after=parse_retry_after(exc.response.headers))
         if isinstance(exc, openai.APIError):
             status = getattr(exc, "status_code", None)
             text = _error_text(exc)

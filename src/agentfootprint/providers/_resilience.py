@@ -1,7 +1,10 @@
 """Retry, fallback and circuit breaking around any provider, streamed calls included.
 
 A streamed call is retried (or falls back) only while nothing has been yielded yet; after the
-first chunk the answer is committed and an error propagates. Every decorator reports what it
+first chunk the answer is committed and an error propagates, with one exception: a stream cut
+before its finish signal (``StreamIncompleteError``) is retried from the start, announced by a
+``restart`` chunk, because what was yielded is known not to be the answer. A retry never comes
+sooner than the server's ``Retry-After``. Every decorator reports what it
 did (``retried``, ``recovered``, ``fell_back``, ``circuit_changed``) to whoever is listening in
 the current context (the agent turns these into events), so no report is lost by a wrapper
 that forgot to forward a hook.
@@ -11,11 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Literal
 
-from ..errors import CircuitOpenError, ConfigurationError, ProviderError
+from ..errors import CircuitOpenError, ConfigurationError, ProviderError, StreamIncompleteError
 from ._base import LLMRequest, LLMResponse, Provider, StreamChunk
 
 __all__ = [
@@ -47,10 +51,18 @@ def default_should_retry(error: BaseException) -> bool:
 
 
 class Retry(Provider):
-    """Retries a failed call with exponential backoff."""
+    """Retries a failed call with exponential backoff, never sooner than the server asked.
+
+    The wait before attempt ``n + 1`` is ``initial_delay * backoff ** (n - 1)`` capped at
+    ``max_delay``, raised to the error's ``retry_after`` (the server's ``Retry-After``) when that
+    is longer; then up to ``jitter`` times that wait is added at random, the total still capped
+    at ``max_delay``. So ``Retry-After`` is a floor that jitter only ever adds to. A server that
+    asks for more than ``max_delay`` is not retried: waiting less is pointless and waiting more
+    breaks the budget, so a ``ProviderError`` names the wait and the fix instead.
+    """
 
     def __init__(self, inner: Provider, *, max_attempts: int, initial_delay: float,
-                 backoff: float, max_delay: float,
+                 backoff: float, max_delay: float, jitter: float,
                  should_retry: Callable[[BaseException], bool],
                  sleep: Callable[[float], Awaitable[Any]]) -> None:
         self.inner = inner
@@ -60,14 +72,37 @@ class Retry(Provider):
         self.initial_delay = initial_delay
         self.backoff = backoff
         self.max_delay = max_delay
+        self.jitter = jitter
         self.should_retry = should_retry
         self.sleep = sleep
+        self.random: Callable[[], float] = random.random
+        """Uniform in [0, 1): the jitter's source (replace it to pin the jitter in a test)."""
 
-    def _delay(self, attempt: int) -> float:
-        return float(min(self.max_delay, self.initial_delay * self.backoff ** (attempt - 1)))
+    def delay(self, attempt: int, retry_after: float | None = None) -> float:
+        """Seconds to wait after failed attempt ``attempt`` (see the class docstring).
+
+        ``retry_after`` must not exceed ``max_delay`` (the caller gives up first).
+        """
+        wait = min(self.max_delay, self.initial_delay * self.backoff ** (attempt - 1))
+        if retry_after is not None and retry_after > wait:
+            wait = retry_after
+        extra = self.jitter * wait * self.random() if self.jitter else 0.0
+        return float(min(wait + extra, max(self.max_delay, wait)))
 
     async def _pause_before_retry(self, attempt: int, error: BaseException) -> None:
-        delay = self._delay(attempt)
+        retry_after = getattr(error, "retry_after", None)
+        if not isinstance(retry_after, int | float) or retry_after != retry_after:
+            retry_after = None
+        if retry_after is not None and retry_after > self.max_delay:
+            provider = getattr(error, "provider", self.inner.name)
+            raise ProviderError(
+                f"[{provider}] the server asked to wait {retry_after:g}s before trying again "
+                f"(Retry-After), longer than with_retry(max_delay={self.max_delay:g}) waits; "
+                "try again later, or raise max_delay= to wait it out "
+                f"(after: {type(error).__name__}: {error})",
+                provider=provider, status=getattr(error, "status", None), retryable=False,
+                retry_after=float(retry_after)) from error
+        delay = self.delay(attempt, retry_after)
         _report("retried", provider=self.inner.name, attempt=attempt + 1,
                 max_attempts=self.max_attempts, error=f"{type(error).__name__}: {error}",
                 status=getattr(error, "status", None), backoff=delay)
@@ -91,6 +126,9 @@ class Retry(Provider):
 
     async def stream(self, request: LLMRequest) -> AsyncIterator[StreamChunk]:
         started = time.monotonic()
+        following = 0  # the next index, so a restarted attempt's chunks keep counting up
+        offset = 0
+        restart = False
         for attempt in range(1, self.max_attempts + 1):
             yielded = False
             try:
@@ -98,12 +136,22 @@ class Retry(Provider):
                     if not yielded and attempt > 1:
                         _report("recovered", provider=self.inner.name, attempt=attempt,
                                 duration=time.monotonic() - started)
+                    if restart:
+                        yield StreamChunk(index=following, restart=True)
+                        offset = following + 1
+                        restart = False
                     yielded = True
+                    if offset:
+                        chunk = chunk.model_copy(update={"index": chunk.index + offset})
+                    following = chunk.index + 1
                     yield chunk
                 return
             except Exception as error:
-                if yielded or attempt >= self.max_attempts or not self.should_retry(error):
+                cut = isinstance(error, StreamIncompleteError)
+                if ((yielded and not cut) or attempt >= self.max_attempts
+                        or not self.should_retry(error)):
                     raise
+                restart = restart or yielded
                 await self._pause_before_retry(attempt, error)
 
 
@@ -212,14 +260,25 @@ class CircuitBreaker(Provider):
 
 
 def with_retry(provider: Provider, *, max_attempts: int = 3, initial_delay: float = 0.2,
-               backoff: float = 2.0, max_delay: float = 10.0,
+               backoff: float = 2.0, max_delay: float = 10.0, jitter: float = 0.0,
                should_retry: Callable[[BaseException], bool] = default_should_retry,
                sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep) -> Provider:
-    """Retry failed calls (streams too, until their first chunk)."""
+    """Retry failed calls (streams too, until their first chunk, or from the start when cut).
+
+    Waits back off exponentially up to ``max_delay`` seconds and never undercut the server's
+    ``Retry-After``; ``jitter`` (e.g. ``0.2``) adds up to that fraction of each wait at random,
+    so many clients do not retry in step. See ``Retry`` for the exact rule.
+    """
     if max_attempts < 1:
         raise ConfigurationError(f"with_retry(max_attempts={max_attempts}) must be at least 1")
+    for argument, value in (("initial_delay", initial_delay), ("max_delay", max_delay),
+                            ("jitter", jitter)):
+        if not value >= 0:  # also refuses NaN
+            raise ConfigurationError(
+                f"with_retry({argument}={value!r}) must be a number of at least 0")
     return Retry(provider, max_attempts=max_attempts, initial_delay=initial_delay,
-                 backoff=backoff, max_delay=max_delay, should_retry=should_retry, sleep=sleep)
+                 backoff=backoff, max_delay=max_delay, jitter=jitter, should_retry=should_retry,
+                 sleep=sleep)
 
 
 def with_fallback(primary: Provider, fallback: Provider, *,
