@@ -26,13 +26,18 @@ Response: text blocks are concatenated, ``tool_use`` blocks become tool calls, u
 tokens apart from ``input_tokens``), stop reasons ``end_turn``/``stop_sequence`` → ``stop``,
 ``tool_use``, ``max_tokens``, ``refusal`` → ``content_filter`` (others kept raw), and
 ``provider_ref`` is the message id. Streaming yields the text deltas and then one terminal chunk
-built from the SDK's final message, so it carries tool calls and real usage.
+built from the SDK's final message, so it carries tool calls and real usage. A stream is whole
+only once ``message_stop`` arrived: one closed, reset or unreadable before raises
+``StreamIncompleteError`` with the text received so far as ``partial`` (evidence, never the
+answer), retryable. A 200 whose body is not a message raises ``MalformedResponseError`` with the
+status and an excerpt, retryable.
 
 Errors: every SDK error becomes a ``ProviderError`` (``raise ... from`` the SDK error) with the
 HTTP status kept; 408/409/429/5xx (529 "overloaded" included) are retryable. A prompt that does
 not fit raises ``ContextWindowExceededError``; a network failure raises
 ``ProviderUnavailableError``. An error event in the middle of a stream (sent with HTTP 200) gets
-the status its error type stands for, e.g. ``overloaded_error`` → 529.
+the status its error type stands for, e.g. ``overloaded_error`` → 529. The server's
+``retry-after-ms`` / ``Retry-After`` is kept as ``retry_after``, which ``with_retry`` honours.
 
 The SDK's own retries are off (``max_retries=0``): retrying is ``with_retry``'s job, where it is
 reported. A ``complete`` with a ``max_tokens`` so large that the SDK insists on streaming
@@ -42,6 +47,7 @@ Pass ``client=`` (an ``anthropic.AsyncAnthropic``) to reuse or test a client.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +56,7 @@ from ..errors import (
     ContextWindowExceededError,
     ProviderError,
     ProviderUnavailableError,
+    StreamIncompleteError,
 )
 from ._base import (
     LLMRequest,
@@ -61,6 +68,7 @@ from ._base import (
     Usage,
     wire_messages,
 )
+from ._http import excerpt, malformed, parse_retry_after, stream_cut, transport_errors
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
@@ -89,6 +97,7 @@ _ERROR_TYPE_STATUS = {
     "overloaded_error": 529,
 }
 
+_SIGNAL = "a message_stop event"
 _CONTEXT_PHRASES = ("prompt is too long", "exceed context limit", "context window",
                     "context length")
 
@@ -123,6 +132,7 @@ class AnthropicProvider(Provider):
         self.configured_model = model
         self.max_tokens = max_tokens
         self.parallel_tool_calls = parallel_tool_calls
+        self._transport_errors = transport_errors()
         if client is None:
             options: dict[str, Any] = {"max_retries": max_retries}
             if api_key is not None:
@@ -157,32 +167,62 @@ class AnthropicProvider(Provider):
     async def complete(self, request: LLMRequest) -> LLMResponse:
         params = self.build_params(request)
         try:
-            try:
-                message = await self.client.messages.create(**params)
-            except ValueError as exc:
-                # The SDK refuses a non-streamed call whose max_tokens could take over 10
-                # minutes; the same call streamed is allowed, so stream and keep the result.
-                if "streaming is required" not in str(exc).lower():
-                    raise
-                async with self.client.messages.stream(**params) as stream:
-                    message = await stream.get_final_message()
+            # The raw response keeps the status and body for an answer that does not parse.
+            raw = await self.client.messages.with_raw_response.create(**params)
+        except ValueError as exc:
+            # The SDK refuses a non-streamed call whose max_tokens could take over 10
+            # minutes; the same call streamed is allowed, so stream and keep the result.
+            if "streaming is required" not in str(exc).lower():
+                raise
+            async for chunk in self.stream(request):
+                if chunk.response is not None:
+                    return chunk.response
+            raise AssertionError("unreachable: stream() ends with a response or raises") from exc
         except self._sdk.AnthropicError as exc:
             raise self._error(exc, params["model"]) from exc
+        where = str(self.client.base_url)
+        try:
+            message: Any = await _settled(raw.parse())
+        except ValueError as exc:  # the body is not JSON (json.JSONDecodeError)
+            raise malformed(self.name, where, status=raw.status_code,
+                            body=await _body(raw)) from exc
+        if isinstance(message, str) or not isinstance(getattr(message, "content", None), list):
+            raise malformed(self.name, where, status=raw.status_code, body=await _body(raw),
+                            expected="a message")
         return self._response(message)
 
     async def stream(self, request: LLMRequest) -> AsyncIterator[StreamChunk]:
         params = self.build_params(request)
         index = 0
+        parts: list[str] = []
         try:
             async with self.client.messages.stream(**params) as stream:
-                async for text in stream.text_stream:
-                    if text:
-                        yield StreamChunk(index=index, content=text)
-                        index += 1
+                stopped = False
+                async for event in stream:
+                    if event.type == "content_block_delta" and event.delta.type == "text_delta":
+                        if event.delta.text:
+                            parts.append(event.delta.text)
+                            yield StreamChunk(index=index, content=event.delta.text)
+                            index += 1
+                    elif event.type == "message_stop":
+                        stopped = True
+                if not stopped:
+                    raise self._cut("the server closed it mid-answer", parts)
                 message = await stream.get_final_message()
         except self._sdk.AnthropicError as exc:
             raise self._error(exc, params["model"]) from exc
+        except self._transport_errors as exc:
+            raise self._cut(f"it broke off ({type(exc).__name__}: {exc})", parts) from exc
+        except ValueError as exc:  # an event that is not JSON (json.JSONDecodeError)
+            line = getattr(exc, "doc", None) or str(exc)
+            raise self._cut(f"it sent an event that is not JSON ({excerpt(line)!r})", parts,
+                            status=200) from exc
         yield StreamChunk(index=index, done=True, response=self._response(message))
+
+    def _cut(self, how: str, parts: list[str], *,
+             status: int | None = None) -> StreamIncompleteError:
+        return stream_cut(self.name, str(self.client.base_url), signal=_SIGNAL, how=how,
+                          partial="".join(parts), status=status)
 
     def build_params(self, request: LLMRequest) -> dict[str, Any]:
         """The keyword arguments for ``messages.create`` (the JSON body, minus ``stream``)."""
@@ -300,6 +340,9 @@ class AnthropicProvider(Provider):
                 f"[{name}] could not reach the Anthropic API at {self.client.base_url}: "
                 f"{self._cause_text(exc)}; check the network connection (or proxy / "
                 "ANTHROPIC_BASE_URL)", provider=name)
+        if isinstance(exc, sdk.APIResponseValidationError):
+            return malformed(name, str(self.client.base_url), status=exc.status_code,
+                             body=exc.response.text, expected="a message")
         if isinstance(exc, sdk.APIStatusError):
             kind, text = self._error_body(exc)
             status = int(exc.status_code)
@@ -318,7 +361,8 @@ class AnthropicProvider(Provider):
             label = f"{status} {kind}" if kind else str(status)
             return ProviderError(
                 f"[{name}] {label}: {text}{hint}", provider=name, status=status,
-                retryable=status in (408, 409, 429) or status >= 500)
+                retryable=status in (408, 409, 429) or status >= 500,
+                retry_after=parse_retry_after(exc.response.headers))
         return ProviderError(f"[{name}] {type(exc).__name__}: {exc}", provider=name)
 
     @staticmethod
@@ -335,3 +379,14 @@ class AnthropicProvider(Provider):
     def _cause_text(exc: BaseException) -> str:
         cause = exc.__cause__ or exc.__context__
         return f"{exc} ({cause})" if cause is not None else str(exc)
+
+
+async def _settled(value: Any) -> Any:
+    """``value``, awaited if it is awaitable: SDK 2 parses raw responses asynchronously, 0.x not."""
+    return await value if inspect.isawaitable(value) else value
+
+
+async def _body(raw: Any) -> str:
+    """The text of a raw SDK response (a method in SDK 2, a property in 0.x)."""
+    text = raw.text
+    return str(await _settled(text() if callable(text) else text))

@@ -127,7 +127,7 @@ def stream_cut(provider: str, where: str, *, signal: str, how: str, partial: str
 
 
 def malformed(provider: str, where: str, *, status: int, body: str,
-              expected: str = "the API's JSON") -> MalformedResponseError:
+              expected: str = "JSON") -> MalformedResponseError:
     """The error for an answer whose body cannot be read; its status and an excerpt kept."""
     clipped = excerpt(body)
     return MalformedResponseError(

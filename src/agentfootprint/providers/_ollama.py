@@ -14,6 +14,9 @@ Wire facts this adapter relies on:
 * Usage is the real ``prompt_eval_count`` / ``eval_count``; ``done_reason`` ``length`` is
   ``max_tokens``, and an answer with tool calls is ``tool_use`` (Ollama says ``stop``).
 * Streaming is NDJSON: one JSON object per line, the last one with ``done: true`` and the counts.
+  A stream closed, reset or unreadable before that line raises ``StreamIncompleteError`` with
+  the text received so far as ``partial`` (evidence, never the answer), retryable; a 200 whose
+  body is not JSON raises ``MalformedResponseError`` with the status and an excerpt, retryable.
 
 ``timeout`` bounds connecting and, for streamed calls, the wait for the response headers
 (which Ollama sends once the model is loaded). A non-streamed call returns its headers only with
@@ -22,7 +25,8 @@ the whole answer, so generation itself is never cut short here; bound it with th
 Errors name the fix: a daemon that is not there raises ``ProviderUnavailableError`` saying to run
 ``ollama serve``; a model that is not pulled raises ``ProviderUnavailableError`` saying to run
 ``ollama pull <model>`` and listing the models the server has. Other HTTP failures raise
-``ProviderError`` with the status kept.
+``ProviderError`` with the status kept (and ``Retry-After``, when a proxy in front sends one,
+as ``retry_after`` for ``with_retry``).
 
 Without ``client=``, each call opens (and closes) its own ``httpx.AsyncClient``, so a provider
 can be shared across event loops (``asyncio.run`` per run); pass ``client=`` to pool connections
@@ -41,7 +45,12 @@ from typing import TYPE_CHECKING, Any, NoReturn
 if TYPE_CHECKING:
     import httpx
 
-from ..errors import ContextWindowExceededError, ProviderError, ProviderUnavailableError
+from ..errors import (
+    ContextWindowExceededError,
+    ProviderError,
+    ProviderUnavailableError,
+    StreamIncompleteError,
+)
 from ._base import (
     LLMRequest,
     LLMResponse,
@@ -52,6 +61,7 @@ from ._base import (
     Usage,
     wire_messages,
 )
+from ._http import excerpt, malformed, parse_retry_after, stream_cut
 
 __all__ = ["DEFAULT_OLLAMA_URL", "OllamaProvider", "resolve_base_url"]
 
@@ -123,7 +133,7 @@ class OllamaProvider(Provider):
                 await response.aclose()
             if response.status_code >= 400:
                 await self._raise_status(client, response, body["model"])
-            data = self._json(response.text)
+            data = self._json(response.text, status=response.status_code)
         if "error" in data:
             raise ProviderError(f"[{self.name}] {data['error']}", provider=self.name)
         message = data.get("message") or {}
@@ -141,8 +151,13 @@ class OllamaProvider(Provider):
                 index = 0
                 parts: list[str] = []
                 calls: list[ToolCall] = []
-                async for line in self._lines(response):
-                    data = self._json(line)
+                async for line in self._lines(response, parts):
+                    try:
+                        data = self._json(line, status=response.status_code)
+                    except ProviderError as exc:
+                        raise self._cut(f"it sent a line that is not a JSON object "
+                                        f"({excerpt(line)!r})", parts,
+                                        status=response.status_code) from exc
                     if "error" in data:
                         raise ProviderError(f"[{self.name}] {data['error']}", provider=self.name)
                     message = data.get("message") or {}
@@ -156,11 +171,14 @@ class OllamaProvider(Provider):
                         yield StreamChunk(index=index, done=True,
                                           response=self._response(data, "".join(parts), calls))
                         return
-                raise ProviderError(
-                    f"[{self.name}] the stream from {self.base_url} ended before the answer was "
-                    "done (the server closed the connection mid-answer)", provider=self.name)
+                raise self._cut("the server closed the connection mid-answer", parts)
             finally:
                 await response.aclose()
+
+    def _cut(self, how: str, parts: list[str], *,
+             status: int | None = None) -> StreamIncompleteError:
+        return stream_cut(self.name, f"Ollama at {self.base_url}", signal='a "done": true line',
+                          how=how, partial="".join(parts), status=status)
 
     def build_body(self, request: LLMRequest, *, stream: bool) -> dict[str, Any]:
         """The exact JSON body sent to ``/api/chat`` for ``request``."""
@@ -289,7 +307,8 @@ class OllamaProvider(Provider):
         except httpx.HTTPError as exc:
             self._raise_transport(exc)
 
-    async def _lines(self, response: httpx.Response) -> AsyncIterator[str]:
+    async def _lines(self, response: httpx.Response, parts: list[str]) -> AsyncIterator[str]:
+        """The stream's non-blank lines; a transport failure is a cut stream keeping ``parts``."""
         import httpx
 
         try:
@@ -297,7 +316,7 @@ class OllamaProvider(Provider):
                 if line.strip():
                     yield line
         except httpx.HTTPError as exc:
-            self._raise_transport(exc)
+            raise self._cut(f"it broke off ({type(exc).__name__}: {exc})", parts) from exc
 
     def _raise_transport(self, exc: httpx.HTTPError) -> NoReturn:
         import httpx
@@ -344,7 +363,8 @@ class OllamaProvider(Provider):
         if status == 400 and "does not support tools" in lowered:
             hint = "; use a model with tool support (e.g. llama3.2, qwen2.5) or give it no tools"
         raise ProviderError(f"[{self.name}] HTTP {status}: {detail}{hint}",
-                            provider=self.name, status=status)
+                            provider=self.name, status=status,
+                            retry_after=parse_retry_after(response.headers))
 
     async def _available_models(self, client: httpx.AsyncClient) -> list[str] | None:
         """Model names from ``GET /api/tags``; ``None`` when that does not work."""
@@ -370,14 +390,14 @@ class OllamaProvider(Provider):
             return str(data["error"])
         return text.strip()
 
-    def _json(self, text: str) -> dict[str, Any]:
+    def _json(self, text: str, *, status: int) -> dict[str, Any]:
+        """``text`` as a JSON object, else ``MalformedResponseError`` with ``status`` kept."""
         try:
             data = json.loads(text)
         except ValueError as exc:
-            raise ProviderError(
-                f"[{self.name}] Ollama at {self.base_url} sent something that is not JSON: "
-                f"{text[:200]!r}", provider=self.name) from exc
+            raise malformed(self.name, f"Ollama at {self.base_url}", status=status,
+                            body=text) from exc
         if not isinstance(data, dict):
-            raise ProviderError(f"[{self.name}] unexpected answer from Ollama: {text[:200]!r}",
-                                provider=self.name)
+            raise malformed(self.name, f"Ollama at {self.base_url}", status=status, body=text,
+                            expected="a JSON object")
         return data
