@@ -1,4 +1,4 @@
-"""The code-running tool: real subprocesses, their limits, and one ledger row per dispatch."""
+"""The code-running tool: real sandboxed runs, their limits, and one ledger row per dispatch."""
 
 from __future__ import annotations
 
@@ -40,7 +40,8 @@ from agentfootprint.tools._scripts import (
 
 code_runner_module = importlib.import_module("agentfootprint.tools._code_runner")
 
-pytestmark = pytest.mark.skipif(os.name != "posix", reason="limits are POSIX rlimits")
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="the default sandbox is made of Linux namespaces")
 
 MARKER = "SECRET_PROGRAM_MARKER_7f3a"
 
@@ -58,22 +59,42 @@ async def dispatch(code: Any, *, scope: dict[str, Any] | None = None, turn: int 
     return result, scope
 
 
-def gone(pid: int, within: float = 5.0) -> bool:
-    """The process no longer exists (or is a zombie waiting for init) within ``within`` s."""
+def holding(marker: str) -> list[int]:
+    """Host pids whose command line carries ``marker`` (sandboxed pids are not the host's)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return [pid for pid in found if pid != os.getpid()]
+
+
+def gone(marker: str, within: float = 5.0) -> bool:
+    """No host process carries ``marker`` (a zombie waiting for init counts as gone)."""
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        try:
-            with open(f"/proc/{pid}/stat") as stat:
-                if stat.read().split(")")[-1].split()[0] == "Z":
-                    return True
-        except OSError:
+        alive = []
+        for pid in holding(marker):
+            try:
+                with open(f"/proc/{pid}/stat") as stat:
+                    if stat.read().split(")")[-1].split()[0] != "Z":
+                        alive.append(pid)
+            except OSError:
+                continue
+        if not alive:
             return True
         time.sleep(0.05)
     return False
+
+
+def sleeper(marker: str) -> str:
+    """Program text starting a 60 s child that carries ``marker`` on its command line."""
+    return ("import subprocess, sys\n"
+            "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)', "
+            f"{marker!r}])\n")
 
 
 # -- running -----------------------------------------------------------------------------------
@@ -124,49 +145,44 @@ async def test_a_non_zero_exit_is_reported_with_stderr_and_a_failed_row() -> Non
 
 
 async def test_a_timeout_kills_the_program_and_what_it_started() -> None:
-    """At the wall-time limit the whole process group is killed, children included."""
+    """At the wall-time limit the whole sandbox is killed, children included."""
     runner = code_runner(timeout=1)
-    program = ("import os, subprocess, sys, time\n"
-               "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
-               "print(os.getpid(), child.pid, flush=True)\n"
-               "time.sleep(60)")
+    marker = "timeout-child-5b1e"
+    program = sleeper(marker) + "print('started', flush=True)\nimport time; time.sleep(60)"
     started = time.monotonic()
     result, scope = await dispatch(program, runner=runner)
     assert time.monotonic() - started < 5
-    pid, child = (int(x) for x in result.outcome.content.splitlines()[0].split())
+    assert result.outcome.content.startswith("started")
     assert "[timed out after 1 s" in result.outcome.content
     assert result.facts is not None and result.facts.timed_out and result.facts.exit_code == -9
-    assert gone(pid) and gone(child)
+    assert gone(marker)
     assert script_rows_of_turn(scope[LEDGER_KEY], 1).current[0].outcome == "failed"
 
 
 async def test_a_program_that_leaves_a_background_child_returns_at_once() -> None:
     """Exit is watched, not pipe closure: a leftover child holding stdout does not stall."""
-    program = ("import subprocess, sys\n"
-               "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
-               "print(c.pid)")
+    marker = "background-child-77c2"
+    program = sleeper(marker) + "print(child.pid)"
     started = time.monotonic()
     result, _ = await dispatch(program)
     assert time.monotonic() - started < 3
     assert result.facts is not None and result.facts.ok and not result.facts.timed_out
-    assert gone(int(result.outcome.content))
+    assert gone(marker)
 
 
-async def test_cancelling_the_call_kills_the_program(tmp_path: Path) -> None:
+async def test_cancelling_the_call_kills_the_program() -> None:
     """A run cancelled from outside (a run timeout) leaves no process behind."""
-    pid_file = tmp_path / "pid"
-    task = asyncio.ensure_future(run_python(
-        "import os, pathlib, time\n"
-        "pathlib.Path(os.environ['PID_FILE']).write_text(str(os.getpid()))\n"
-        "time.sleep(60)", limits=RunLimits(timeout=30), env={"PID_FILE": str(pid_file)}))
+    marker = "cancelled-child-90af"
+    task = asyncio.ensure_future(run_python(sleeper(marker) + "import time; time.sleep(60)",
+                                            limits=RunLimits(timeout=30)))
     deadline = time.monotonic() + 10
-    while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
+    while not holding(marker) and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
-    pid = int(pid_file.read_text())
+    assert holding(marker)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert gone(pid)
+    assert gone(marker)
 
 
 async def test_the_memory_limit_stops_a_program_that_allocates_too_much() -> None:
@@ -280,9 +296,14 @@ async def test_a_tool_that_runs_no_code_files_no_row() -> None:
     assert result.outcome.content == "hi" and result.dispatch is None and scope == {}
 
 
-async def test_a_tool_that_raises_files_an_error_row() -> None:
-    """The runner could not start (no such interpreter): the row's outcome is ``error``."""
-    runner = code_runner(python="/nonexistent/python3")
+async def test_a_tool_that_raises_files_an_error_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runner could not start (its interpreter vanished): the row's outcome is ``error``."""
+    runner = code_runner()
+
+    async def vanished(*args: Any, **kwargs: Any) -> Any:
+        raise ConfigurationError("code_runner python='/gone/python3' is not an executable file")
+
+    monkeypatch.setattr(code_runner_module, "run_python", vanished)
     result, scope = await dispatch("print(1)", runner=runner)
     assert result.outcome.status == "error"
     (row,) = script_rows_of_turn(scope[LEDGER_KEY], 1).current
@@ -370,8 +391,11 @@ def test_the_tool_declares_itself_code_running_and_describes_its_limits() -> Non
     tool = code_runner(timeout=3, memory_mb=128, max_output_chars=500)
     assert tool.script == ToolScript(argument="code", language="python")
     assert tool.limits == RunLimits(timeout=3.0, memory_mb=128, max_output_chars=500)
+    assert "fresh, isolated process" not in tool.description
     assert tool.input_schema["required"] == ["code"]
-    assert "3 s, 128 MiB of memory, 500 characters" in tool.description
+    assert ("3 s, 128 MiB of memory per process, 64 processes, 64 MiB of scratch disk, "
+            "500 characters") in tool.description
+    assert "bubblewrap sandbox" in tool.description and tool.isolation in tool.description
     assert f"{MAX_SCRIPT_BYTES} bytes of program" in tool.description
     assert tool.validate({"code": 1}) and not tool.validate({"code": "x"})
 
