@@ -27,7 +27,7 @@ from ._commitlog import Change, CommitLog, CommitRecord
 from ._decide import Decision, Selection
 from ._pause import Pause
 from ._recorders import Dispatcher, FlowEvent, Hooks
-from ._redact import RedactionPolicy
+from ._redact import RedactionPolicy, RunSecrets
 from ._scope import ReadView, Scope, frozen_mapping
 from ._values import MISSING, FrozenList, copy_value, freeze, same_prefix, same_value
 
@@ -68,12 +68,14 @@ class Frame:
         "readonly",
         "redaction",
         "run_id",
+        "secrets",
         "state",
     )
 
     def __init__(self, *, ns: str, state: dict[str, Any], args: Mapping[str, Any],
                  env: Mapping[str, Any], readonly: frozenset[str], dispatch: Dispatcher,
-                 redaction: RedactionPolicy | None, run_id: str, depth: int) -> None:
+                 redaction: RedactionPolicy | None, run_id: str, depth: int,
+                 secrets: RunSecrets | None = None) -> None:
         self.ns = ns
         self.state = state
         self.args = args
@@ -82,6 +84,8 @@ class Frame:
         self.dispatch = dispatch
         self.redaction = redaction
         self.run_id = run_id
+        self.secrets = secrets if secrets is not None else RunSecrets(redaction)
+        """What the run's record must not show in the clear (one object for the whole run)."""
         self.break_reason: str | None = None
         self.loops: dict[str, int] = {}
         self.depth = depth
@@ -91,17 +95,21 @@ class Frame:
         return policy is not None and policy.is_redacted(key)
 
     def shown(self, key: str, value: object) -> Any:
-        """``value`` as the record may show it under ``key`` (masked when the key is redacted)."""
+        """``value`` as the record may show it under ``key``: masked when the key is redacted,
+        and with no string repeating what the run masked elsewhere."""
         policy = self.redaction
+        secrets = self.secrets
         if policy is None or not policy.is_redacted(key):
-            return value
-        return policy.redact_value(key, value)
+            return secrets.scrub(value)
+        shown = policy.redact_value(key, value)
+        secrets.learn(value, shown)
+        return secrets.scrub(shown)
 
     def child(self) -> Frame:
         """Same namespace and state, own break flag and loop counters (a parallel child)."""
         return Frame(ns=self.ns, state=self.state, args=self.args, env=self.env,
                      readonly=self.readonly, dispatch=self.dispatch, redaction=self.redaction,
-                     run_id=self.run_id, depth=self.depth + 1)
+                     run_id=self.run_id, depth=self.depth + 1, secrets=self.secrets)
 
 
 class Step:
@@ -253,7 +261,9 @@ class _Engine:
                 out = await out
         except BaseException as exc:
             message = f"{type(exc).__name__}: {exc}"
-            self.commit(scope, node, frame, kind, parent, control, passes, error=message)
+            record = self.commit(scope, node, frame, kind, parent, control, passes,
+                                 error=message)
+            message = record.error or message  # as recorded: under the policy's mask
             if dispatch.h_error:
                 self.fire(dispatch.h_error, "error", rid, node, data={"error": message})
             if not isinstance(exc, Exception):
@@ -281,7 +291,8 @@ class _Engine:
                     stage_id=node.id, runtime_stage_id=rid)
             self.commit(scope, node, frame, kind, parent, control, passes, paused=True)
             if self.dispatch.h_pause:
-                self.fire(self.dispatch.h_pause, "pause", rid, node, value=out.data)
+                self.fire(self.dispatch.h_pause, "pause", rid, node,
+                          value=frame.secrets.scrub(out.data))
             raise _Paused(node.id, rid, out.data)
         self.commit(scope, node, frame, kind, parent, control, passes)
         self.executed(node, rid, frame, scope)
@@ -360,6 +371,7 @@ class _Engine:
         changes: list[Change] = []
         state = frame.state
         policy = frame.redaction
+        secrets = frame.secrets
         for key, new in scope._staged.items():
             base = state.get(key, MISSING)
             if new is MISSING:
@@ -377,10 +389,14 @@ class _Engine:
                 if (policy.keeps_shape(key) and type(new) is FrozenList
                         and type(base) is FrozenList and 0 < len(base) < len(new)
                         and same_prefix(new, base)):
-                    tail = policy.redact_value(key, list(new[len(base):]))
+                    fresh = list(new[len(base):])
+                    tail = policy.redact_value(key, fresh)
+                    secrets.learn(fresh, tail)
                     changes.append(Change(key, "append", freeze(tail)))
                 else:
-                    changes.append(Change(key, "set", freeze(policy.redact_value(key, new))))
+                    shown = policy.redact_value(key, new)
+                    secrets.learn(new, shown)
+                    changes.append(Change(key, "set", freeze(shown)))
             elif scalar:
                 changes.append(Change(key, "set", new))
             elif (type(new) is FrozenList and type(base) is FrozenList
@@ -388,6 +404,10 @@ class _Engine:
                 changes.append(Change(key, "append", FrozenList(new[len(base):])))
             else:
                 changes.append(Change(key, "set", new))
+        if secrets.active:  # no recorded string repeats what the policy masks
+            changes = [c if c.op == "delete" else _scrubbed(c, secrets) for c in changes]
+            decision = secrets.scrub(decision)
+            error = secrets.scrub(error)
         step = scope._step
         record = self.log.append(CommitRecord(
             runtime_stage_id=step.rid, stage_id=node.id, stage=node.name, kind=kind,
@@ -479,14 +499,15 @@ class _Engine:
                 if not isinstance(key, str):
                     raise TypeError(f"input mapper returned non-string key {key!r}")
         except Exception as exc:
-            message = f"{type(exc).__name__}: {exc}"
+            message = frame.secrets.scrub(f"{type(exc).__name__}: {exc}")
             self.commit(scope, node, frame, "subflow-enter", parent, control, passes,
                         error=message, reads=tuple(view._reads))
             raise StageError(f"subflow {node.name!r} ({rid}) input mapper raised {message}",
                              stage_id=node.id, runtime_stage_id=rid) from exc
         inner = Frame(ns=rid, state={}, args=frozen_mapping(mapped), env=frame.env,
                       readonly=frozenset(mapped), dispatch=self.dispatch,
-                      redaction=frame.redaction, run_id=self.run_id, depth=frame.depth + 1)
+                      redaction=frame.redaction, run_id=self.run_id, depth=frame.depth + 1,
+                      secrets=frame.secrets)
         seed = Scope(inner, step)
         seed._staged.update(copy_value(mapped))
         self.commit(seed, node, inner, "subflow-enter", parent, control, passes,
@@ -508,7 +529,7 @@ class _Engine:
                         error=f"StageError: {exc}", read_ns=inner.ns, reads=())
             if self.dispatch.h_subflow_exit:
                 self.fire(self.dispatch.h_subflow_exit, "subflow_exit", rid, node,
-                          data={"error": str(exc)})
+                          data={"error": frame.secrets.scrub(str(exc))})
             raise
         return await self.finish_subflow(node, frame, rid, passes, inner, out), rid
 
@@ -537,7 +558,7 @@ class _Engine:
                     value = {**current, **value}
                 scope[key] = value
         except Exception as exc:
-            message = f"{type(exc).__name__}: {exc}"
+            message = frame.secrets.scrub(f"{type(exc).__name__}: {exc}")
             self.commit(scope, node, frame, "subflow-exit", rid, None, passes, error=message,
                         read_ns=inner.ns, reads=tuple(view._reads))
             raise StageError(f"subflow {node.name!r} ({rid}) output mapper raised {message}",
@@ -574,7 +595,8 @@ class _Engine:
             inner = Frame(ns=spec.ns or spec.rid, state=_frozen_state(spec.state),
                           args=frozen_mapping(spec.args), env=frame.env,
                           readonly=frozenset(spec.args or {}), dispatch=self.dispatch,
-                          redaction=frame.redaction, run_id=self.run_id, depth=frame.depth + 1)
+                          redaction=frame.redaction, run_id=self.run_id, depth=frame.depth + 1,
+                          secrets=frame.secrets)
             try:
                 out = await self.resume_level(cp, level + 1, inner, answer)
             except _Paused as paused:
@@ -593,6 +615,11 @@ class _Engine:
             return out
         nxt = self.follow(node, frame, spec.rid)
         return await self.walk(nxt, frame, spec.rid) if nxt is not None else out
+
+
+def _scrubbed(change: Change, secrets: RunSecrets) -> Change:
+    shown = secrets.scrub(change.value)
+    return change if shown is change.value else Change(change.key, change.op, freeze(shown))
 
 
 def _frozen_state(state: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -4,6 +4,12 @@ The policy is applied where the record is *written* (commit log, read/write even
 payloads, decision evidence), so no redacted value reaches the log, the narrative, an event,
 a recording or a checkpoint's embedded log. Stage code always sees the real values.
 One marker everywhere: ``"[REDACTED]"``.
+
+Free text is covered as well as keys: every value a run masks under a redacted key is
+remembered for the rest of the run (:class:`RunSecrets`), and any recorded string that repeats
+it — an error message, a tool result quoting its argument, an emitted payload, a pause's data,
+the run's output — shows the marker in its place; ``text_patterns`` mask secret-shaped text
+(an API key's form) wherever it is recorded, whether or not a key held it.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-__all__ = ["REDACTED", "RedactionPolicy", "redacted_values", "scrub"]
+__all__ = ["REDACTED", "RedactionPolicy", "RunSecrets", "redacted_values", "scrub"]
 
 MIN_SCRUBBED_CHARS: Final = 4
 """A redacted string value shorter than this is not searched for in payloads."""
@@ -26,23 +32,35 @@ REDACTED: Final = "[REDACTED]"
 
 @dataclass(slots=True, eq=False)
 class RedactionPolicy:
-    """Keys by exact name, keys by regular expression, and emitted event names by expression."""
+    """Keys by exact name, keys by regular expression, emitted event names by expression, and
+    secret-shaped text by expression (``text_patterns``, masked in every recorded string)."""
 
     keys: Iterable[str] = ()
     patterns: Iterable[str] = ()
     emit_patterns: Iterable[str] = ()
+    text_patterns: Iterable[str] = ()
     _keys: frozenset[str] = field(init=False, repr=False)
     _patterns: tuple[re.Pattern[str], ...] = field(init=False, repr=False)
     _emit: tuple[re.Pattern[str], ...] = field(init=False, repr=False)
+    _text: tuple[re.Pattern[str], ...] = field(init=False, repr=False)
     _cache: dict[str, bool] = field(init=False, repr=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.keys = tuple(self.keys)
         self.patterns = tuple(self.patterns)
         self.emit_patterns = tuple(self.emit_patterns)
+        self.text_patterns = tuple(self.text_patterns)
         self._keys = frozenset(self.keys)
         self._patterns = tuple(_compile(p, "patterns") for p in self.patterns)
         self._emit = tuple(_compile(p, "emit_patterns") for p in self.emit_patterns)
+        self._text = tuple(_compile(p, "text_patterns") for p in self.text_patterns)
+        for found in self._text:
+            if found.search(""):
+                from ..errors import ConfigurationError
+
+                raise ConfigurationError(
+                    f"RedactionPolicy text_patterns entry {found.pattern!r} matches empty text, "
+                    "so it would mask nothing and everything; make it match the secret itself")
 
     def is_redacted(self, key: str) -> bool:
         """True when the state key ``key`` must be recorded as ``[REDACTED]``."""
@@ -75,12 +93,15 @@ class RedactionPolicy:
         return any(p.search(name) for p in self._emit)
 
     def report(self) -> dict[str, list[str]]:
-        """What is redacted, never the values."""
-        return {
+        """What is redacted, never the values (``text_patterns`` listed when there are some)."""
+        shown = {
             "keys": sorted(self._keys),
             "patterns": [p.pattern for p in self._patterns],
             "emit_patterns": [p.pattern for p in self._emit],
         }
+        if self._text:
+            shown["text_patterns"] = [p.pattern for p in self._text]
+        return shown
 
 
 def _compile(pattern: str, field_name: str) -> re.Pattern[str]:
@@ -105,40 +126,42 @@ def redacted_values(policy: RedactionPolicy, *sources: Mapping[str, Any]) -> set
     :data:`MIN_SCRUBBED_LEAF_CHARS` count (numbers and short labels there do not).
     """
     found: set[Any] = set()
-
-    def inside(value: object) -> None:
-        if isinstance(value, str):
-            if len(value) >= MIN_SCRUBBED_LEAF_CHARS:
-                found.add(value)
-        elif isinstance(value, Mapping):
-            for item in value.values():
-                inside(item)
-        elif isinstance(value, list | tuple):
-            for item in value:
-                inside(item)
-
-    def masked(value: object, shown: object) -> None:
-        if isinstance(shown, str) and shown == REDACTED and value != REDACTED:
-            if isinstance(value, str):
-                if len(value) >= MIN_SCRUBBED_CHARS:
-                    found.add(value)
-            elif isinstance(value, int | float) and not isinstance(value, bool):
-                found.add(value)
-            else:
-                inside(value)
-        elif isinstance(value, Mapping) and isinstance(shown, Mapping):
-            for key, item in value.items():
-                masked(item, shown.get(key, REDACTED))
-        elif isinstance(value, list | tuple) and isinstance(shown, list | tuple) \
-                and len(value) == len(shown):
-            for item, seen in zip(value, shown, strict=True):
-                masked(item, seen)
-
     for source in sources:
         for key, value in source.items():
             if policy.is_redacted(key):
-                masked(value, policy.redact_value(key, value))
+                _masked_into(found, value, policy.redact_value(key, value))
     return found
+
+
+def _masked_into(found: set[Any], value: object, shown: object) -> None:
+    """Add to ``found`` what ``shown`` (the record's form of ``value``) masks of it."""
+    if isinstance(shown, str) and shown == REDACTED and value != REDACTED:
+        if isinstance(value, str):
+            if len(value) >= MIN_SCRUBBED_CHARS:
+                found.add(value)
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            found.add(value)
+        else:
+            _leaves_into(found, value)
+    elif isinstance(value, Mapping) and isinstance(shown, Mapping):
+        for key, item in value.items():
+            _masked_into(found, item, shown.get(key, REDACTED))
+    elif isinstance(value, list | tuple) and isinstance(shown, list | tuple) \
+            and len(value) == len(shown):
+        for item, seen in zip(value, shown, strict=True):
+            _masked_into(found, item, seen)
+
+
+def _leaves_into(found: set[Any], value: object) -> None:
+    if isinstance(value, str):
+        if len(value) >= MIN_SCRUBBED_LEAF_CHARS:
+            found.add(value)
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            _leaves_into(found, item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _leaves_into(found, item)
 
 
 def scrub(payload: object, secrets: set[Any]) -> Any:
@@ -166,3 +189,80 @@ def scrub(payload: object, secrets: set[Any]) -> Any:
         return value
 
     return clean(payload)
+
+
+class RunSecrets:
+    """What one run's record must never show in the clear, learned as the run goes.
+
+    The engine tells it every value a redacted key masks (:meth:`learn`) and a stage may name
+    one more (:meth:`add`: a recalled memory written from redacted content); every string the
+    record then takes — a commit's values, an error message, a decision's evidence, a pause's
+    data, the output — is passed through :meth:`scrub`, which puts :data:`REDACTED` where a
+    learned value or a ``text_patterns`` match stood. Only strings are rewritten (a masked
+    number would blank out counters and ids everywhere). Unchanged values come back as the
+    same object, so the log keeps sharing them with the state.
+    """
+
+    __slots__ = ("_order", "_patterns", "_shortest", "_texts")
+
+    def __init__(self, policy: RedactionPolicy | None) -> None:
+        self._texts: set[str] = set()
+        self._order: tuple[str, ...] = ()
+        self._shortest = 0
+        self._patterns = policy._text if policy is not None else ()
+
+    @property
+    def active(self) -> bool:
+        """Whether anything is masked in free text yet (when not, :meth:`scrub` is identity)."""
+        return bool(self._order or self._patterns)
+
+    def learn(self, value: object, shown: object) -> None:
+        """Remember what ``shown`` (the record's form of ``value``) masked of it."""
+        found: set[Any] = set()
+        _masked_into(found, value, shown)
+        self._grow(t for t in found if isinstance(t, str))
+
+    def learn_state(self, policy: RedactionPolicy, state: Mapping[str, Any]) -> None:
+        """Remember what ``policy`` masks of every redacted key of ``state``."""
+        found = redacted_values(policy, state)
+        self._grow(t for t in found if isinstance(t, str))
+
+    def add(self, text: str) -> None:
+        """Never show ``text`` in this run's record (shorter than 4 characters: ignored)."""
+        if isinstance(text, str) and len(text) >= MIN_SCRUBBED_CHARS:
+            self._grow((text,))
+
+    def _grow(self, texts: Iterable[str]) -> None:
+        fresh = [t for t in texts if t not in self._texts and t != REDACTED]
+        if fresh:
+            self._texts.update(fresh)
+            self._order = tuple(sorted(self._texts, key=len, reverse=True))
+            self._shortest = len(self._order[-1])
+
+    def text(self, value: str) -> str:
+        """``value`` with every learned secret and pattern match masked."""
+        if len(value) >= self._shortest:
+            for secret in self._order:
+                if secret in value:
+                    value = value.replace(secret, REDACTED)
+        for pattern in self._patterns:
+            value = pattern.sub(REDACTED, value)
+        return value
+
+    def scrub(self, value: Any) -> Any:
+        """``value`` with its strings masked; the same object when nothing changed."""
+        if not self.active:
+            return value
+        return self._clean(value)
+
+    def _clean(self, value: Any) -> Any:
+        if isinstance(value, str):
+            shown = self.text(value)
+            return value if shown == value else shown
+        if isinstance(value, Mapping):
+            out = {k: self._clean(v) for k, v in value.items()}
+            return value if all(out[k] is v for k, v in value.items()) else out
+        if isinstance(value, list | tuple):
+            items = [self._clean(v) for v in value]
+            return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+        return value

@@ -22,7 +22,7 @@ from ..errors import CheckpointError, ConfigurationError, FlowTimeoutError, RunE
 from ._commitlog import CommitLog, CommitRecord
 from ._engine import Frame, _Engine, _frozen_state, _Paused
 from ._recorders import FlowEvent, ObserverFailure, Recorder
-from ._redact import RedactionPolicy
+from ._redact import RedactionPolicy, RunSecrets
 from ._scope import frozen_mapping
 from ._values import MISSING, check_json_value, copy_value, summarize
 
@@ -75,6 +75,8 @@ class FlowRun:
     observer_stats: dict[str, dict[str, int]] = field(default_factory=dict)
     redaction: RedactionPolicy | None = None
     """The policy the run was recorded under (a recording scrubs the output with it)."""
+    secrets: RunSecrets | None = None
+    """What the run masked, for whoever records more of it (the output, a checkpoint)."""
 
     def __repr__(self) -> str:  # the log can be megabytes: show what identifies the run
         return (f"FlowRun(run_id={self.run_id!r}, status={self.status!r}, "
@@ -137,7 +139,7 @@ def _checkpoint(engine: _Engine, paused: _Paused, root: Frame) -> Checkpoint:
     return Checkpoint(
         chart=engine.chart.name, fingerprint=engine.chart.fingerprint(), run_id=engine.run_id,
         paused_stage=paused.node, paused_runtime_stage_id=paused.rid,
-        pause_data=copy_value(paused.data), state=copy_value(root.state),
+        pause_data=root.secrets.scrub(copy_value(paused.data)), state=copy_value(root.state),
         args=copy_value(dict(root.args)), frames=frames, counter=engine.counter,
         visits=dict(engine.visits), log=engine.log.to_json(), created_at=time.time(),
     )
@@ -149,10 +151,11 @@ def _result(engine: _Engine, status: Literal["done", "paused", "failed"], output
     engine.dispatch.flush()
     return FlowRun(
         run_id=engine.run_id, chart=engine.chart, status=status, output=output,
-        state=copy_value(root.state), log=engine.log, checkpoint=checkpoint, error=error,
+        state=copy_value(root.state), log=engine.log, checkpoint=checkpoint,
+        error=None if error is None else root.secrets.text(error),
         observer_errors=engine.dispatch.all_failures(),
         observer_stats={d.id: d.stats() for d in engine.dispatch.deferred},
-        redaction=root.redaction,
+        redaction=root.redaction, secrets=root.secrets,
     )
 
 
@@ -184,17 +187,17 @@ async def _drive(engine: _Engine, body: Coroutine[Any, Any, Any], root: Frame) -
             f"run of chart {engine.chart.name!r} timed out after {timeout}s; "
             "raise timeout= or make the stages faster")
         error.run = _result(engine, "failed", None, root, error=str(error))
-        _root_event(engine, "run_failed", data={"error": str(error)})
+        _root_event(engine, "run_failed", data={"error": root.secrets.text(str(error))})
         engine.dispatch.flush()
         if error is exc:
             raise
         raise error from exc
     except RunError as exc:
         exc.run = _result(engine, "failed", None, root, error=str(exc))
-        _root_event(engine, "run_failed", data={"error": str(exc)})
+        _root_event(engine, "run_failed", data={"error": root.secrets.text(str(exc))})
         engine.dispatch.flush()
         raise
-    _root_event(engine, "run_end", value=output)
+    _root_event(engine, "run_end", value=root.secrets.scrub(output))
     return _result(engine, "done", output, root)
 
 
@@ -219,12 +222,13 @@ async def run_chart(chart: Chart, *, args: Mapping[str, Any] | None,
     engine = _Engine(chart, options, run_id or uuid.uuid4().hex)
     root = _root_frame(engine, state, args, env, options.redaction)
     policy = options.redaction
+    _learn(root, policy, root.state, args)
     engine.log.initial[""] = {k: copy_value(root.shown(k, v)) for k, v in root.state.items()}
     for recorder in options.recorders:
         clear = getattr(recorder, "clear", None)
         if callable(clear):
             clear()
-    _root_event(engine, "run_start", value=_shown_args(args, policy),
+    _root_event(engine, "run_start", value=_shown_args(args, policy, root.secrets),
                       data={"initial": copy_value(engine.log.initial)})
     return await _drive(engine, engine.walk(chart.root, root, None), root)
 
@@ -250,18 +254,31 @@ async def resume_chart(chart: Chart, checkpoint: Checkpoint | Mapping[str, Any] 
     except (KeyError, TypeError, ValueError) as exc:
         raise CheckpointError(f"checkpoint log is unreadable ({exc!r}); it was altered") from exc
     root = _root_frame(engine, cp.state, cp.args, env, options.redaction)
+    _learn(root, options.redaction, cp.state, cp.args, *(f.state for f in cp.frames if f.state))
     replayed = {ns: engine.log.state_at(len(engine.log) - 1, ns=ns)
                 for ns in {"", *(r.ns for r in engine.log.records)}}
-    _root_event(engine, "run_start", value=_shown_args(cp.args, options.redaction),
+    _root_event(engine, "run_start", value=_shown_args(cp.args, options.redaction, root.secrets),
                       data={"resumed": True, "initial": replayed})
     return await _drive(engine, engine.resume_level(cp, 0, root, answer), root)
 
 
-def _shown_args(args: Mapping[str, Any] | None, policy: RedactionPolicy | None) -> dict[str, Any]:
+def _learn(root: Frame, policy: RedactionPolicy | None,
+           *sources: Mapping[str, Any] | None) -> None:
+    """Before anything is recorded: what the policy masks of the run's input and state."""
+    if policy is not None and policy.has_key_rules:
+        for source in sources:
+            if source:
+                root.secrets.learn_state(policy, source)
+
+
+def _shown_args(args: Mapping[str, Any] | None, policy: RedactionPolicy | None,
+                secrets: RunSecrets) -> dict[str, Any]:
     if policy is None:
         return {k: copy_value(v) for k, v in (args or {}).items()}
-    return {k: (copy_value(policy.redact_value(k, v)) if policy.is_redacted(k) else copy_value(v))
-            for k, v in (args or {}).items()}
+    shown: dict[str, Any] = secrets.scrub({
+        k: (copy_value(policy.redact_value(k, v)) if policy.is_redacted(k) else copy_value(v))
+        for k, v in (args or {}).items()})
+    return shown
 
 
 _sync_loops = threading.local()

@@ -172,6 +172,7 @@ class Scope:
                 k: v for k, v in self._staged.items() if v is not MISSING})
             if secrets:
                 shown = scrub(shown, secrets)
+        shown = frame.secrets.scrub(shown)  # what the run masked before, and text patterns
         self._emits.append((name, shown))
         hooks = frame.dispatch.h_emit
         if hooks:
@@ -198,7 +199,8 @@ class Scope:
         return previous
 
     def _shown(self, key: str, value: Any) -> str:
-        return REDACTED if self._frame.redacts(key) else summarize(value)
+        frame = self._frame
+        return REDACTED if frame.redacts(key) else frame.secrets.scrub(summarize(value))
 
     def __repr__(self) -> str:
         return f"<Scope {self._step.rid}>"
