@@ -22,7 +22,7 @@ MAX_PUBLIC_NAMES = {
     "agentfootprint.compose": 14,
     "agentfootprint.context": 4,
     "agentfootprint.events": 2,
-    "agentfootprint.explain": 13,
+    "agentfootprint.explain": 15,
     "agentfootprint.explain.report": 0,
     "agentfootprint.flow": 16,
     "agentfootprint.memory": 18,

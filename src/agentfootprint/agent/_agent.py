@@ -27,6 +27,7 @@ from ..tools._registry import ToolRegistry
 from ..tools._script_keys import LEDGER_KEY
 from ..tools._tool import Tool
 from ._loop import AgentSpec, build_agent_chart, live_emit
+from ._memory_mount import end_turn_claim
 from ._options import Governance, Limits, ModelSettings, Tracing, grouped_options
 
 if TYPE_CHECKING:
@@ -60,6 +61,8 @@ class RunResult:
     """``paused``: a tool asked a person (``pause`` says what); ``agent.resume`` continues."""
     pause: dict[str, Any] | None = None
     """For a paused run: ``{kind, tool_name, tool_call_id, iteration, data}``."""
+    source: Any = field(default=None, repr=False, compare=False)
+    """The agent or composition that produced this run (what an explanation re-runs)."""
 
     @property
     def paused(self) -> bool:
@@ -183,6 +186,7 @@ class _Runner:
         try:
             run = await start(recorders)
         except RunError as exc:
+            await _end_claim_noting(self.spec, exc)
             self._record_failure(exc)
             if isinstance(exc, StageError):
                 raise_framework_cause(exc)
@@ -190,6 +194,7 @@ class _Runner:
         finally:
             live_emit.reset(token)
         result = self._result(run)
+        await end_turn_claim(self.spec, run)
         if self.run_store is not None:
             try:
                 self.run_store.save(result)
@@ -220,6 +225,7 @@ class _Runner:
             history=list(state.get(trace.HISTORY, [])),
             status="paused" if run.paused else "done",
             pause=copy_value(run.pause_data) if run.paused else None,
+            source=self,
         )
         if not run.paused:
             self.last = result
@@ -289,7 +295,10 @@ class _Runner:
         saved[trace.RESUMED_FROM] = run.run_id
         args: dict[str, Any] = {trace.MESSAGE: state[trace.USER_MESSAGE], trace.RESUME_STATE: saved}
         if self.spec.memories:
-            args[trace.IDENTITY] = _check_identity(getattr(self, "identity", None))
+            from ..memory._stages import identity_from_record
+
+            args[trace.IDENTITY] = _check_identity(  # the failed run's own, when given per run
+                identity_from_record(state.get(trace.IDENTITY)) or getattr(self, "identity", None))
         return await self._drive(lambda recorders: self.chart.run(
             args, recorders=recorders, redaction=self.redaction, timeout=timeout))
 
@@ -346,6 +355,12 @@ class Agent(_Runner):
         skipper = skip_step_tool() if stepped else None
         memories = _check_memories(memory, injections)
         self.identity = identity
+        self._init_kwargs: dict[str, Any] = {
+            "provider": provider, "model": model, "system": system, "tools": static,
+            "context": injections, "memory": memories, "identity": identity,
+            "react_mode": react_mode, "name": name, "stream": stream, "window": window,
+            "limits": limits, "settings": settings, "governance": governance,
+            "tracing": tracing}
         dispatchable = _dispatchable(static, reader, injections)
         if skipper is not None:
             dispatchable.append(skipper)
@@ -391,6 +406,24 @@ class Agent(_Runner):
         """The conversation after the last finished run (final answer included), or None."""
         return self.last.checkpoint if self.last is not None else None
 
+    def without(self, ids: Iterable[str]) -> Agent:
+        """A copy of this agent built without the context sources named in ``ids``.
+
+        Injection ids and tool names leave ``context=`` / ``tools=``; a
+        ``memory:<memory id>#<entry id>`` suspect is excluded from that memory's recall. What an
+        explanation re-runs when no ``rebuild`` is given.
+        """
+        from ._rebuild import agent_without
+
+        return agent_without(self, frozenset(ids))
+
+    def _replace(self, **changes: Any) -> Agent:
+        """A copy built from the same arguments with ``changes`` applied."""
+        return Agent(**{**self._init_kwargs, **changes})
+
+    def _map_agents(self, fn: Callable[[Agent], Agent]) -> Agent:
+        return fn(self)
+
 
 class LLMCall(_Runner):
     """One model call, no tools: a system prompt and the user's message in, the answer out."""
@@ -421,8 +454,16 @@ _RESUMABLE_KEYS = frozenset((
     trace.USER_MESSAGE, trace.HISTORY, trace.TURN, trace.ITERATION, trace.MAX_ITERATIONS,
     trace.INPUT_TOKENS, trace.OUTPUT_TOKENS, trace.ACTIVATED_SKILLS, trace.TOOL_RESULTS,
     trace.DELIVERED_KEYS, trace.SKILL_STEPS, trace.WRAP_UP_ASKED, trace.STOPPED_EARLY,
-    trace.FINDINGS_LEDGER, trace.ACT_LEDGER))
+    trace.FINDINGS_LEDGER, trace.ACT_LEDGER, trace.TURN_CLAIM))
 """Run state a crash replay carries over (everything else is recomputed by the stages)."""
+
+
+async def _end_claim_noting(spec: AgentSpec, error: RunError) -> None:
+    """End a failed run's turn claim; a store that fails here never hides the run's error."""
+    try:
+        await end_turn_claim(spec, error.run)
+    except Exception as exc:
+        error.add_note(f"its turn claim could not be ended: {exc!r}")
 
 
 def raise_framework_cause(exc: StageError) -> None:

@@ -9,6 +9,7 @@ the agent without each candidate and is the only thing allowed to say CAUSAL;
 from .._lazy import moved_names as _moved_names
 from ._backtrack import Backtrack, backtrack
 from ._chat import RecordedChat, recorded_chat
+from ._criterion import WrongIf, wrong_if
 from ._dropped import DroppedContextReport, find_dropped_context
 from ._influence import semantic_alignment
 from ._localize import ContextBugReport, localize_context_bug
@@ -33,6 +34,7 @@ __all__ = [
     "ContextBugReport",
     "DroppedContextReport",
     "RecordedChat",
+    "WrongIf",
     "backtrack",
     "find_dropped_context",
     "localize_context_bug",
@@ -42,4 +44,5 @@ __all__ = [
     "trace_debug_agent",
     "trace_toolpack",
     "write_html_report",
+    "wrong_if",
 ]

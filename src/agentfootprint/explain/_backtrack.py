@@ -6,6 +6,11 @@
     ALLOWED  the trigger that let it in, and why it fired that iteration
     BORN     where it was authored: the define_* declaration, the tool call, the user
 
+In a composition the chain crosses members: when the followed source reached an earlier
+member's call, the chain reads the final call's message, then a FROM hop names the member whose
+answer that message is (never "the user's message"), and continues in that member's call — the
+same through an agent used as a tool (its result is the answer of an inner run).
+
 Every hop names a runtime stage id and every value is rebuilt from the commit log, so the
 chain is the same on a live result and on a recording loaded in another process. Which
 suspect is followed is chosen by an influence score — a correlational proxy, labelled as
@@ -20,8 +25,9 @@ from typing import Any
 
 from ..runs import trace
 from ..runs._view import CallView, Explainable, RunView
+from ._across import Reached, reached_calls, suspects_across
 from ._influence import rank_suspects
-from ._suspects import Suspect, suspects_in
+from ._suspects import Suspect
 
 __all__ = ["Backtrack", "Hop", "backtrack"]
 
@@ -31,7 +37,8 @@ class Hop:
     """One link of the chain."""
 
     kind: str
-    """ANSWER, READ, LANDED, ALLOWED or BORN."""
+    """ANSWER, READ, FROM (a message handed on by another member or agent), LANDED, ALLOWED
+    or BORN."""
     text: str
     runtime_stage_id: str | None = None
 
@@ -65,28 +72,66 @@ def backtrack(source: Explainable, *, suspect: str | None = None,
     """The chain from the final answer of ``source`` (a RunResult, FlowRun or Recording).
 
     ``suspect`` follows a given source id instead of the best-ranked removable one. The run is
-    read once (``RunView``); every hop is a field of the call the answer came from.
+    read once (``RunView``); every hop is a field of the call the answer came from. In a
+    composition every member's sources are candidates (each labelled with its member); when the
+    followed one reached an earlier member, the chain crosses into that member.
     """
     view = RunView.of(source)
-    call = view.call()
-    answer, system = call.answer, call.system
-    ranked = rank_suspects(answer, suspects_in(call), strategy=strategy)
+    reached = reached_calls(view)
+    call = reached[0].call
+    answer = call.answer
+    owners = suspects_across(reached)
+    ranked = rank_suspects(answer, [piece for piece, _ in owners], strategy=strategy)
     chosen = _choose(ranked, suspect)
     hops = [Hop("ANSWER", f"{_quote(answer)}", call.answered_by)]
     if chosen is None:
         hops.append(Hop("READ", f"{call.runtime_stage_id} — system prompt "
-                                f"({len(system)} chars), {len(call.messages)} messages, "
+                                f"({len(call.system)} chars), {len(call.messages)} messages, "
                                 f"{len(call.tools)} tools", call.runtime_stage_id))
-        return Backtrack(answer, hops, None, None, system, ranked)
+        return Backtrack(answer, hops, None, None, call.system, ranked)
     found, sentence = chosen.suspect, chosen.sentence
+    node = next(n for p, n in owners if p is found)
+    hops.extend(_crossings(node))
+    at, here = node.call, node.view
     where = "the system prompt" if found.slot == "system" else "the conversation"
-    hops.append(Hop("READ", f"{call.runtime_stage_id} — {where} the model saw "
+    hops.append(Hop("READ", f"{at.runtime_stage_id} — {where} the model saw "
                             f"(sentence: {_quote(sentence or found.text)})",
-                    call.runtime_stage_id))
-    hops.append(_landed(call, found))
-    hops.append(_allowed(view, call, found))
-    hops.append(_born(view, call, found))
-    return Backtrack(answer, hops, found, sentence, system, ranked)
+                    at.runtime_stage_id))
+    hops.append(_landed(at, found))
+    hops.append(_allowed(here, at, found))
+    hops.append(_born(here, at, found))
+    return Backtrack(answer, hops, found, sentence, at.system, ranked)
+
+
+def _crossings(node: Reached) -> list[Hop]:
+    """READ and FROM hops from the final call down to the call ``node`` (none when it is the
+    final call): each call read a message that was another member's (or run's) answer."""
+    hops: list[Hop] = []
+    chain = node.chain()
+    for reader, fed in zip(chain, chain[1:], strict=False):
+        call = reader.call
+        if fed.link == "tool":
+            piece = next((p for p in call.pieces if p.kind == "tool"
+                          and fed.run_id in p.upstream), None)
+            text = piece.text if piece is not None else fed.call.answer
+            hops.append(Hop("READ", f"{call.runtime_stage_id} — the tool result the model saw "
+                                    f"({_quote(text)})", call.runtime_stage_id))
+            hops.append(Hop("FROM", f"that result of {fed.name} is the answer of its own run "
+                                    f"{fed.run_id} (an agent used as a tool)",
+                            piece.runtime_stage_id if piece is not None else None))
+            continue
+        piece = next((p for p in call.pieces if p.kind == "user" and fed.name in p.upstream),
+                     None)
+        text = piece.text if piece is not None else fed.call.answer
+        member = reader.view.member_of(call)
+        mount = member.ns if member is not None else None
+        hops.append(Hop("READ", f"{call.runtime_stage_id} — the message the model was sent "
+                                f"({_quote(text)})", call.runtime_stage_id))
+        who = f"member {member.name!r} was" if member is not None else "it was"
+        hops.append(Hop("FROM", f"{who} sent the answer of member {fed.name!r} "
+                                f"({fed.call.runtime_stage_id}), handed on by the composition "
+                                "— not the user's message", mount))
+    return hops
 
 
 def _choose(ranked: list[Any], suspect: str | None) -> Any:
@@ -122,6 +167,8 @@ def _allowed(view: RunView, call: CallView, found: Suspect) -> Hop:
     if found.kind == "tool":
         return Hop("ALLOWED", f"the model asked for tool {found.id!r} and the route chose "
                               "to run it", view.route_before(found.runtime_stage_id))
+    if found.kind == "user" and found.upstream:
+        return Hop("ALLOWED", "the composition sends each member the answer it is handed", None)
     if found.kind == "user":
         return Hop("ALLOWED", "the user's message is always sent", None)
     return Hop("ALLOWED", "the base system prompt is always sent", None)
@@ -147,9 +194,16 @@ def _born(view: RunView, call: CallView, found: Suspect) -> Hop:
         factory = {"fact": "define_fact", "steering": "define_steering",
                    "instruction": "define_instruction", "skill": "define_skill"}.get(
             found.flavor or "", "define_injection")
-        return Hop("BORN", f"{factory}({found.id!r})")
+        where = f" in member {found.member!r}" if found.member else ""
+        return Hop("BORN", f"{factory}({found.id!r}){where}")
+    if found.kind == "tool" and found.upstream:
+        return Hop("BORN", f"the answer of agent tool {found.id!r} (its run "
+                           f"{found.upstream[0]})", found.runtime_stage_id)
     if found.kind == "tool":
         return Hop("BORN", f"the result of tool {found.id!r}", found.runtime_stage_id)
+    if found.kind == "user" and found.upstream:
+        names = ", ".join(repr(name) for name in found.upstream)
+        return Hop("BORN", f"the answer of member {names}, not the user's message")
     if found.kind == "user":
         return Hop("BORN", "the user's message")
     return Hop("BORN", "Agent(system=...)")

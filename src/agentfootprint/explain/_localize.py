@@ -1,28 +1,27 @@
-"""Localize a context bug: slice → rank (a proxy) → counterfactual re-runs (the only CAUSAL).
+"""Localize a context bug: slice → rank (a proxy) → isolated re-runs (the only CAUSAL).
 
-``localize_context_bug(result, rebuild=..., is_wrong=...)`` explains a wrong answer in three
-honest steps:
+``localize_context_bug(result, is_wrong=...)`` explains a wrong answer in three honest steps:
 
 1. **Slice** — ``suspects_of(result)``: every context source that provably reached the final
    LLM call, with the exact text the model saw (a structural fact, read from the log).
 2. **Rank** — an influence strategy scores how much each text aligns with the answer
-   (``influence.py``). A correlational proxy: it orders the re-runs, it convicts nobody.
-3. **Re-run** — first a *baseline*: ``reruns`` runs of the same agent with nothing removed
-   (``rebuild(frozenset())``). Then, for each removable suspect (the top ``max_suspects``),
-   ``reruns`` runs of the agent rebuilt without it (``rebuild(frozenset({id}))``). A run
-   "flips" when ``is_wrong(answer)`` is false.
+   (``influence.py``). A correlational proxy: it orders the search, it convicts nobody.
+3. **Prove** — isolated re-runs (``isolation.py``) without sources, judged against one shared
+   baseline by the flip-rate rule of ``verdict.py`` and searched by group testing
+   (``search.py``): every suspect is covered, causes that need several sources are found, and the
+   false-positive rate ``alpha`` is stated in the report.
 
-This module owns ``localize_context_bug`` and its ``ContextBugReport``. The re-runs, the verdict
-rules and the ``rebuild(without)`` contract are those of ``rerun.py``.
+The report is kept: ``report.to_proof()`` is what the run store saves beside the run.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from ..errors import ConfigurationError
 from ..runs._recording import AgentRun
+from ._criterion import describe_criterion
 from ._influence import (
     InfluenceStrategy,
     RankingConfidence,
@@ -31,6 +30,7 @@ from ._influence import (
     ranking_confidence,
 )
 from ._rerun import (
+    BudgetExceeded,
     IsWrong,
     Probe,
     Progress,
@@ -38,25 +38,24 @@ from ._rerun import (
     Rerunner,
     Verdict,
     answer_of,
-    check_reruns,
+    check_alpha,
     message_of,
     removable_by_id,
-    require_wrong,
-    verdict_for,
 )
+from ._search import MONOTONICITY, Cause, SearchResult, find_causes
 from ._suspects import Suspect, suspects_of
+from ._verdict import DEFAULT_ALPHA
 
 __all__ = ["ContextBugReport", "LocalizedSuspect", "localize_context_bug"]
 
 PROXY_HEADER = "scores are a correlational proxy; only re-runs say CAUSAL"
-
-
-# -- localize ------------------------------------------------------------------------------------
+DEFAULT_BUDGET = 80
+"""Agent re-runs one explanation may spend by default."""
 
 
 @dataclass(frozen=True, slots=True)
 class LocalizedSuspect:
-    """One suspect: its proxy score (tier "proxy") and, when re-run, its verdict."""
+    """One suspect: its proxy score (tier "proxy") and, when covered by re-runs, its verdict."""
 
     suspect: Suspect
     rank: int
@@ -65,11 +64,18 @@ class LocalizedSuspect:
     sentence: str
     """The suspect's sentence that aligns best with the answer."""
     verdict: Verdict | None = None
-    """``None``: not re-run (cannot be removed, or beyond ``max_suspects``)."""
+    """``None``: no re-run reached it (cannot be removed, or the budget ran out)."""
     flips: int | None = None
     runs: int | None = None
     why: str = ""
     answers: tuple[str, ...] = ()
+    """The re-runs' answers, flipped ones first: ``answers[0]`` is what the agent said without
+    it when the verdict is CAUSAL."""
+    p_value: float | None = None
+    cause: Literal["single", "either"] | None = None
+    """For a CAUSAL suspect: alone, or one of a set any member of which suffices."""
+    removed_with: tuple[str, ...] = ()
+    """The set its verdict's re-runs removed (itself alone, its cause's set, or a held group)."""
 
     @property
     def label(self) -> str:
@@ -88,10 +94,15 @@ class LocalizedSuspect:
     def fraction(self) -> str | None:
         return f"{self.flips}/{self.runs}" if self.runs is not None else None
 
+    @property
+    def answer_without(self) -> str | None:
+        """What the agent answered without this source (CAUSAL verdicts)."""
+        return self.answers[0] if self.verdict == "CAUSAL" and self.answers else None
+
 
 @dataclass(slots=True)
 class ContextBugReport:
-    """What ``localize_context_bug`` found: a proxy ranking and the re-run verdicts."""
+    """What ``localize_context_bug`` found: the proven causes, the proxy ranking, the costs."""
 
     answer: str
     message: str
@@ -100,15 +111,23 @@ class ContextBugReport:
     """Every suspect, in proxy-rank order."""
     baseline: Probe | None
     """``None`` when there was nothing removable to test (no model calls were spent)."""
-    reruns: int
     confidence: RankingConfidence
     runs_used: int = 0
+    """Agent re-runs spent (the baseline included)."""
     notes: list[str] = field(default_factory=list)
-    """Honest-absence notes: untested suspects, an unstable baseline."""
+    causes: list[Cause] = field(default_factory=list)
+    alpha: float = DEFAULT_ALPHA
+    deterministic: bool = False
+    uncovered: list[str] = field(default_factory=list)
+    model_calls: int = 0
+    budget: int | None = None
+    criterion: dict[str, Any] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
 
     @property
     def baseline_stable(self) -> bool:
-        return self.baseline is not None and self.baseline.flips == 0
+        return self.baseline is not None and self.baseline.runs > 0 and (
+            self.baseline.flips * 2 <= self.baseline.runs)
 
     @property
     def causal(self) -> list[LocalizedSuspect]:
@@ -123,18 +142,63 @@ class ContextBugReport:
         raise KeyError(f"no suspect {id!r}; known: {known}")
 
     def verdict_of(self, id: str) -> Verdict | None:
-        """The verdict of the suspect with this id (``None``: not re-run)."""
+        """The verdict of the suspect with this id (``None``: no re-run reached it)."""
         return self.find(id).verdict
+
+    def runs_for(self, id: str) -> int:
+        """Re-runs behind this suspect's verdict (0: none reached it)."""
+        return self.find(id).runs or 0
+
+    def to_proof(self) -> dict[str, Any]:
+        """The report as plain JSON, kept beside the run in the run store."""
+        base = self.baseline
+        return {
+            "kind": "localize", "version": 1, "answer": self.answer, "message": self.message,
+            "criterion": self.criterion, "alpha": self.alpha,
+            "model": "deterministic" if self.deterministic else "sampling",
+            "baseline": None if base is None else {
+                "runs": base.runs, "flips": base.flips, "answers": list(base.answers[:3])},
+            "causes": [{
+                "kind": c.kind, "members": list(c.members),
+                "labels": [self.labels.get(m, m) for m in c.members], "verdict": c.verdict,
+                "runs": c.probe.runs, "flips": c.probe.flips, "p_value": c.probe.p_value,
+                "why": c.why, "answer_without": c.probe.answer_without if c.verdict == "CAUSAL"
+                else None} for c in self.causes],
+            "suspects": [{
+                "id": s.suspect.id, "label": s.label, "rank": s.rank, "score": s.score,
+                "verdict": s.verdict, "runs": s.runs, "flips": s.flips, "p_value": s.p_value,
+                "why": s.why, "answer_without": s.answer_without,
+                "removed_with": list(s.removed_with)} for s in self.suspects],
+            "uncovered": list(self.uncovered), "reruns": self.runs_used,
+            "model_calls": self.model_calls, "budget": self.budget, "notes": list(self.notes)}
 
     def __str__(self) -> str:
         return format_report(self)
 
 
 def format_report(report: ContextBugReport) -> str:
-    """The human report: header with the tiers, proxy ranking, re-run verdicts, notes."""
-    lines = [f"CONTEXT BUG LOCALIZATION — answer: {_clip(report.answer, 80)!r}",
-             f"{PROXY_HEADER} (proxy: {report.strategy}; {report.reruns} seeded re-runs "
-             "per probe)"]
+    """The human report: the proven causes first, then the ranking, the verdicts, the notes."""
+    lines = [f"CONTEXT BUG LOCALIZATION — answer: {_clip(report.answer, 80)!r}"]
+    model = ("deterministic model: one re-run per probe" if report.deterministic
+             else f"sampling model: CAUSAL at α = {report.alpha:g}")
+    lines.append(f"{PROXY_HEADER} ({model}; {report.runs_used} re-runs, "
+                 f"{report.model_calls} model calls)")
+    lines.append("")
+    proven = [c for c in report.causes if c.verdict == "CAUSAL"]
+    if proven:
+        for cause in proven:
+            names = [report.labels.get(m, m) for m in cause.members]
+            if cause.kind == "either":
+                lines.append(f"PROVEN: either of {{{', '.join(names)}}} suffices — removing the "
+                             "set changes the answer, removing any one alone does not.")
+            else:
+                lines.append(f"PROVEN: {names[0]} caused the answer.")
+            lines.append(f"  {cause.why}")
+            without = cause.probe.answer_without
+            if without is not None:
+                lines.append(f"  without it the agent answered: {_clip(without, 100)!r}")
+    elif report.baseline is not None:
+        lines.append("NOTHING PROVEN: no removal of the suspects changed the answer as judged.")
     lines.append("")
     lines.append("RANKING (correlational proxy — aligned with the answer, not a cause):")
     for item in report.suspects:
@@ -145,36 +209,27 @@ def format_report(report: ContextBugReport) -> str:
     if report.baseline is None:
         lines.append("RE-RUNS: none — no removable suspect reached the final call.")
     else:
-        stable = "stable" if report.baseline_stable else "UNSTABLE: every verdict is INCONCLUSIVE"
-        lines.append(f"RE-RUNS (baseline, nothing removed: {report.baseline.fraction} flipped — "
-                     f"{stable}):")
+        lines.append(f"RE-RUNS (baseline, nothing removed: {report.baseline.fraction} flipped):")
         width = max(len(item.label) for item in report.suspects) + 3
         for item in report.suspects:
-            lines.append(_verdict_line(item, report.baseline, width))
+            lines.append(_verdict_line(item, width))
     for note in report.notes:
         lines.append(f"⚠ {note}")
     lines.append("")
-    lines.append("claims: the ranking is a similarity proxy; only a CAUSAL line is a cause, "
-                 "shown by a strict majority of seeded re-runs flipping on a stable baseline.")
+    lines.append(f"claims: the ranking is a similarity proxy; only a CAUSAL line is a cause. "
+                 f"{MONOTONICITY[0].upper()}{MONOTONICITY[1:]}.")
     return "\n".join(lines)
 
 
-def _verdict_line(item: LocalizedSuspect, baseline: Probe, width: int) -> str:
+def _verdict_line(item: LocalizedSuspect, width: int) -> str:
     label = item.label.ljust(width)
     if item.verdict is None:
         reason = ("cannot be removed by a rebuild" if not item.suspect.removable
-                  else "not re-run (beyond max_suspects)")
+                  else "no verdict (budget ran out before it was covered)")
         return f"{'no verdict':<14}{label}{reason}".rstrip()
-    if item.verdict == "CAUSAL":
-        detail = f"flipped {item.fraction} seeded re-runs (baseline {baseline.fraction})"
-    elif item.verdict == "NOT CONFIRMED":
-        detail = f"{item.fraction}"
-    elif baseline.flips > 0:
-        detail = f"flipped {item.fraction} — baseline unstable ({baseline.fraction})"
-    else:
-        detail = f"flipped {item.fraction} — below a strict majority"
     head = {"CAUSAL": "CAUSAL", "NOT CONFIRMED": "not confirmed",
             "INCONCLUSIVE": "INCONCLUSIVE"}[item.verdict]
+    detail = item.why.split(": ", 1)[-1] if item.why else str(item.fraction)
     return f"{head:<14}{label}{detail}"
 
 
@@ -186,67 +241,99 @@ def _clip(text: str, limit: int) -> str:
 async def localize_context_bug(
     result: AgentRun,
     *,
-    rebuild: Rebuild,
     is_wrong: IsWrong,
+    rebuild: Rebuild | None = None,
     message: str | None = None,
-    reruns: int = 3,
+    alpha: float = DEFAULT_ALPHA,
+    budget: int | None = DEFAULT_BUDGET,
     strategy: str | InfluenceStrategy = "lexical_overlap",
-    max_suspects: int = 5,
     progress: Progress | None = None,
 ) -> ContextBugReport:
-    """Explain ``result``'s wrong answer: slice, rank (proxy), then re-run to convict."""
-    reruns = check_reruns(reruns)
-    if isinstance(max_suspects, bool) or not isinstance(max_suspects, int) or max_suspects < 0:
-        raise ConfigurationError(f"max_suspects={max_suspects!r} must be an int >= 0")
+    """Explain ``result``'s wrong answer: slice, rank (a proxy), then prove by isolated re-runs.
+
+    Without ``rebuild`` the agent (or composition) that produced ``result`` is re-run as
+    ``source.without(ids)``; ``rebuild(without[, seed=i])`` may build it instead. Every re-run
+    is isolated (see ``isolation.py``). ``is_wrong(answer)`` — or ``is_wrong(result)`` for a
+    criterion with ``judges_result`` — says whether an answer is still the wrong one. ``alpha``
+    is the false-positive rate of a CAUSAL verdict on a sampling model; ``budget`` caps the
+    agent re-runs (``None``: no cap).
+    """
+    alpha = check_alpha(alpha)
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)
+                               or budget < 2):
+        raise ConfigurationError(
+            f"budget={budget!r} must be an int >= 2 re-runs (a baseline and one probe), or None")
     chosen = get_strategy(strategy)
     answer = answer_of(result)
     text = message_of(result, message)
     suspects = suspects_of(result)
     ranked = rank_suspects(answer, suspects, chosen)
     confidence = ranking_confidence(ranked)
-
-    plan: list[str] = []
-    for item in ranked:
-        sid = item.suspect.id
-        if item.suspect.removable and sid not in plan and len(plan) < max_suspects:
-            plan.append(sid)
-    runner = Rerunner(rebuild=rebuild, is_wrong=is_wrong, message=text, reruns=reruns,
-                      progress=progress, total=reruns * (1 + len(plan)) if plan else 0)
-    await require_wrong(runner, answer)
-
+    known = removable_by_id(suspects)
+    order = list(dict.fromkeys(r.suspect.id for r in ranked if r.suspect.removable))
+    runner = Rerunner(rebuild=rebuild, is_wrong=is_wrong, message=text, reruns=1,
+                      progress=progress, total=2 * len(order) + 2, result=result, alpha=alpha,
+                      budget=budget)
+    if not await runner.wrong(answer, result):
+        raise ConfigurationError(
+            f"is_wrong is false for the recorded answer {answer!r}: there is no wrong answer to "
+            "explain (check is_wrong, or pass the run whose answer was wrong)")
     notes: list[str] = []
     baseline: Probe | None = None
-    verdicts: dict[str, tuple[Probe, Verdict, str]] = {}
-    if plan:
-        baseline = await runner.probe(frozenset(), "baseline (nothing removed)")
-        if baseline.flips > 0:
-            notes.append(
-                f"[baseline-unstable] the unchanged agent stopped giving the wrong answer in "
-                f"{baseline.fraction} seeded re-runs — all removal verdicts are INCONCLUSIVE.")
-        known = removable_by_id(suspects)
-        for sid in plan:
-            label = known[sid].label
-            probe = await runner.probe(frozenset({sid}), f"without {label}")
-            verdicts[sid] = (probe, *verdict_for(probe, baseline, label))
+    search = SearchResult()
+    if order:
+        try:
+            baseline = await runner.baseline()
+        except BudgetExceeded:
+            notes.append(f"[budget] budget={budget} ran out during the baseline.")
+        if baseline is not None and baseline.runs == 0:
+            notes.append("[baseline-incomplete] no re-run of the unchanged agent could complete "
+                         "in isolation — " + "; ".join(baseline.reasons))
+        elif baseline is not None and baseline.flips * 2 > baseline.runs:
+            notes.append(f"[baseline-unstable] the unchanged agent stopped giving the wrong "
+                         f"answer in {baseline.fraction} re-runs; the answer is not reproducible, "
+                         "so nothing can be proven.")
+        elif baseline is not None:
+            search = await find_causes(runner, order, {i: known[i].label for i in order})
     else:
         notes.append("[nothing-removable] no suspect that reached the final call can be "
                      "removed by a rebuild; only the proxy ranking is shown.")
-    skipped = sorted({r.suspect.id for r in ranked
-                      if r.suspect.removable and r.suspect.id not in verdicts})
-    if skipped:
-        notes.append(f"[not-rerun] {len(skipped)} removable suspect(s) beyond "
-                     f"max_suspects={max_suspects} were not re-run: {', '.join(skipped)} — "
-                     "no verdict, not innocent.")
+    notes = runner.notes + notes + search.notes
+    if search.uncovered and baseline is not None:
+        notes.append(f"[not-covered] {len(search.uncovered)} suspect(s) got no verdict before the "
+                     f"budget ran out: {', '.join(search.uncovered)} — not innocent.")
+    single_causal = [c for c in search.causes if c.kind == "single" and c.verdict == "CAUSAL"]
+    if len(single_causal) > 1:
+        names = ", ".join(known[c.members[0]].label for c in single_causal)
+        notes.append(f"[together] removing any one of {names} changes the answer: the wrong "
+                     "answer needed all of them — they act only together.")
 
+    by_member = {m: c for c in search.causes for m in c.members}
     items = []
     for rank, item in enumerate(ranked, start=1):
-        found = verdicts.get(item.suspect.id) if item.suspect.removable else None
-        if found is None:
-            items.append(LocalizedSuspect(item.suspect, rank, item.score, item.sentence))
-        else:
-            probe, verdict, why = found
+        sid = item.suspect.id
+        cause = by_member.get(sid) if item.suspect.removable else None
+        covered = search.covered.get(sid) if item.suspect.removable else None
+        if cause is not None:
+            probe = cause.probe
             items.append(LocalizedSuspect(item.suspect, rank, item.score, item.sentence,
-                                          verdict, probe.flips, probe.runs, why, probe.answers))
-    return ContextBugReport(answer=answer, message=text, strategy=chosen.name, suspects=items,
-                            baseline=baseline, reruns=reruns, confidence=confidence,
-                            runs_used=runner.done, notes=notes)
+                                          cause.verdict, probe.flips, probe.runs, cause.why,
+                                          probe.answers, probe.p_value, cause.kind,
+                                          cause.members))
+        elif covered is not None and runner.cache.get(covered) is not None:
+            probe = runner.cache[covered]
+            others = len(covered) - 1
+            why = (f"NOT CONFIRMED: removed {'alone' if not others else f'with {others} other(s)'}"
+                   f", the answer held ({probe.fraction} flipped; baseline "
+                   f"{baseline.fraction if baseline else '?'}).")
+            items.append(LocalizedSuspect(item.suspect, rank, item.score, item.sentence,
+                                          "NOT CONFIRMED", probe.flips, probe.runs, why,
+                                          probe.answers, probe.p_value, None, tuple(covered)))
+        else:
+            items.append(LocalizedSuspect(item.suspect, rank, item.score, item.sentence))
+    return ContextBugReport(
+        answer=answer, message=text, strategy=chosen.name, suspects=items, baseline=baseline,
+        confidence=confidence, runs_used=runner.done, notes=notes, causes=search.causes,
+        alpha=alpha, deterministic=bool(runner.deterministic), uncovered=search.uncovered,
+        model_calls=runner.model_calls, budget=budget,
+        criterion=describe_criterion(is_wrong), labels={i: known[i].label for i in order})

@@ -28,6 +28,7 @@ conversation: for a follow-up turn, have ``rebuild`` return the ``RunResult`` of
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -39,7 +40,9 @@ from ..flow import FlowRun
 from ..runs import trace
 from ..runs._recording import AgentRun
 from ._influence import InfluenceStrategy, RankedSuspect, rank_suspects
+from ._isolation import RerunLog, RerunSandbox, as_identity
 from ._suspects import Suspect, is_stage, log_of, suspects_of
+from ._verdict import BASELINE_RUNS, DEFAULT_ALPHA, LOOKS, Decision, fisher_greater, look_decision
 
 __all__ = [
     "BisectionResult",
@@ -66,52 +69,91 @@ Progress = Callable[[int, int, str], Any]
 
 @dataclass(frozen=True, slots=True)
 class Probe:
-    """``runs`` seeded re-runs of the agent rebuilt without ``removed`` (empty = baseline)."""
+    """Re-runs of the agent rebuilt without ``removed`` (empty = the baseline)."""
 
     removed: frozenset[str]
     flips: int
-    """Re-runs whose answer was no longer wrong."""
+    """Completed re-runs whose answer was no longer wrong."""
     runs: int
+    """Completed re-runs (a re-run that could not finish in isolation is not counted)."""
     answers: tuple[str, ...]
+    incomplete: int = 0
+    reasons: tuple[str, ...] = ()
+    """Why re-runs could not complete (a tool that could not be replayed, a pause, an error)."""
+    deterministic: bool = False
+    """Every model of the re-run declared itself deterministic (one re-run is the whole story)."""
+    p_value: float | None = None
+    """Fisher's one-sided p-value against the baseline (sampling models)."""
+    decision: Decision | None = None
+    """The sequential rule's call for this probe; ``None`` for a fixed-size probe."""
 
     @property
     def flipped(self) -> bool:
-        """A strict majority of the re-runs flipped."""
-        return self.flips * 2 > self.runs
+        """The removal flips the answer: by the sequential rule, or (fixed probes) in a strict
+        majority of the re-runs."""
+        if self.decision is not None:
+            return self.decision == "flipped"
+        return self.runs > 0 and self.flips * 2 > self.runs
 
     @property
     def fraction(self) -> str:
         return f"{self.flips}/{self.runs}"
 
+    @property
+    def answer_without(self) -> str | None:
+        """The answer a flipped re-run gave (what the agent said without the removed sources)."""
+        return self.answers[0] if self.answers else None
 
-def verdict_for(probe: Probe, baseline: Probe, label: str) -> tuple[Verdict, str]:
-    """The verdict of one removal probe against its baseline, and the sentence that says why."""
-    if probe.runs < 2 or baseline.runs < 2:
-        raise ConfigurationError("a verdict needs at least 2 re-runs per probe")
-    if baseline.flips > 0:
+
+def verdict_for(probe: Probe, baseline: Probe, label: str, *,
+                alpha: float = DEFAULT_ALPHA) -> tuple[Verdict, str]:
+    """The verdict of one removal probe against the shared baseline, and the sentence why."""
+    if probe.runs == 0:
+        reason = "; ".join(dict.fromkeys(probe.reasons)) or "no re-run completed"
+        return "INCONCLUSIVE", f"INCONCLUSIVE: no re-run without {label} could complete — {reason}."
+    if probe.deterministic and baseline.deterministic and baseline.flips == 0:
+        if probe.flips == probe.runs:
+            return "CAUSAL", (
+                f"CAUSAL (deterministic model): without {label} the answer changed "
+                f"({probe.fraction}); with nothing removed it did not ({baseline.fraction}).")
+        if probe.flips == 0:
+            return "NOT CONFIRMED", (
+                f"NOT CONFIRMED: without {label} the answer stayed wrong ({probe.fraction}); "
+                "its score remains a correlational proxy only.")
         return "INCONCLUSIVE", (
-            f"INCONCLUSIVE: the unchanged agent itself stopped giving the wrong answer in "
-            f"{baseline.fraction} seeded re-runs (baseline unstable), so no removal verdict for "
-            f"{label} is trustworthy; removing it flipped {probe.fraction}.")
-    if probe.flipped:
+            f"INCONCLUSIVE: a model declared deterministic answered differently across re-runs "
+            f"without {label} ({probe.fraction} flipped).")
+    p = probe.p_value if probe.p_value is not None else fisher_greater(
+        probe.flips, probe.runs, baseline.flips, baseline.runs)
+    levels = len(LOOKS) if probe.decision is not None else 1
+    if (probe.decision == "flipped") if probe.decision is not None else p <= alpha:
         return "CAUSAL", (
-            f"CAUSAL: removing {label} flipped the outcome in {probe.fraction} seeded re-runs "
-            f"(baseline {baseline.fraction}).")
-    if probe.flips > 0:
-        return "INCONCLUSIVE", (
-            f"INCONCLUSIVE: removing {label} flipped only {probe.fraction} seeded re-runs — "
-            "below a strict majority.")
-    return "NOT CONFIRMED", (
-        f"NOT CONFIRMED: removing {label} did not change the outcome in {probe.runs} seeded "
-        "re-runs — its score remains a correlational proxy only.")
+            f"CAUSAL at α = {alpha:g}: {probe.flips} of {probe.runs} flipped without {label}; "
+            f"{baseline.flips} of {baseline.runs} with nothing removed (p = {p:.2g}"
+            f"{f', judged at α/{levels} per look' if levels > 1 else ''}).")
+    if probe.flips == 0 or probe.decision == "held":
+        return "NOT CONFIRMED", (
+            f"NOT CONFIRMED: {probe.flips} of {probe.runs} flipped without {label}; "
+            f"{baseline.flips} of {baseline.runs} with nothing removed (p = {p:.2g}) — its score "
+            "remains a correlational proxy only.")
+    return "INCONCLUSIVE", (
+        f"INCONCLUSIVE at α = {alpha:g}: {probe.flips} of {probe.runs} flipped without {label}; "
+        f"{baseline.flips} of {baseline.runs} with nothing removed (p = {p:.2g}).")
 
 
 def check_reruns(reruns: object) -> int:
-    if isinstance(reruns, bool) or not isinstance(reruns, int) or reruns < 2:
+    if isinstance(reruns, bool) or not isinstance(reruns, int) or reruns < 1:
         raise ConfigurationError(
-            f"reruns={reruns!r}: a verdict needs at least 2 seeded re-runs per probe (3 is the "
-            "default); one run cannot tell a cause from noise")
+            f"reruns={reruns!r} must be an int >= 1 (re-runs per probe)")
     return reruns
+
+
+def check_alpha(alpha: object) -> float:
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 0.5:
+        raise ConfigurationError(
+            f"alpha={alpha!r} is the false-positive rate of a CAUSAL verdict; use a number in "
+            "(0, 0.5), e.g. 0.01")
+    return float(alpha)
 
 
 def accepts_seed(fn: Callable[..., Any]) -> bool:
@@ -129,18 +171,42 @@ async def _settle(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
 
 
-class _BudgetExceeded(Exception):
-    pass
+class BudgetExceeded(Exception):
+    """The explanation's re-run budget ran out (not an error: the report says what is left)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """One re-run: its answer, and whether it could complete in isolation."""
+
+    answer: str
+    complete: bool
+    reason: str = ""
+    result: Any = None
 
 
 class Rerunner:
-    """Runs probes: ``reruns`` fresh, seeded re-runs each, cached by the removed set."""
+    """Runs probes of isolated re-runs, with one shared baseline and a re-run budget.
 
-    def __init__(self, *, rebuild: Rebuild, is_wrong: IsWrong, message: str, reruns: int,
-                 progress: Progress | None, total: int, max_probes: int | None = None) -> None:
-        if not callable(rebuild):
+    Without ``rebuild`` the run's own agent (``result.source``) is re-run as
+    ``source.without(removed)``. Either way, every Agent of the re-run is isolated by a
+    :class:`RerunSandbox` (its memory on a private copy, tools answered from the recording, no
+    run store) when ``result`` carries a recording.
+    """
+
+    def __init__(self, *, rebuild: Rebuild | None, is_wrong: IsWrong, message: str,
+                 reruns: int, progress: Progress | None, total: int,
+                 max_probes: int | None = None, result: Any = None,
+                 alpha: float = DEFAULT_ALPHA, budget: int | None = None) -> None:
+        if rebuild is not None and not callable(rebuild):
             raise ConfigurationError(
                 f"rebuild={rebuild!r} must be a function (without: frozenset[str]) -> Agent")
+        if rebuild is None and not callable(getattr(getattr(result, "source", None),
+                                                    "without", None)):
+            raise ConfigurationError(
+                "this run carries no agent to re-run (it was loaded from a store or built by "
+                "hand); pass rebuild= (a function without -> Agent), or run "
+                "`agentfootprint prove RUN_ID` with the factory recorded with the run")
         if not callable(is_wrong):
             raise ConfigurationError(
                 f"is_wrong={is_wrong!r} must be a function (answer: str) -> bool")
@@ -148,57 +214,236 @@ class Rerunner:
             raise ConfigurationError(
                 f"progress={progress!r} must be a function (done, total, label)")
         self.rebuild = rebuild
+        self.source = getattr(result, "source", None)
         self.is_wrong = is_wrong
+        self.judges_result = bool(getattr(is_wrong, "judges_result", False))
         self.message = message
         self.reruns = reruns
         self.progress = progress
         self.total = total
         self.max_probes = max_probes
-        self.seeded = accepts_seed(rebuild)
+        self.alpha = alpha
+        self.budget = budget
+        self.seeded = rebuild is not None and accepts_seed(rebuild)
         self.done = 0
+        self.model_calls = 0
         self.cache: dict[frozenset[str], Probe] = {}
         self.order: list[Probe] = []
+        self.notes: list[str] = []
+        recording = getattr(result, "recording", None)
+        self.sandbox = RerunSandbox(recording) if isinstance(recording, FlowRun) else None
+        self.prior = prior_history(recording) if isinstance(recording, FlowRun) else []
+        self.identity = (recording.state.get(trace.IDENTITY)
+                         if isinstance(recording, FlowRun) else None)
+        self.deterministic: bool | None = None
+        self.base: Probe | None = None
 
-    async def wrong(self, answer: str) -> bool:
-        return bool(await _settle(self.is_wrong(answer)))
+    async def wrong(self, answer: str, result: Any = None) -> bool:
+        subject = result if self.judges_result and result is not None else answer
+        return bool(await _settle(self.is_wrong(subject)))
+
+    async def _tick(self, label: str) -> None:
+        self.done += 1
+        if self.progress is not None:
+            await _settle(self.progress(self.done, max(self.total, self.done), label))
+
+    async def _runs(self, removed: frozenset[str], label: str, count: int,
+                    start: int = 0) -> list[Outcome]:
+        out = []
+        for seed in range(start, start + count):
+            if self.budget is not None and self.done >= self.budget:
+                raise BudgetExceeded
+            out.append(await self._once(removed, seed))
+            await self._tick(label)
+        return out
+
+    async def _probe_of(self, removed: frozenset[str], outcomes: list[Outcome], *,
+                        p_value: float | None = None, decision: Decision | None = None
+                        ) -> Probe:
+        done = [o for o in outcomes if o.complete]
+        flips = 0
+        answers: list[str] = []
+        flipped_answers: list[str] = []
+        for outcome in done:
+            flipped = not await self.wrong(outcome.answer, outcome.result)
+            flips += flipped
+            (flipped_answers if flipped else answers).append(outcome.answer)
+        return Probe(removed, flips, len(done), tuple(flipped_answers + answers),
+                     len(outcomes) - len(done),
+                     tuple(dict.fromkeys(o.reason for o in outcomes if not o.complete)),
+                     bool(self.deterministic), p_value, decision)
 
     async def probe(self, removed: frozenset[str], label: str) -> Probe:
+        """A fixed-size probe of ``reruns`` re-runs (cached by the removed set)."""
         cached = self.cache.get(removed)
         if cached is not None:
             return cached
         if self.max_probes is not None and len(self.cache) >= self.max_probes:
-            raise _BudgetExceeded
-        answers: list[str] = []
-        flips = 0
-        for seed in range(self.reruns):
-            answer = await self._once(removed, seed)
-            answers.append(answer)
-            flips += not await self.wrong(answer)
-            self.done += 1
-            if self.progress is not None:
-                await _settle(self.progress(self.done, max(self.total, self.done), label))
-        probe = Probe(removed, flips, self.reruns, tuple(answers))
+            raise BudgetExceeded
+        count = 1 if self.deterministic and self.reruns > 1 and removed else self.reruns
+        probe = await self._probe_of(removed, await self._runs(removed, label, count))
         self.cache[removed] = probe
         self.order.append(probe)
         return probe
 
-    async def _once(self, removed: frozenset[str], seed: int) -> str:
-        made = self.rebuild(removed, seed=seed) if self.seeded else self.rebuild(removed)
-        made = await _settle(made)
+    async def baseline(self) -> Probe:
+        """The shared baseline: one re-run on a deterministic model; eight on a sampling one,
+        sixteen when any of the first eight flipped (a noisy baseline needs a sharper rate)."""
+        if self.base is not None:
+            return self.base
+        label = "baseline (nothing removed)"
+        outcomes = await self._runs(frozenset(), label, 1)
+        base = await self._probe_of(frozenset(), outcomes)
+        if not self.deterministic or base.flips or not base.runs:
+            if self.deterministic and base.flips:
+                self.notes.append(
+                    "[not-deterministic] the model declares itself deterministic, but the "
+                    "unchanged agent's re-run gave a different answer; judged as a sampling "
+                    "model.")
+            self.deterministic = False
+            outcomes += await self._runs(frozenset(), label, BASELINE_RUNS - 1, start=1)
+            base = await self._probe_of(frozenset(), outcomes)
+            if base.flips:
+                outcomes += await self._runs(frozenset(), label, BASELINE_RUNS,
+                                             start=BASELINE_RUNS)
+                base = await self._probe_of(frozenset(), outcomes)
+        self.base = base
+        self.cache[frozenset()] = base
+        self.order.append(base)
+        return base
+
+    async def judge(self, removed: frozenset[str], label: str) -> Probe:
+        """An adaptive probe judged against the baseline by the sequential rule (cached)."""
+        cached = self.cache.get(removed)
+        if cached is not None:
+            return cached
+        base = await self.baseline()
+        if self.max_probes is not None and len(self.cache) >= self.max_probes:
+            raise BudgetExceeded
+        if self.deterministic:
+            probe = await self._probe_of(removed, await self._runs(removed, label, 1))
+            decision: Decision = ("flipped" if probe.runs and probe.flips == probe.runs
+                                  else "held" if probe.runs else "undecided")
+            probe = dataclasses.replace(probe, decision=decision)
+        else:
+            outcomes: list[Outcome] = []
+            probe = await self._probe_of(removed, outcomes)
+            for look in LOOKS:
+                outcomes += await self._runs(removed, label, look - len(outcomes),
+                                             start=len(outcomes))
+                probe = await self._probe_of(removed, outcomes)
+                if probe.runs == 0:
+                    probe = dataclasses.replace(probe, decision="undecided")
+                    break
+                found = look_decision(probe.flips, probe.runs, base.flips, base.runs,
+                                      alpha=self.alpha, final=look == LOOKS[-1])
+                probe = dataclasses.replace(probe, p_value=found.p_value,
+                                            decision=found.decision)
+                if found.decision != "undecided":
+                    break
+        self.cache[removed] = probe
+        self.order.append(probe)
+        return probe
+
+    async def _once(self, removed: frozenset[str], seed: int) -> Outcome:
+        log = RerunLog()
+        if self.rebuild is None:
+            assert self.source is not None  # checked in __init__
+            made: Any = self.source.without(removed)
+        else:
+            made = self.rebuild(removed, seed=seed) if self.seeded else self.rebuild(removed)
+            made = await _settle(made)
         if isinstance(made, str):
-            return made
+            self._note_unisolated()
+            return Outcome(made, True)
         run = getattr(made, "run", None)
         if callable(run):
-            made = await _settle(run(self.message))
+            made = self._isolated(made, log)
+            try:
+                made = await self._start(made)
+            except BudgetExceeded:
+                raise
+            except Exception as exc:  # a re-run that fails is evidence, not a crash
+                return Outcome("", False, f"a re-run raised {type(exc).__name__}: {exc}"[:300])
             if isinstance(made, str):
-                return made
+                return Outcome(made, log.complete, "; ".join(log.misses))
+        else:
+            self._note_unisolated()
         content = getattr(made, "content", None)
-        if isinstance(content, str):
-            _check_left_out(made, removed)
-            return content
-        raise ConfigurationError(
-            f"rebuild() returned {made!r}; it must return an Agent (we await "
-            ".run(message)), a RunResult, or the answer text")
+        if not isinstance(content, str):
+            raise ConfigurationError(
+                f"rebuild() returned {made!r}; it must return an Agent (we await "
+                ".run(message)), a RunResult, or the answer text")
+        self.model_calls += _model_calls(made)
+        _check_left_out(made, removed)
+        if getattr(made, "paused", False):
+            return Outcome(content, False, "the re-run paused for a person", made)
+        if not log.complete:
+            return Outcome(content, False, "; ".join(dict.fromkeys(log.misses)), made)
+        return Outcome(content, True, "", made)
+
+    def _isolated(self, runner: Any, log: RerunLog) -> Any:
+        mapper = getattr(runner, "_map_agents", None)
+        if self.sandbox is None or not callable(mapper):
+            self._note_unisolated()
+            return runner
+        sandbox = self.sandbox
+        isolated = mapper(lambda agent: sandbox.isolate(agent, log)
+                          if hasattr(agent, "_init_kwargs") else agent)
+        if self.deterministic is None:
+            self.deterministic = _all_deterministic(isolated)
+        return isolated
+
+    async def _start(self, runner: Any) -> Any:
+        if hasattr(runner, "_init_kwargs"):  # an Agent: same conversation, same identity
+            options: dict[str, Any] = {}
+            if self.prior:
+                options["continue_from"] = {"history": self.prior}
+            if self.identity is not None and runner._init_kwargs.get("memory"):
+                options["identity"] = as_identity(self.identity)
+            return await runner.run(self.message, **options)
+        return await runner.run(self.message)
+
+    def _note_unisolated(self) -> None:
+        if self.deterministic is None:
+            self.deterministic = False
+        note = ("[not-isolated] rebuild() returned a finished run or an answer, so its re-runs "
+                "ran outside the explanation's sandbox; return an Agent to have them isolated.")
+        if note not in self.notes:
+            self.notes.append(note)
+
+
+def _model_calls(result: Any) -> int:
+    recording = getattr(result, "recording", None)
+    if not isinstance(recording, FlowRun):
+        return 0
+    return sum(1 for record in recording.log.records if is_stage(record, trace.CALL_LLM))
+
+
+def _all_deterministic(runner: Any) -> bool:
+    found: list[bool] = []
+
+    def look(agent: Any) -> Any:
+        provider = getattr(agent, "_init_kwargs", {}).get("provider") or getattr(
+            getattr(agent, "spec", None), "provider", None)
+        found.append(bool(getattr(provider, "deterministic", False)))
+        return agent
+
+    mapper = getattr(runner, "_map_agents", None)
+    if callable(mapper):
+        mapper(look)
+    return bool(found) and all(found)
+
+
+def prior_history(recording: FlowRun) -> list[Any]:
+    """The conversation the explained run continued (its history before the user's message)."""
+    for record in recording.log.records:
+        if record.ns == "" and is_stage(record, trace.SEED):
+            history = recording.log.value_at(trace.HISTORY, record.idx, default=None)
+            if isinstance(history, list) and history:
+                return [dict(m) for m in history[:-1]]
+            return []
+    return []
 
 
 def _check_left_out(result: Any, removed: frozenset[str]) -> None:
@@ -480,7 +725,7 @@ async def bisect_culprits(
                     "(the sources interact non-monotonically); no culprit set is claimed"))
             culprits.append(found)
             remaining = [i for i in remaining if i not in found]
-    except _BudgetExceeded:
+    except BudgetExceeded:
         return done("INCONCLUSIVE", [], (
             f"the probe budget max_probes={max_probes} ran out before the search finished; "
             "no partial claim is made"))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ..flow._commitlog import CommitRecord
 from ..runs._view import CallView, Explainable, Piece, RunView, is_stage, log_of
+from ._across import reached_calls, suspects_across
 
 __all__ = ["Suspect", "is_stage", "log_of", "suspects_in", "suspects_of"]
 
@@ -19,8 +20,16 @@ Suspect = Piece
 
 
 def suspects_of(source: Explainable, call: CommitRecord | None = None) -> list[Suspect]:
-    """Every source that reached ``call`` (default: the final LLM call), in prompt order."""
-    return suspects_in(RunView.of(source).call(call))
+    """Every source that reached ``call`` (default: the final LLM call), in prompt order.
+
+    Without ``call``, a composition's answer (or one an agent-tool fed) gives the final call's
+    sources first, then those of every member whose answer reached it and of the other members,
+    each labelled with its member (``fact 'bad-fact' (in first)``) and removable by its id.
+    """
+    view = RunView.of(source)
+    if call is not None:
+        return suspects_in(view.call(call))
+    return [piece for piece, _ in suspects_across(reached_calls(view))]
 
 
 def suspects_in(call: CallView) -> list[Suspect]:

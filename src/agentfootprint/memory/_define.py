@@ -10,8 +10,8 @@ entries, from which turns.
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from agentfootprint.errors import ConfigurationError
@@ -58,6 +58,9 @@ class MemoryDefinition:
     read: Chart
     write: Chart | None
     description: str | None = None
+    rebuild_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    """The ``define_memory`` arguments it was built from: a re-run rebuilds it with another
+    store (an isolated copy) or more ``exclude``d entries."""
 
     @property
     def injection_id(self) -> str:
@@ -142,7 +145,11 @@ def define_memory(
             "not one string; wrap it in a list.")
     read, write = _charts(id, type, strategy, store, tier, ttl_ms, frozenset(exclude))
     return MemoryDefinition(id=id, type=type, strategy=strategy, store=store, read=read,
-                            write=None if read_only else write, description=description)
+                            write=None if read_only else write, description=description,
+                            rebuild_options={"type": type, "strategy": strategy, "id": id,
+                                             "read_only": read_only, "tier": tier,
+                                             "ttl_ms": ttl_ms, "description": description,
+                                             "exclude": frozenset(exclude)})
 
 
 def _strategy_named(name: str, options: dict[str, Any], memory_id: str) -> Strategy:

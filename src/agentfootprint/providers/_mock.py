@@ -31,8 +31,10 @@ class MockProvider(Provider):
     model = "mock"
 
     def __init__(self, *, script: Sequence[Reply] | None = None, reply: Reply | None = None,
-                 respond: Callable[[LLMRequest], Any] | None = None, name: str = "mock") -> None:
+                 respond: Callable[[LLMRequest], Any] | None = None, name: str = "mock",
+                 deterministic: bool = True) -> None:
         self.name = name
+        self.deterministic = deterministic
         self.script = (list(listed(script, argument="script", example="'hello'"))
                        if script is not None else None)
         self.reply = reply
@@ -40,6 +42,11 @@ class MockProvider(Provider):
         self.requests: list[LLMRequest] = []
         self._cursor = 0
         self._call_ids = 0
+
+    def fork(self) -> MockProvider:
+        """A fresh copy: the same script from its start, no requests received."""
+        return MockProvider(script=self.script, reply=self.reply, respond=self.respond,
+                            name=self.name, deterministic=self.deterministic)
 
     def reset(self) -> None:
         """Rewind the script and forget received requests."""
@@ -124,6 +131,12 @@ def _check_keys(item: dict[str, Any], known: tuple[str, ...], what: str) -> None
 
 
 def mock(*, script: Sequence[Reply] | None = None, reply: Reply | None = None,
-         respond: Callable[[LLMRequest], Any] | None = None, name: str = "mock") -> MockProvider:
-    """A deterministic provider: ``script=[...]``, ``reply="..."`` or ``respond=fn``."""
-    return MockProvider(script=script, reply=reply, respond=respond, name=name)
+         respond: Callable[[LLMRequest], Any] | None = None, name: str = "mock",
+         deterministic: bool = True) -> MockProvider:
+    """A deterministic provider: ``script=[...]``, ``reply="..."`` or ``respond=fn``.
+
+    A ``respond`` function that samples (a simulated noisy model) says
+    ``deterministic=False``, so explanations treat its re-runs as independent draws.
+    """
+    return MockProvider(script=script, reply=reply, respond=respond, name=name,
+                        deterministic=deterministic)

@@ -437,7 +437,7 @@ def _board(recording: Recording, log: CommitLog, calls: list[CallView],
         else report.baseline.fraction,
         confidence=report.confidence.reason if report is not None else None,
         notes=tuple(report.notes) if report is not None else (),
-        reruns=report.reruns if report is not None else None)
+        reruns=report.runs_used if report is not None else None)
 
 
 def _culprit(call: CallView, chain: Backtrack, report: ContextBugReport | None) -> Culprit | None:

@@ -1,0 +1,304 @@
+"""Isolated re-runs: a thought experiment that never touches the user's world.
+
+An explanation re-runs the agent many times. Each re-run gets:
+
+* **memory on a private copy** — every memory store is replaced by a :class:`RerunStore`: the
+  entries the user's store held for that conversation *before* the explained run's turn (read
+  once, read-only, and shared by every re-run of the explanation), copied into a fresh in-memory
+  store the re-run may write to and claim turns in. The user's store sees reads only.
+* **tools answered from the recording** — a tool call whose name and arguments match a call the
+  recording holds gets the recorded result, in order. A call the recording lacks runs for real
+  only when the tool declares ``side_effects=False``; otherwise the re-run records a *miss* and
+  is reported as not completed (INCONCLUSIVE, the tool named), never a real side effect. A
+  result the recording holds only redacted is treated as missing (never fed to the model).
+* **no run store, no watchers, a fresh provider** (``provider.fork()``: a script starts afresh).
+
+The agent itself comes from ``agent.without(ids)`` (or a user's ``rebuild``) and is then mapped
+through :meth:`RerunSandbox.isolate`, member by member for a composition.
+"""
+
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import inspect
+import json
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..flow import FlowRun
+from ..flow._redact import REDACTED
+from ..memory._entry import MemoryEntry, Tier
+from ..memory._identity import MemoryIdentity
+from ..memory._store import MemoryPage, ScoredEntry, StoreCapabilities
+from ..memory.stores._memory import InMemoryStore
+from ..runs import trace
+from ..tools._tool import Tool, ToolContext
+
+if TYPE_CHECKING:
+    from ..agent._agent import Agent
+    from ..memory._store import MemoryStore
+
+__all__ = ["RerunLog", "RerunSandbox", "RerunStore", "recorded_tool_calls"]
+
+
+class RerunLog:
+    """What one re-run could not do in isolation (a miss makes the re-run incomplete)."""
+
+    def __init__(self) -> None:
+        self.misses: list[str] = []
+        self.live_calls: list[str] = []
+
+    @property
+    def complete(self) -> bool:
+        return not self.misses
+
+
+def _canonical(args: object) -> str:
+    try:
+        return json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                          default=repr)
+    except (TypeError, ValueError):
+        return repr(args)
+
+
+def _arguments(raw: object) -> object:
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw
+    return raw
+
+
+def recorded_tool_calls(recording: FlowRun) -> dict[tuple[str, str], list[Any]]:
+    """``{(tool name, canonical arguments): [results in call order]}`` over every namespace.
+
+    Read from the conversation each agent of the run left (``history``): an assistant message's
+    ``tool_calls`` paired with the ``tool`` messages answering them by call id.
+    """
+    out: dict[tuple[str, str], list[Any]] = {}
+    spaces = dict.fromkeys(record.ns for record in recording.log.records)
+    last = len(recording.log.records)
+    for ns in spaces:
+        history = recording.log.value_at(trace.HISTORY, last, ns=ns, default=None)
+        if not isinstance(history, list):
+            continue
+        asked: dict[str, tuple[str, str]] = {}
+        for message in history:
+            if not isinstance(message, Mapping):
+                continue
+            for call in message.get("tool_calls") or ():
+                if not isinstance(call, Mapping):
+                    continue
+                name = call.get("name") or (call.get("function") or {}).get("name")
+                args = call.get("args", call.get("arguments",
+                                                 (call.get("function") or {}).get("arguments")))
+                if isinstance(name, str) and isinstance(call.get("id"), str):
+                    asked[call["id"]] = (name, _canonical(_arguments(args)))
+            if message.get("role") == "tool":
+                key = asked.get(str(message.get("tool_call_id")))
+                if key is not None:
+                    out.setdefault(key, []).append(message.get("content"))
+    return out
+
+
+def _is_redacted(value: object) -> bool:
+    return isinstance(value, str) and REDACTED in value
+
+
+class RerunStore:
+    """A re-run's private memory: the user's entries before the explained turn, copied once.
+
+    Reads of the user's store happen once per conversation per explanation (through the
+    sandbox's cache) and never write; everything the re-run writes or claims stays here.
+    """
+
+    def __init__(self, base: MemoryStore, sandbox: RerunSandbox) -> None:
+        self._base = base
+        self._sandbox = sandbox
+        self._copy = InMemoryStore()
+        self._loaded: set[str] = set()
+
+    @property
+    def name(self) -> str:
+        return f"isolated copy of {self._base.name}"
+
+    @property
+    def capabilities(self) -> StoreCapabilities:
+        return StoreCapabilities(vector_search=True, atomic_turn_claim=True)
+
+    async def _ready(self, identity: MemoryIdentity) -> InMemoryStore:
+        key = identity_key(identity)
+        if key not in self._loaded:
+            entries = await self._sandbox.entries_before(self._base, identity)
+            await self._copy.put_many(identity, entries)
+            self._loaded.add(key)
+        return self._copy
+
+    async def get(self, identity: MemoryIdentity, entry_id: str) -> MemoryEntry | None:
+        return await (await self._ready(identity)).get(identity, entry_id)
+
+    async def put(self, identity: MemoryIdentity, entry: MemoryEntry) -> None:
+        await (await self._ready(identity)).put(identity, entry)
+
+    async def put_many(self, identity: MemoryIdentity, entries: Sequence[MemoryEntry]) -> None:
+        await (await self._ready(identity)).put_many(identity, entries)
+
+    async def list(self, identity: MemoryIdentity, *, cursor: str | None = None,
+                   limit: int | None = None, tiers: Sequence[Tier] | None = None) -> MemoryPage:
+        return await (await self._ready(identity)).list(identity, cursor=cursor, limit=limit,
+                                                        tiers=tiers)
+
+    async def delete(self, identity: MemoryIdentity, entry_id: str) -> None:
+        await (await self._ready(identity)).delete(identity, entry_id)
+
+    async def seen(self, identity: MemoryIdentity, signature: str) -> bool:
+        copy = await self._ready(identity)
+        return await copy.seen(identity, signature) or await self._base.seen(identity, signature)
+
+    async def record_signature(self, identity: MemoryIdentity, signature: str) -> None:
+        await (await self._ready(identity)).record_signature(identity, signature)
+
+    async def claim_turn(self, identity: MemoryIdentity, turn: int) -> bool:
+        return await (await self._ready(identity)).claim_turn(identity, turn)
+
+    async def search(self, identity: MemoryIdentity, vector: Sequence[float], *, k: int = 10,
+                     tiers: Sequence[Tier] | None = None, min_score: float | None = None,
+                     embedder_id: str | None = None) -> builtins.list[ScoredEntry]:
+        copy = await self._ready(identity)
+        return await copy.search(identity, vector, k=k, tiers=tiers, min_score=min_score,
+                                 embedder_id=embedder_id)
+
+
+def as_identity(value: object) -> MemoryIdentity | None:
+    """A recorded identity (the object, or its fields as a mapping) as a ``MemoryIdentity``."""
+    if isinstance(value, MemoryIdentity):
+        return value
+    if isinstance(value, Mapping) and isinstance(value.get("conversation_id"), str):
+        return MemoryIdentity(value["conversation_id"], value.get("principal"),
+                              value.get("tenant"))
+    return None
+
+
+def identity_key(identity: object) -> str:
+    found = as_identity(identity)
+    return found.namespace if found is not None else repr(identity)
+
+
+def _turns_by_identity(recording: FlowRun) -> dict[str, int]:
+    """The earliest turn each conversation of the run was at (root agent and members alike)."""
+    last = len(recording.log.records)
+    out: dict[str, int] = {}
+    for ns in dict.fromkeys(record.ns for record in recording.log.records):
+        identity = recording.log.value_at(trace.IDENTITY, last, ns=ns, default=None)
+        turn = recording.log.value_at(trace.TURN, last, ns=ns, default=None)
+        if identity is None or not isinstance(turn, int):
+            continue
+        key = identity_key(identity)
+        out[key] = min(turn, out.get(key, turn))
+    return out
+
+
+class RerunSandbox:
+    """What every re-run of one explanation shares: store snapshots and the recorded calls."""
+
+    def __init__(self, recording: FlowRun) -> None:
+        self.recording = recording
+        self.calls = recorded_tool_calls(recording)
+        self.turns = _turns_by_identity(recording)
+        self._snapshots: dict[tuple[int, str], list[MemoryEntry]] = {}
+        self.store_reads = 0
+
+    async def entries_before(self, store: MemoryStore, identity: MemoryIdentity
+                             ) -> list[MemoryEntry]:
+        """The user's entries of ``identity`` written before the explained run's turn, oldest
+        first (so a copy lists them in the store's own order)."""
+        key = (id(store), identity_key(identity))
+        cached = self._snapshots.get(key)
+        if cached is None:
+            cutoff = self.turns.get(key[1])
+            newest_first: list[MemoryEntry] = []
+            cursor: str | None = None
+            while True:
+                page = await store.list(identity, cursor=cursor)
+                self.store_reads += 1
+                newest_first.extend(page.entries)
+                cursor = page.cursor
+                if cursor is None:
+                    break
+            cached = [e for e in reversed(newest_first)
+                      if cutoff is None or e.source is None or e.source.turn is None
+                      or e.source.turn < cutoff]
+            self._snapshots[key] = cached
+        return list(cached)
+
+    def isolate(self, agent: Agent, log: RerunLog) -> Agent:
+        """``agent`` as one re-run may run it: private memory, replayed tools, no run store."""
+        from ..agent._options import Tracing
+        from ..agent._rebuild import rebuild_memory
+
+        kwargs = agent._init_kwargs
+        stores: dict[int, RerunStore] = {}
+
+        def private(store: MemoryStore) -> RerunStore:
+            return stores.setdefault(id(store), RerunStore(store, self))
+
+        queues = {key: deque(results) for key, results in self.calls.items()}
+        tracing = kwargs.get("tracing")
+        quiet = Tracing(redaction=getattr(tracing, "redaction", None))
+        provider = kwargs["provider"]
+        fork = getattr(provider, "fork", None)
+        return agent._replace(
+            provider=fork() if callable(fork) else provider,
+            memory=tuple(rebuild_memory(m, store=private(m.store)) for m in kwargs["memory"]),
+            tools=tuple(_replayed(t, queues, log) for t in kwargs["tools"]),
+            tracing=quiet)
+
+
+def _replayed(tool: Tool, queues: dict[tuple[str, str], deque[Any]], log: RerunLog) -> Tool:
+    """``tool`` answering from the recording; live only when it declares no side effects."""
+    safe = getattr(tool, "side_effects", True) is False
+    original = tool.execute
+    is_async = inspect.iscoroutinefunction(original)
+
+    def lookup(args: dict[str, Any]) -> tuple[bool, Any]:
+        queue = queues.get((tool.name, _canonical(args)))
+        while queue:
+            result = queue.popleft()
+            if not _is_redacted(result):
+                return True, result
+            if not safe:
+                log.misses.append(f"tool {tool.name!r}: the recording holds its result only "
+                                  "redacted")
+                return True, _MISS
+        if safe:
+            log.live_calls.append(tool.name)
+            return False, None
+        log.misses.append(f"tool {tool.name!r} was called with arguments the recording lacks "
+                          f"({_clip(_canonical(args))}) and does not declare "
+                          "side_effects=False, so it was not run")
+        return True, _MISS
+
+    if is_async:
+        async def replay_async(args: dict[str, Any], ctx: ToolContext) -> Any:
+            found, result = lookup(args)
+            return result if found else await original(args, ctx)
+
+        execute: Callable[[dict[str, Any], ToolContext], Any] = replay_async
+    else:
+        def replay(args: dict[str, Any], ctx: ToolContext) -> Any:
+            found, result = lookup(args)
+            return result if found else original(args, ctx)
+
+        execute = replay
+    return dataclasses.replace(tool, execute=execute, check_in=None)
+
+
+_MISS = ("[this call was not made: the explanation's re-run could not replay it without a real "
+         "side effect]")
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
