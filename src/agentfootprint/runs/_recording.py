@@ -75,6 +75,8 @@ class Recording(BaseModel):
             secrets = redacted_values(run.redaction, run.state)
             if secrets:  # the output repeats state (an answer); keep the record redacted
                 output = scrub(output, secrets)
+        if run.secrets is not None:  # and no string repeats what the run masked elsewhere
+            output = run.secrets.scrub(output)
         return cls(run_id=run.run_id, kind="agent" if is_agent else "flow",
                    name=run.chart.description or run.chart.name, status=run.status,
                    created_at=time.time(), chart=run.chart.spec(),
