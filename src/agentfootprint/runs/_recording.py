@@ -6,16 +6,36 @@ re-examined. Everything an explanation needs is rebuilt from it (the exact reque
 call sent included); values redacted at the source stay redacted.
 
 Its ``format`` names its version. ``from_json`` reads every version this release knows,
-upgrading older ones, and refuses a newer or unknown one with a clear error instead of guessing.
+upgrading older ones, and refuses a newer or unknown one with a clear error instead of guessing;
+the commit log inside is checked record by record (fields present, of the right types, in
+order), so a damaged recording is one ``RunError`` naming the field, never a ``KeyError`` deep
+inside an explanation.
+
+``to_json`` always writes strict JSON, whatever the run held: ``NaN`` and the infinities are
+written as the strings ``"NaN"``, ``"Infinity"`` and ``"-Infinity"`` (they are not JSON, and
+every other reader would refuse the file), and a lone surrogate in text (a Python string that
+is not valid Unicode) is written as its ``\\uXXXX`` escape, so a run is never lost at saving
+time after the model already answered.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import re
 import time
 from typing import Any, Final, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    PrivateAttr,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+)
+from pydantic_core import PydanticSerializationError
 
 from ..errors import RunError
 from ..flow._commitlog import CommitLog
@@ -48,7 +68,7 @@ class AgentRun(Protocol):
 class Recording(BaseModel):
     """One run, complete and self-contained."""
 
-    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="strings")
 
     format: Literal["agentfootprint.recording.v1"] = RECORDING_FORMAT
     run_id: str
@@ -110,7 +130,14 @@ class Recording(BaseModel):
         return out
 
     def to_json(self) -> str:
-        return self.model_dump_json()
+        """Strict JSON (see the module docstring): non-finite numbers and lone surrogates
+        are written in forms every JSON reader accepts."""
+        try:
+            return self.model_dump_json()
+        except PydanticSerializationError:  # a lone surrogate: the codec refuses it
+            text = json.dumps(_finite(self.model_dump()), ensure_ascii=False, allow_nan=False,
+                              separators=(",", ":"))
+            return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Recording:
@@ -128,11 +155,78 @@ class Recording(BaseModel):
                 f"({', '.join(RECORDING_FORMATS)}); it was written by another agentfootprint "
                 "release — read it with that release, or upgrade this one")
         try:
-            return cls.model_validate(data)
+            recording = cls.model_validate(data)
+            _LogJSON.model_validate(recording.log)
         except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(map(str, first["loc"]))
+            if exc.title == _LogJSON.__name__:
+                where = f"log.{where}"
             raise RunError(f"recording {data.get('run_id')!r} is malformed ({exc.error_count()} "
-                           f"problem(s); first: {exc.errors()[0]['msg']} at "
-                           f"{'.'.join(map(str, exc.errors()[0]['loc']))})") from exc
+                           f"problem(s); first: {first['msg']} at {where}); it was damaged or "
+                           "edited — restore the original") from exc
+        for position, record in enumerate(recording.log["records"]):
+            if record["idx"] != position:
+                raise RunError(
+                    f"recording {recording.run_id!r} is malformed: log record {position} says "
+                    f"idx {record['idx']}, so records are missing or out of order; restore "
+                    "the original")
+        return recording
+
+
+class _ChangeJSON(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    key: StrictStr
+    op: Literal["set", "append", "delete"]
+    value: Any = None
+
+
+class _RecordJSON(BaseModel):
+    """One commit record as ``CommitRecord.to_json`` writes it (required fields first)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    idx: StrictInt
+    runtime_stage_id: StrictStr
+    stage_id: StrictStr
+    stage: StrictStr
+    kind: StrictStr = "stage"
+    ns: StrictStr = ""
+    read_ns: StrictStr | None = None
+    reads: list[StrictStr] = []
+    changes: list[_ChangeJSON] = []
+    parent: StrictStr | None = None
+    control: StrictStr | None = None
+    loop_pass: StrictInt = 0
+    decision: dict[str, Any] | None = None
+    emits: list[tuple[StrictStr, Any]] = []
+    error: StrictStr | None = None
+    break_reason: StrictStr | None = None
+    paused: StrictBool = False
+
+
+class _LogJSON(BaseModel):
+    """The commit log's JSON: checked on load so a damaged one is refused by field."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    initial: dict[str, Any] = {}
+    records: list[_RecordJSON]
+
+
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every non-finite float spelt as pydantic's ``strings`` mode spells it."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
 
 
 def _jsonable(value: Any) -> Any:

@@ -1,9 +1,14 @@
 """The tool registry and the per-call dispatch: every call gets exactly one result.
 
-A call to an unknown tool, with invalid arguments, or whose tool raises, still yields a
-result the model can read (and ``error=True``), so the conversation's tool-call pairing
-holds and the model can correct itself. Results are strings: strings as they are, anything
-else as JSON. An over-size result is replaced by a marker holding its head.
+A call to an unknown tool, with invalid arguments, or whose tool raises, still yields a result
+the model can read (and ``error=True``), so the conversation's tool-call pairing holds and the
+model can correct itself. Arguments are checked against the schema the model was shown (a
+boolean is not a number, ``NaN`` is refused) before a ``@tool``'s own Pydantic validation, so a
+tool never runs on a value it did not declare. A tool that raises is also logged at WARNING
+(logger ``agentfootprint.tools``) with its name and exception type (not its message, which may
+hold a secret), so the failure is not only a string the model read. Results are strings: strings
+as they are, anything else as JSON. An over-size result is replaced by a marker holding its
+head.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -18,9 +24,11 @@ from ..errors import ConfigurationError
 from ..providers._base import ToolCall, ToolSchema
 from ._pause import PauseRequest
 from ._tool import Tool, ToolContext
-from ._validate import ArgumentIssue, describe_issues
+from ._validate import ArgumentIssue, check_arguments, describe_issues
 
 __all__ = ["ToolOutcome", "ToolRegistry", "cap_result", "result_text"]
+
+logger = logging.getLogger("agentfootprint.tools")
 
 NO_VALUE = "(this tool returned no value)"
 
@@ -70,7 +78,7 @@ class ToolRegistry:
             return ToolOutcome(f"Unknown tool '{call['name']}'. Available tools: {names}.",
                                error=True, status="unknown")
         args = call.get("args") or {}
-        issues = found.validate(args)
+        issues = check_arguments(found.input_schema, args) or found.validate(args)
         if issues:
             return ToolOutcome(describe_issues(found.name, issues), error=True, status="invalid",
                                issues=tuple(issues))
@@ -84,6 +92,10 @@ class ToolRegistry:
         except PauseRequest:
             raise  # a person must answer: the loop pauses the run at this call
         except Exception as exc:
+            # the type, never the message: it may hold a secret the run's redaction masks
+            logger.warning("tool %r raised %s (call %s of run %s); the model was given the "
+                           "error text, and the run's recording holds it", found.name,
+                           type(exc).__name__, call.get("id"), ctx.run_id)
             return ToolOutcome(f"Error: {type(exc).__name__}: {exc}", error=True, status="error")
         return ToolOutcome(cap_result(found.name, result_text(value), self.max_result_chars))
 

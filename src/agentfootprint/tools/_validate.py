@@ -1,15 +1,19 @@
-"""Argument checks against a JSON Schema, for tools defined with a raw schema.
+"""Argument checks against the JSON Schema the model was shown, for every tool.
 
 An honest subset, never raising on odd schemas: ``type`` (unions too; ``integer`` means a
-whole number), ``enum`` of plain values, ``required``, ``properties`` (recursive),
-``items`` (one schema, recursive) and ``additionalProperties: false``. Other keywords are
-not checked. An issue names the path and the expected and actual *types*, never the value,
-so a bad argument holding personal data is not copied into the prompt. (jsonschema would
-check more, but it is not a core dependency; ``@tool`` functions get full Pydantic validation.)
+whole number, and a JSON boolean is never a number), ``enum`` of plain values, ``required``,
+``properties`` (recursive), ``items`` (one schema, recursive), ``additionalProperties: false``,
+``anyOf``/``oneOf`` (some branch must fit) and local ``$ref``s into ``$defs``. Other keywords
+are not checked. Whatever the schema says, ``NaN`` and the infinities are refused anywhere in
+the arguments: they are not JSON, so a tool must never run on one (nor a recording hold one).
+An issue names the path and the expected and actual *types*, never the value, so a bad
+argument holding personal data is not copied into the prompt. (jsonschema would check more,
+but it is not a core dependency; ``@tool`` functions get Pydantic validation after this.)
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -32,6 +36,8 @@ class ArgumentIssue(TypedDict):
 
 
 def _type_name(value: Any) -> str:
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -49,7 +55,8 @@ def _matches(value: Any, kind: str) -> bool:
         return (isinstance(value, int) and not isinstance(value, bool)) or (
             isinstance(value, float) and value.is_integer())
     if kind == "number":
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
+        return (isinstance(value, (int, float)) and not isinstance(value, bool)
+                and math.isfinite(value))
     expected = _TYPES.get(kind)
     return expected is None or isinstance(value, expected)
 
@@ -57,13 +64,54 @@ def _matches(value: Any, kind: str) -> bool:
 def check_arguments(schema: Mapping[str, Any], value: object) -> list[ArgumentIssue]:
     """Every issue (at most ten) found in ``value`` against ``schema``."""
     issues: list[ArgumentIssue] = []
-    _check(schema, {} if value is None else value, "", issues)
+    value = {} if value is None else value
+    _non_finite(value, "", issues)
+    if not issues:
+        _check(schema, value, "", issues, schema)
     return issues[:MAX_ISSUES]
 
 
-def _check(schema: Any, value: Any, path: str, issues: list[ArgumentIssue]) -> None:
+def _non_finite(value: Any, path: str, issues: list[ArgumentIssue]) -> None:
+    """``NaN``/``Infinity`` anywhere: Python's JSON reader accepts them, JSON does not."""
+    if isinstance(value, float) and not math.isfinite(value):
+        issues.append({"path": path, "expected": "a finite number", "got": _type_name(value)})
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _non_finite(item, _join(path, key), issues)
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            _non_finite(item, f"{path}[{i}]", issues)
+
+
+def _resolve(schema: Any, root: Mapping[str, Any]) -> Any:
+    """A local ``$ref`` (``#/$defs/Name``, as Pydantic writes them) followed; others as they are."""
+    for _ in range(32):  # a cycle of bare refs ends here instead of looping
+        ref = schema.get("$ref") if isinstance(schema, dict) else None
+        if not isinstance(ref, str) or not ref.startswith("#/"):
+            return schema
+        target: Any = root
+        for part in ref[2:].split("/"):
+            target = target.get(part) if isinstance(target, Mapping) else None
+        if not isinstance(target, dict):
+            return schema
+        schema = {**target, **{k: v for k, v in schema.items() if k != "$ref"}}
+    return schema
+
+
+def _check(schema: Any, value: Any, path: str, issues: list[ArgumentIssue],
+           root: Mapping[str, Any]) -> None:
+    schema = _resolve(schema, root)
     if not isinstance(schema, dict) or len(issues) >= MAX_ISSUES:
         return
+    for word in ("anyOf", "oneOf"):
+        options = schema.get(word)
+        if isinstance(options, list) and options:
+            tried = [_issues_of(option, value, path, root) for option in options]
+            if all(tried):
+                expected = " or ".join(dict.fromkeys(
+                    issue["expected"] for found in tried for issue in found[:1]))
+                issues.append({"path": path, "expected": expected, "got": _type_name(value)})
+                return
     kind = schema.get("type")
     kinds = kind if isinstance(kind, list) else [kind] if isinstance(kind, str) else []
     if kinds and not any(_matches(value, k) for k in kinds):
@@ -81,7 +129,7 @@ def _check(schema: Any, value: Any, path: str, issues: list[ArgumentIssue]) -> N
         if isinstance(props, dict):
             for key, sub in props.items():
                 if key in value:
-                    _check(sub, value[key], _join(path, key), issues)
+                    _check(sub, value[key], _join(path, key), issues, root)
             if schema.get("additionalProperties") is False:
                 for key in value:
                     if key not in props:
@@ -89,7 +137,14 @@ def _check(schema: Any, value: Any, path: str, issues: list[ArgumentIssue]) -> N
                                        "got": _type_name(value[key])})
     elif isinstance(value, list) and isinstance(schema.get("items"), dict):
         for i, item in enumerate(value):
-            _check(schema["items"], item, f"{path}[{i}]", issues)
+            _check(schema["items"], item, f"{path}[{i}]", issues, root)
+
+
+def _issues_of(schema: Any, value: Any, path: str,
+               root: Mapping[str, Any]) -> list[ArgumentIssue]:
+    found: list[ArgumentIssue] = []
+    _check(schema, value, path, found, root)
+    return found
 
 
 def _join(path: str, key: str) -> str:
