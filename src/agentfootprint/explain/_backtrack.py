@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 from ..runs import trace
@@ -108,7 +109,7 @@ def _crossings(node: Reached) -> list[Hop]:
     final call): each call read a message that was another member's (or run's) answer."""
     hops: list[Hop] = []
     chain = node.chain()
-    for reader, fed in zip(chain, chain[1:], strict=False):
+    for reader, fed in pairwise(chain):
         call = reader.call
         if fed.link == "tool":
             piece = next((p for p in call.pieces if p.kind == "tool"
@@ -194,8 +195,7 @@ def _born(view: RunView, call: CallView, found: Suspect) -> Hop:
         factory = {"fact": "define_fact", "steering": "define_steering",
                    "instruction": "define_instruction", "skill": "define_skill"}.get(
             found.flavor or "", "define_injection")
-        where = f" in member {found.member!r}" if found.member else ""
-        return Hop("BORN", f"{factory}({found.id!r}){where}")
+        return Hop("BORN", f"{factory}({found.id!r})")
     if found.kind == "tool" and found.upstream:
         return Hop("BORN", f"the answer of agent tool {found.id!r} (its run "
                            f"{found.upstream[0]})", found.runtime_stage_id)

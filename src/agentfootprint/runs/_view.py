@@ -18,18 +18,19 @@ skipped, never guessed. This module knows flows, not agents.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ..flow._commitlog import CommitLog, CommitRecord
 from ..flow._redact import REDACTED
 from ..flow._run import FlowRun
 from . import trace
+from ._members import Member, Members, SubRun
 from ._recording import AgentRun, Recording
 from ._window import windowed_messages
 
-__all__ = ["CallView", "Explainable", "Piece", "PieceKind", "RunView", "StepIndex", "is_stage",
-           "llm_started", "log_of"]
+__all__ = ["CallView", "Explainable", "Member", "Piece", "PieceKind", "RunView", "StepIndex",
+           "SubRun", "is_stage", "llm_started", "log_of"]
 
 Explainable = AgentRun | FlowRun | Recording | CommitLog
 """Anything a run can be explained from: an agent's result, a flow run, a recording, a log."""
@@ -51,6 +52,8 @@ def log_of(source: Explainable) -> CommitLog:
         return source.log
     if isinstance(source, AgentRun) and isinstance(source.recording, FlowRun):
         return source.recording.log
+    if isinstance(source, AgentRun) and isinstance(source.recording, Recording):
+        return source.recording.commit_log()
     raise TypeError(f"{source!r} carries no commit log; pass a RunResult, FlowRun or Recording")
 
 
@@ -85,12 +88,27 @@ class Piece:
     """Whether a rebuild can leave it out (the base prompt and the user's message cannot)."""
     position: int | None = None
     """Its place in the system prompt (pieces in prompt order), for a system piece."""
+    member: str | None = None
+    """In a composition: the member whose call it reached (``"first"``); or the agent-tool
+    whose inner run it reached (``"tool 'researcher'"``). None for a single agent's run."""
+    upstream: tuple[str, ...] = ()
+    """For a message a composition handed on: the members whose answers it carries (it is
+    not the user's message then); for an agent-tool's result: the inner run's id."""
+    tool_call_id: str | None = None
+    """For a tool result: the call it answers (the link to an agent-tool's inner run)."""
 
     @property
     def label(self) -> str:
-        """``fact 'vip-override'``: an injection is named by its flavor, as it was defined."""
+        """``fact 'vip-override'``: an injection is named by its flavor, as it was defined.
+
+        In a composition the member is named too (``fact 'bad-fact' (in first)``), and a message
+        handed on from other members is named by them, never as the user's message.
+        """
         kind = self.flavor if self.kind == "injection" and self.flavor else self.kind
-        return f"{kind} {self.id!r}"
+        text = f"{kind} {self.id!r}"
+        if self.kind == "user" and self.upstream:
+            text = "the answer of " + ", ".join(repr(name) for name in self.upstream)
+        return f"{text} (in {self.member})" if self.member else text
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +158,8 @@ class RunView:
     final_record: CommitRecord | None = None
     _views: dict[int, CallView] = field(default_factory=dict, repr=False)
     _steps: StepIndex | None = field(default=None, repr=False)
+    _members: Members | None = field(default=None, repr=False)
+    _sub_runs: dict[str, SubRun] | None = field(default=None, repr=False)
 
     @property
     def steps(self) -> StepIndex:
@@ -175,8 +195,72 @@ class RunView:
         if found is None:
             if not is_stage(record, trace.CALL_LLM):
                 raise ValueError(f"step {record.runtime_stage_id!r} is not an LLM call")
-            found = self._views[record.idx] = _call_view(self.log, record)
+            found = self._views[record.idx] = self._linked(_call_view(self.log, record))
         return found
+
+    # -- across compositions and agent-tools ----------------------------------------------
+
+    @property
+    def member_index(self) -> Members:
+        """The composition's members and who fed whom (built once; empty for one agent)."""
+        if self._members is None:
+            self._members = Members(self.log)
+        return self._members
+
+    @property
+    def members(self) -> dict[str, Member]:
+        """A composition's members by name (``"first"``, ``"p/a"``), each with its namespace
+        (the subflow it ran as) and its answer; empty for a single agent's run."""
+        return self.member_index.members
+
+    @property
+    def sub_runs(self) -> dict[str, SubRun]:
+        """Agents run as tools in this run, by the outer tool call id (with the inner run's id
+        and, when kept, its recording)."""
+        if self._sub_runs is None:
+            self._sub_runs = self.member_index.sub_runs()
+        return self._sub_runs
+
+    def member_of(self, call: CallView) -> Member | None:
+        """The member of a composition that made ``call`` (None outside a composition)."""
+        return self.member_index.member_at(call.record.ns)
+
+    def feeders(self, call: CallView) -> tuple[list[Member], bool]:
+        """The members whose answers reached ``call``'s message, and whether the user's did."""
+        return self.member_index.feeders(call.record.ns)
+
+    def answer_call(self, member: Member) -> CallView | None:
+        """The call of ``member`` whose answer it handed back (else its last call)."""
+        own = [r for r in self.records if r.ns == member.ns]
+        if not own:
+            return None
+        found = _final(self.log, own, member.answer)
+        return None if found is None else self.call(found)
+
+    def _linked(self, view: CallView) -> CallView:
+        """``view`` with its pieces linked: the member they reached, a handed-on message's
+        members, an agent-tool result's inner run."""
+        index = self.member_index
+        member = index.member_at(view.record.ns)
+        links = self.sub_runs if any(p.kind == "tool" for p in view.pieces) else {}
+        if member is None and not links:
+            return view
+        sent = index.input_of(member.ns) if member is not None else None
+        upstream: tuple[str, ...] = ()
+        if member is not None:
+            upstream = tuple(m.name for m in index.feeders(member.ns)[0])
+        pieces = []
+        for piece in view.pieces:
+            changes: dict[str, Any] = {}
+            if member is not None:
+                changes["member"] = member.name
+            if piece.kind == "user" and upstream and piece.text == sent:
+                changes["upstream"] = upstream
+            sub = links.get(piece.tool_call_id or "") if piece.kind == "tool" else None
+            if sub is not None:
+                changes["upstream"] = (sub.run_id,)
+            pieces.append(replace(piece, **changes) if changes else piece)
+        return replace(view, pieces=tuple(pieces))
 
     def memory_read(self, memory_id: str, before: CallView) -> str | None:
         """The runtime stage id of the last read of memory ``memory_id`` before a call."""
@@ -329,8 +413,10 @@ def _message_pieces(log: CommitLog, call: CommitRecord, history: list[Any],
         if message.get("role") == "user" and marker is None:
             out.append(Piece("user", "user", text, None, "messages", writers[index], False))
         elif message.get("role") == "tool":
+            call_id = message.get("tool_call_id")
             out.append(Piece("tool", message.get("tool_name") or "?", text, None, "messages",
-                             writers[index]))
+                             writers[index],
+                             tool_call_id=call_id if isinstance(call_id, str) else None))
         elif marker is not None and marker not in _NOT_CONTEXT:
             out.append(Piece("message", marker, text, None, "messages", writers[index]))
     return out

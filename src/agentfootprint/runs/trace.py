@@ -209,6 +209,8 @@ INPUT_TOKENS: Final = _key("input_tokens", "configuration", doc="input tokens so
 OUTPUT_TOKENS: Final = _key("output_tokens", "configuration", doc="output tokens so far")
 IDENTITY: Final = _key("identity", "configuration",
                        doc="the memory identity (tenant, principal, conversation) of the run")
+TURN_CLAIM: Final = _key("turn_claim", "configuration",
+                         doc="the owner token under which this run holds its turn's claim")
 ACTIVATED_SKILLS: Final = _key("activated_skills", "configuration",
                                doc="ids of the skills the model activated so far")
 TOOL_RESULTS: Final = _key("tool_results", "tool_results",
@@ -269,6 +271,12 @@ FINDINGS_LEDGER: Final = _key("findings_ledger", "tool_args", "tool_results",
                               doc="the per-turn script ledger of the code runner")
 SCRIPTS_DROPPED: Final = _key("scripts_dropped", "configuration",
                               doc="earlier turns' script text dropped from the ledger")
+SUB_RUNS: Final = _key("sub_runs", "configuration",
+                       doc="agents run as tools: tool call id -> the tool's name and the inner "
+                           "run's id (the link from the outer call to the inner run)")
+SUB_RECORDINGS: Final = _key("sub_recordings", *_CONVERSATION,
+                             doc="agents run as tools: inner run id -> that run's recording "
+                                 "(JSON), kept with the outer run so it explains offline")
 
 # --------------------------------------------------------------------------- memory and RAG
 
