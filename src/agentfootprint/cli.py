@@ -36,7 +36,8 @@ def _main(argv: Sequence[str] | None) -> int:
     runs = commands.add_parser("runs", parents=[store_option], help="recorded runs")
     runs_commands = runs.add_subparsers(dest="runs_command", required=True)
     listing = runs_commands.add_parser("list", parents=[store_option], help="the most recent runs")
-    listing.add_argument("--limit", type=int, default=20)
+    listing.add_argument("--limit", type=_count, default=20,
+                         help="how many runs to list, newest first (1 or more; default 20)")
     explain = commands.add_parser("explain", parents=[store_option],
                                   help="backtrack a recorded run's answer")
     explain.add_argument("run_id")
@@ -92,6 +93,17 @@ def _main(argv: Sequence[str] | None) -> int:
         return 1
     print(backtrack(recording))
     return 0
+
+
+def _count(text: str) -> int:
+    """``--limit``: a whole number of at least 1 (SQLite reads ``LIMIT -1`` as "no limit")."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a count; pass 1 or more, e.g. 20")
+    return value
 
 
 def _report(store_path: Path, run_id: str, output: str) -> int:
