@@ -18,7 +18,7 @@ from ..flow._scope import ReadView
 from ..runs import trace
 from ._spec import AgentSpec
 
-__all__ = ["MemoryStages", "mount_memories"]
+__all__ = ["MemoryStages", "end_turn_claim", "mount_memories"]
 
 
 class MemoryStages:
@@ -34,25 +34,46 @@ class MemoryStages:
         def _host_turn(scope: Scope) -> int: ...
 
     async def seed_with_memory(self, scope: Scope) -> None:
-        """Seed, with the turn resolved once over the memories' stores (seed 000)."""
+        """Seed, with the turn resolved once over the memories' stores (seed 000).
+
+        The run claims its turn under an owner token kept in state: a replay presents the same
+        token and keeps its turn; if the turn was given back and another run took it meanwhile
+        (possible only when nothing was written under it), the replay resolves a new one.
+        """
         resumed = scope.args.get(trace.RESUME_STATE)
-        if resumed is not None:  # a replay keeps the turn it already claimed
-            from ..memory._stages import identity_record
-
-            scope[trace.IDENTITY] = identity_record(scope.args[trace.IDENTITY])
-            self._seed(scope, int(resumed[trace.TURN]))
+        if resumed is None:
+            owner = scope.run_id
+            scope[trace.TURN_CLAIM] = owner
+            self._seed(scope, await self._resolve_turn(scope, self._host_turn(scope), owner))
             return
-        self._seed(scope, await self._resolve_turn(scope, self._host_turn(scope)))
+        from ..memory._stages import identity_record
+        from ..memory._turn import resolve_turn_number
 
-    async def _resolve_turn(self, scope: Scope, host_turn: int) -> int:
+        identity = scope.args[trace.IDENTITY]
+        scope[trace.IDENTITY] = identity_record(identity)
+        turn = int(resumed[trace.TURN])
+        owner = str(resumed.get(trace.TURN_CLAIM) or scope.run_id)
+        self._seed(scope, turn)
+        scope[trace.TURN_CLAIM] = owner
+        stores = self._written_stores()
+        if not await resolve_turn_number(stores=stores, identity=identity, host_turn=turn,
+                                         claim=False) <= turn:
+            return  # entries of this turn are stored: it is this run's, written in part
+        if not await _reclaim(stores, identity, turn, owner):
+            scope[trace.TURN] = await self._resolve_turn(scope, turn + 1, owner)
+
+    def _written_stores(self) -> list[Any]:
+        return [m.store for m in self.spec.memories if m.write is not None]
+
+    async def _resolve_turn(self, scope: Scope, host_turn: int, owner: str) -> int:
         """The turn, resolved once over every store this run writes to and claimed there."""
         from ..memory._stages import identity_record
         from ..memory._turn import resolve_turn_number
 
         identity = scope.args[trace.IDENTITY]
         scope[trace.IDENTITY] = identity_record(identity)
-        stores = [m.store for m in self.spec.memories if m.write is not None]
-        return await resolve_turn_number(stores=stores, identity=identity, host_turn=host_turn)
+        return await resolve_turn_number(stores=self._written_stores(), identity=identity,
+                                         host_turn=host_turn, owner=owner)
 
     def _recall_pieces(self, scope: Scope) -> list[tuple[str, Any, dict[str, Any]]]:
         """``(injection id, memory, piece)`` for everything each memory recalled this turn.
@@ -128,6 +149,48 @@ class MemoryStages:
         return {"iterations": iteration, "tool_calls": list(calls.values()), "decisions": [],
                 "token_usage": {"input": scope[trace.INPUT_TOKENS],
                                 "output": scope[trace.OUTPUT_TOKENS]}}
+
+
+async def _reclaim(stores: list[Any], identity: Any, turn: int, owner: str) -> bool:
+    from ..memory._store import TurnClaimStore
+    from ..memory._turn import distinct_stores, release_turn_claim
+
+    won: list[Any] = []
+    for store in distinct_stores(stores):
+        if not isinstance(store, TurnClaimStore):
+            continue  # its claims belong to nobody: the turn stays claimed there
+        if not await store.claim_turn(identity, turn, owner=owner):
+            await release_turn_claim(stores=won, identity=identity, turn=turn, owner=owner,
+                                     keep=False)
+            return False
+        won.append(store)
+    return True
+
+
+async def end_turn_claim(spec: AgentSpec, run: object) -> None:
+    """End a finished run's hold on its turn (seed 000: a claim belongs to its run).
+
+    A run that paused keeps it (it resumes under the same turn). A run that completed, or
+    failed after a memory write began, settles it: the claim then lives as long as the turn's
+    entries. A run that failed before writing anything gives the turn back; a replay
+    (``resume_on_error``) claims it again under the same owner. A run killed outright keeps
+    its claim, so it can be resumed.
+    """
+    from ..flow import FlowRun
+    from ..memory._stages import identity_from_record
+    from ..memory._turn import release_turn_claim
+
+    if not spec.memories or not isinstance(run, FlowRun) or run.paused:
+        return
+    owner, turn = run.state.get(trace.TURN_CLAIM), run.state.get(trace.TURN)
+    identity = identity_from_record(run.state.get(trace.IDENTITY))
+    if not isinstance(owner, str) or not isinstance(turn, int) or identity is None:
+        return
+    wrote = run.status == "done" or any(
+        trace.MEMORY_WRITE.matches(record.stage_id.split("/", 1)[0])
+        for record in run.log.records)
+    await release_turn_claim(stores=[m.store for m in spec.memories if m.write is not None],
+                             identity=identity, turn=turn, owner=owner, keep=wrote)
 
 
 def mount_memories(builder: FlowBuilder, spec: AgentSpec, *,

@@ -41,6 +41,7 @@ __all__ = [
     "entry_record",
     "format_memory",
     "identity_from",
+    "identity_from_record",
     "identity_record",
     "load_recent",
     "last_user_text",
@@ -74,6 +75,18 @@ def identity_record(identity: MemoryIdentity) -> dict[str, str | None]:
         "principal": identity.principal,
         "tenant": identity.tenant,
     }
+
+
+def identity_from_record(raw: object) -> MemoryIdentity | None:
+    """The identity an :func:`identity_record` (or an identity) stands for; ``None`` when
+    ``raw`` is neither — a run that never had one."""
+    if isinstance(raw, MemoryIdentity):
+        return raw
+    if not isinstance(raw, dict) or not raw.get("conversation_id"):
+        return None
+    return MemoryIdentity(
+        str(raw["conversation_id"]), principal=raw.get("principal"), tenant=raw.get("tenant")
+    )
 
 
 def identity_from(scope: Scope) -> MemoryIdentity:

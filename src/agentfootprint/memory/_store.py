@@ -12,6 +12,12 @@ every live entry exactly once.
 
 **Expired entries are invisible** to ``get`` and ``list`` alike (``expires_at <= now``).
 
+**Turn claims belong to runs** on a :class:`TurnClaimStore`: ``claim_turn`` with an ``owner``
+holds the turn until that owner calls ``release_turn``; a settled claim is then reclaimable once
+its turn's entries are gone, so no number of expired turns can exhaust a conversation. A store
+may also expose ``backend`` (a string naming where its data lives, e.g. the resolved file path):
+two store objects with the same ``backend`` are one store to turn resolution.
+
 **Capabilities are declared, never faked**: a store without vector search says
 ``capabilities.vector_search is False`` and has no ``search`` method.
 
@@ -38,6 +44,7 @@ __all__ = [
     "MemoryStore",
     "ScoredEntry",
     "StoreCapabilities",
+    "TurnClaimStore",
     "VectorSearchStore",
     "check_entries",
     "check_k",
@@ -119,6 +126,41 @@ class MemoryStore(Protocol):
 
     async def claim_turn(self, identity: MemoryIdentity, turn: int) -> bool:
         """Atomically claim ``turn`` for one run; False when it was already claimed."""
+        ...
+
+
+@runtime_checkable
+class TurnClaimStore(MemoryStore, Protocol):
+    """A store whose turn claims belong to runs (all four built-in stores): a claim is held
+    by its owner until released, and a settled claim expires with its turn's entries."""
+
+    async def claim_turn(
+        self,
+        identity: MemoryIdentity,
+        turn: int,
+        *,
+        owner: str | None = None,
+        reclaim_before: int | None = None,
+    ) -> bool:
+        """Atomically claim ``turn`` for one run; False when another run holds it.
+
+        A claim ``owner`` holds stays its own: the same owner claiming again gets True (a
+        resumed run, or a second store object on the same backend). A claim nobody holds any
+        more (settled or anonymous) whose ``claimed_at`` is before ``reclaim_before`` is taken
+        over; the caller passes that only for a turn above every live entry it saw, so the
+        claim has expired with its turn's entries (see ``resolve_turn_number``).
+        """
+        ...
+
+    async def release_turn(
+        self, identity: MemoryIdentity, turn: int, *, owner: str, keep: bool
+    ) -> None:
+        """End ``owner``'s hold on ``turn`` (a no-op when ``owner`` does not hold it).
+
+        ``keep=True`` settles it: the claim stays, held by nobody, stamped now, and lives
+        as long as its turn's entries. ``keep=False`` removes it: the run wrote nothing,
+        so the turn number is free again.
+        """
         ...
 
 

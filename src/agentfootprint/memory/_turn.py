@@ -7,8 +7,11 @@ the rule ``turn = max(host_turn, max_stored_turn + 1)`` over every store the run
 resolved once per run.
 
 Beyond that rule, :func:`resolve_turn_number` claims the turn with ``store.claim_turn`` on every
-store; when another run already claimed it, the next number is tried. So two runs of one
-conversation started at the same moment never get the same turn.
+store; when another run holds it, the next number is tried. So two runs of one conversation
+started at the same moment never get the same turn. A claim belongs to its run: the run keeps it
+while it can still finish (running, paused, crashed and resumable), settles it when done, and
+gives it back when it failed having written nothing; a settled claim expires with its turn's
+entries. So claims never outnumber the turns a conversation really holds.
 """
 
 from __future__ import annotations
@@ -16,17 +19,20 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from agentfootprint.memory._entry import MemoryEntry, turn_of
+from agentfootprint.memory._entry import MemoryEntry, now_ms, turn_of
 from agentfootprint.memory._errors import MemoryStoreError
 from agentfootprint.memory._identity import MemoryIdentity
-from agentfootprint.memory._store import MemoryStore
+from agentfootprint.memory._store import MemoryStore, TurnClaimStore
 
 __all__ = [
+    "CLAIM_SETTLE_GRACE_MS",
     "MAX_CLAIM_ATTEMPTS",
     "MAX_SCAN_PAGES",
     "SCAN_PAGE_SIZE",
     "max_stored_turn",
     "normalize_host_turn",
+    "distinct_stores",
+    "release_turn_claim",
     "resolve_turn_number",
 ]
 
@@ -35,7 +41,10 @@ SCAN_PAGE_SIZE = 1000
 MAX_SCAN_PAGES = 100
 """Pages scanned per store at most (100,000 entries); an under-count is safe."""
 MAX_CLAIM_ATTEMPTS = 10_000
-"""Consecutive taken turns tried before giving up with ``MemoryStoreError``."""
+"""Consecutive held turns tried before giving up with ``MemoryStoreError``."""
+CLAIM_SETTLE_GRACE_MS = 60_000
+"""A settled claim is taken over only if it settled this long before the scan began, so the
+scan saw every entry its run wrote (and clocks of hosts sharing a store may drift this much)."""
 
 
 async def max_stored_turn(
@@ -72,44 +81,97 @@ def normalize_host_turn(host_turn: object) -> int:
     return max(1, math.floor(host_turn))
 
 
+def distinct_stores(stores: Sequence[MemoryStore]) -> list[MemoryStore]:
+    """``stores`` with each backend once: two objects on one SQLite file (or one Redis prefix,
+    one PostgreSQL table set) are one store, told apart by their ``backend`` when they name one
+    and by object identity otherwise."""
+    distinct: list[MemoryStore] = []
+    seen: set[object] = set()
+    for store in stores:
+        key = _backend_of(store)
+        if key not in seen:
+            seen.add(key)
+            distinct.append(store)
+    return distinct
+
+
+def _backend_of(store: MemoryStore) -> object:
+    backend = getattr(store, "backend", None)
+    return ("backend", backend) if isinstance(backend, str) else ("object", id(store))
+
+
 async def resolve_turn_number(
     *,
     stores: Sequence[MemoryStore],
     identity: MemoryIdentity,
     host_turn: object = None,
     claim: bool = True,
+    owner: str | None = None,
 ) -> int:
     """The turn this run stamps on everything it writes: ``max(host, stored + 1)``, at least 1.
 
-    Every store is consulted (the same store object listed twice is scanned once) and the highest
+    Every store is consulted (one backend listed twice is scanned once) and the highest
     stored turn wins. A store that raises is not swallowed: a guessed turn is how entries
-    overwrite each other. With ``claim`` (the default) the turn is then claimed on every store,
-    moving up past turns that concurrent runs claimed first; ``claim=False`` only computes.
+    overwrite each other. With ``claim`` (the default) the turn is then claimed on every store
+    for ``owner`` (the run), moving up past turns other runs hold. A claim whose run settled
+    before this scan began and whose turn has no live entry (every candidate is above the
+    highest live turn) has expired with its entries and is taken over, so expired turns never
+    pile up against a conversation. ``claim=False`` only computes.
     """
-    distinct: list[MemoryStore] = []
-    for store in stores:
-        if not any(store is seen for seen in distinct):
-            distinct.append(store)
+    distinct = distinct_stores(stores)
+    scan_began = now_ms() - CLAIM_SETTLE_GRACE_MS
     turn = normalize_host_turn(host_turn)
     for store in distinct:
         turn = max(turn, await max_stored_turn(store, identity) + 1)
     if not claim or not distinct:
         return turn
     for _ in range(MAX_CLAIM_ATTEMPTS):
-        if await _claim_everywhere(distinct, identity, turn):
+        if await _claim_everywhere(distinct, identity, turn, owner, scan_began):
             return turn
         turn += 1
     raise MemoryStoreError(
-        f"{MAX_CLAIM_ATTEMPTS} consecutive turns up to {turn} were already claimed in this "
-        "conversation; the stores disagree about its turns — inspect their turn claims.",
+        f"{MAX_CLAIM_ATTEMPTS} consecutive turns up to {turn} are held by runs that have not "
+        "finished (paused or crashed); resume or discard those runs, or release their turns "
+        "with store.release_turn().",
         store=", ".join(store.name for store in distinct),
     )
 
 
+async def release_turn_claim(
+    *,
+    stores: Sequence[MemoryStore],
+    identity: MemoryIdentity,
+    turn: int,
+    owner: str,
+    keep: bool,
+) -> None:
+    """End ``owner``'s hold on ``turn`` on every store: settle it (``keep``, the run wrote its
+    turn) or remove it (the run wrote nothing, so the number is free). Stores without
+    ``release_turn`` keep their claims, as before."""
+    for store in distinct_stores(stores):
+        if isinstance(store, TurnClaimStore):
+            await store.release_turn(identity, turn, owner=owner, keep=keep)
+
+
 async def _claim_everywhere(
-    stores: Sequence[MemoryStore], identity: MemoryIdentity, turn: int
+    stores: Sequence[MemoryStore],
+    identity: MemoryIdentity,
+    turn: int,
+    owner: str | None,
+    reclaim_before: int,
 ) -> bool:
+    won: list[MemoryStore] = []
     for store in stores:
-        if not await store.claim_turn(identity, turn):
-            return False
+        if isinstance(store, TurnClaimStore):
+            claimed = await store.claim_turn(identity, turn, owner=owner,
+                                             reclaim_before=reclaim_before)
+        else:  # a store whose claims belong to nobody: claimed once, kept for good
+            claimed = await store.claim_turn(identity, turn)
+        if claimed:
+            won.append(store)
+            continue
+        if owner is not None:  # a half-won claim is given back, never left held
+            await release_turn_claim(stores=won, identity=identity, turn=turn, owner=owner,
+                                     keep=False)
+        return False
     return True

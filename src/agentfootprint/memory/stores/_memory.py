@@ -30,7 +30,8 @@ __all__ = ["InMemoryStore"]
 class _Namespace:
     entries: dict[str, tuple[int, MemoryEntry]] = field(default_factory=dict)
     signatures: set[str] = field(default_factory=set)
-    claimed_turns: set[int] = field(default_factory=set)
+    claims: dict[int, tuple[int, str | None]] = field(default_factory=dict)
+    """Turn → (claimed_at, the owner holding it or ``None`` once settled)."""
     index: tuple[VectorIndex, list[tuple[str | None, int | None, str | None]],
                  dict[str, MemoryEntry]] | None = None
     """Vectors ready for search; dropped by every write to the namespace."""
@@ -171,10 +172,34 @@ class InMemoryStore(Closing):
     async def record_signature(self, identity: MemoryIdentity, signature: str) -> None:
         self._ns(identity).signatures.add(signature)
 
-    async def claim_turn(self, identity: MemoryIdentity, turn: int) -> bool:
-        claimed = self._ns(identity).claimed_turns
-        if turn in claimed:
-            return False
-        claimed.add(turn)
+    async def claim_turn(
+        self,
+        identity: MemoryIdentity,
+        turn: int,
+        *,
+        owner: str | None = None,
+        reclaim_before: int | None = None,
+    ) -> bool:
+        claims = self._ns(identity).claims
+        found = claims.get(turn)
+        if found is not None:
+            claimed_at, holder = found
+            mine = owner is not None and holder == owner
+            expired = (holder is None and reclaim_before is not None
+                       and claimed_at < reclaim_before)
+            if not (mine or expired):
+                return False
+        claims[turn] = (self._clock(), owner)
         return True
 
+    async def release_turn(
+        self, identity: MemoryIdentity, turn: int, *, owner: str, keep: bool
+    ) -> None:
+        claims = self._ns(identity).claims
+        found = claims.get(turn)
+        if found is None or found[1] != owner:
+            return
+        if keep:
+            claims[turn] = (self._clock(), None)
+        else:
+            del claims[turn]

@@ -36,10 +36,17 @@ SCHEMA_VERSION = 1
 """The table layout this code writes; tables with a newer one are refused, never rewritten."""
 
 _PG_MAX_IDENTIFIER = 63
-_SUFFIXES = ("meta", "entries", "signatures", "turn_claims")
+_SUFFIXES = ("meta", "entries", "signatures", "turn_claims", "turn_holders")
 _ORDER_INDEX = "_entries_order"
 MAX_PREFIX = _PG_MAX_IDENTIFIER - len(_ORDER_INDEX)
 """The longest table prefix whose every derived name fits PostgreSQL's identifier limit."""
+
+_HOLDERS_DDL = (
+    "CREATE TABLE IF NOT EXISTS {turn_holders} ("
+    " namespace text NOT NULL, turn bigint NOT NULL, owner text NOT NULL,"
+    " PRIMARY KEY (namespace, turn))"
+)
+"""Which run holds each turn claim; created on open too, for tables made before it existed."""
 
 _TABLES_DDL = (
     "CREATE TABLE IF NOT EXISTS {meta} (key text PRIMARY KEY, value text NOT NULL)",
@@ -53,6 +60,7 @@ _TABLES_DDL = (
     "CREATE TABLE IF NOT EXISTS {turn_claims} ("
     " namespace text NOT NULL, turn bigint NOT NULL, claimed_at bigint NOT NULL,"
     " PRIMARY KEY (namespace, turn))",
+    _HOLDERS_DDL,
 )
 
 
@@ -63,6 +71,7 @@ class Tables:
     entries: sql.Composable
     signatures: sql.Composable
     claims: sql.Composable
+    holders: sql.Composable
     vector: sql.Composable
     dims: sql.Composable
     norm: sql.Composable
@@ -94,6 +103,8 @@ async def prepare(
             f"{store} finds no table {schema}.{prefix}_meta; pass create_schema=True, or point "
             "schema=/table_prefix= at tables this store created."
         )
+    if create and not await _has_table(cur, schema, f"{prefix}_turn_holders"):
+        await cur.execute(sql.SQL(_HOLDERS_DDL).format(**names))
     await cur.execute(
         sql.SQL("SELECT value FROM {} WHERE key = 'schema_version'").format(names["meta"])
     )
@@ -109,6 +120,7 @@ async def prepare(
         entries=names["entries"],
         signatures=names["signatures"],
         claims=names["turn_claims"],
+        holders=names["turn_holders"],
         vector=sql.Identifier(vector_schema, "vector"),
         dims=sql.Identifier(vector_schema, "vector_dims"),
         norm=sql.Identifier(vector_schema, "vector_norm"),

@@ -99,7 +99,8 @@ class PostgresStore(Closing):
     connections; close it with :meth:`aclose` or ``async with``), ``pool`` (a psycopg_pool
     ``AsyncConnectionPool`` you own) or ``conn`` (one ``AsyncConnection`` you own; calls take
     turns on it and join your transaction when one is open). Tables are named
-    ``{table_prefix}_entries``, ``_signatures``, ``_turn_claims`` and ``_meta`` in ``schema``.
+    ``{table_prefix}_entries``, ``_signatures``, ``_turn_claims``, ``_turn_holders`` and
+    ``_meta`` in ``schema``.
     The store belongs to the event loop that first uses it.
     """
 
@@ -168,6 +169,13 @@ class PostgresStore(Closing):
     def table_prefix(self) -> str:
         """What every table name starts with."""
         return self._prefix
+
+    @property
+    def backend(self) -> str | None:
+        """Where the data lives (server, database, schema, prefix): two objects naming the same
+        are one store; ``None`` when the connection string cannot be read."""
+        where = self._where()
+        return None if where == "?" else f"postgres:{where}/{self._schema}/{self._prefix}"
 
     @property
     def capabilities(self) -> StoreCapabilities:
@@ -256,7 +264,8 @@ class PostgresStore(Closing):
     def _compose(self, template: str, t: Tables) -> Any:
         """A shared statement template (``_sql``) with this store's qualified names."""
         return self._psycopg.sql.SQL(template).format(
-            entries=t.entries, signatures=t.signatures, claims=t.claims, vector=t.vector
+            entries=t.entries, signatures=t.signatures, claims=t.claims, holders=t.holders,
+            vector=t.vector
         )
 
     # -- entries -----------------------------------------------------------------------------
@@ -419,12 +428,47 @@ class PostgresStore(Closing):
 
         await self._run("record_signature", work)
 
-    async def claim_turn(self, identity: MemoryIdentity, turn: int) -> bool:
-        """One ``INSERT … ON CONFLICT DO NOTHING``: the primary key lets exactly one win."""
-        params = (identity.namespace, turn, self._clock())
+    async def claim_turn(
+        self,
+        identity: MemoryIdentity,
+        turn: int,
+        *,
+        owner: str | None = None,
+        reclaim_before: int | None = None,
+    ) -> bool:
+        """``INSERT … ON CONFLICT DO NOTHING`` lets exactly one caller create the claim; taking
+        over a settled one is an ``UPDATE`` whose row lock lets exactly one caller win."""
+        namespace, now = identity.namespace, self._clock()
 
         async def work(cur: AsyncCursor[TupleRow], t: Tables) -> bool:
-            await cur.execute(self._compose(_SQL.claim_turn, t), params)
-            return cur.rowcount == 1
+            await cur.execute(self._compose(_SQL.claim_turn, t), (namespace, turn, now))
+            won = cur.rowcount == 1
+            if not won and owner is not None:
+                await cur.execute(self._compose(_SQL.holder, t), (namespace, turn))
+                row = await cur.fetchone()
+                won = row is not None and row[0] == owner
+            if not won and reclaim_before is not None:
+                await cur.execute(self._compose(_SQL.reclaim, t),
+                                  (now, namespace, turn, reclaim_before, namespace, turn))
+                won = cur.rowcount == 1
+            if won:
+                await cur.execute(self._compose(_SQL.restamp, t), (now, namespace, turn))
+                if owner is not None:
+                    await cur.execute(self._compose(_SQL.hold, t), (namespace, turn, owner))
+            return won
 
         return await self._run("claim_turn", work)
+
+    async def release_turn(
+        self, identity: MemoryIdentity, turn: int, *, owner: str, keep: bool
+    ) -> None:
+        namespace, now = identity.namespace, self._clock()
+
+        async def work(cur: AsyncCursor[TupleRow], t: Tables) -> None:
+            await cur.execute(self._compose(_SQL.unhold, t), (namespace, turn, owner))
+            if cur.rowcount == 1:
+                statement = _SQL.restamp if keep else _SQL.unclaim
+                params = (now, namespace, turn) if keep else (namespace, turn)
+                await cur.execute(self._compose(statement, t), params)
+
+        await self._run("release_turn", work)

@@ -1,6 +1,6 @@
 """``RedisStore``: memory on a Redis server, shared by every process that can reach it.
 
-Keys are ``{prefix}/{{namespace}}/{kind}`` (``seq``, ``idx``, ``sig``, ``turns``) and
+Keys are ``{prefix}/{{namespace}}/{kind}`` (``seq``, ``idx``, ``sig``, ``turns``, ``claims``) and
 ``{prefix}/{{namespace}}/e/{id}`` for an entry. A namespace is always three segments with no
 ``/`` inside one, and the prefix may not hold ``/``, so splitting a key on ``/`` recovers exactly
 one (prefix, namespace, kind, id): no id or namespace can compose another namespace's key. The
@@ -115,6 +115,49 @@ end
 return #KEYS - 2
 """
 
+# Turn claims: ``turns`` is the set of claimed turns (SADD lets one caller create a claim) and
+# ``claims`` maps a turn to "claimed_at|owner" (owner '' once settled; a turn without a field
+# was claimed by an older version: stamped 0, held by nobody).
+# KEYS: turns set, claims hash. ARGV: turn, now, owner ('' = none), reclaim_before ('' = none).
+_CLAIM = """
+local claim = ARGV[2] .. '|' .. ARGV[3]
+if redis.call('SADD', KEYS[1], ARGV[1]) == 1 then
+  redis.call('HSET', KEYS[2], ARGV[1], claim)
+  return 1
+end
+local info = redis.call('HGET', KEYS[2], ARGV[1])
+local at, holder = 0, ''
+if info then
+  local sep = string.find(info, '|', 1, true)
+  at = tonumber(string.sub(info, 1, sep - 1)) or 0
+  holder = string.sub(info, sep + 1)
+end
+local won = false
+if holder ~= '' then
+  won = ARGV[3] ~= '' and holder == ARGV[3]
+elseif ARGV[4] ~= '' then
+  won = at < tonumber(ARGV[4])
+end
+if not won then return 0 end
+redis.call('HSET', KEYS[2], ARGV[1], claim)
+return 1
+"""
+
+# KEYS: turns set, claims hash. ARGV: turn, now, owner, keep ('1' settles, '0' removes).
+_RELEASE = """
+local info = redis.call('HGET', KEYS[2], ARGV[1])
+if not info then return 0 end
+local sep = string.find(info, '|', 1, true)
+if string.sub(info, sep + 1) ~= ARGV[3] then return 0 end
+if ARGV[4] == '1' then
+  redis.call('HSET', KEYS[2], ARGV[1], ARGV[2] .. '|')
+else
+  redis.call('HDEL', KEYS[2], ARGV[1])
+  redis.call('SREM', KEYS[1], ARGV[1])
+end
+return 1
+"""
+
 # KEYS: index, entry hash.
 # KEYS: entry hashes; ARGV: field names. One reply per key: its fields (nil where absent).
 # One command per batch instead of one HMGET each: packing the commands was most of the time
@@ -193,6 +236,9 @@ class RedisStore(Closing):
         self._put_many_script = client.register_script(_PUT_MANY)
         self._delete_script = client.register_script(_DELETE)
         self._read_fields_script = client.register_script(_READ_FIELDS)
+        self._claim_script = client.register_script(_CLAIM)
+        self._release_script = client.register_script(_RELEASE)
+        self._backend = f"redis:{where}/{prefix}"
         self._vectors: dict[str, tuple[str | None, VectorIndex, builtins.list[VectorMeta]]] = {}
 
     @property
@@ -203,6 +249,12 @@ class RedisStore(Closing):
     def prefix(self) -> str:
         """The first segment of every key this store touches."""
         return self._prefix
+
+    @property
+    def backend(self) -> str:
+        """Where the data lives (server, database, prefix): two objects naming the same are one
+        store."""
+        return self._backend
 
     @property
     def capabilities(self) -> StoreCapabilities:
@@ -480,13 +532,30 @@ class RedisStore(Closing):
         client = self._redis("record_signature")
         await self._call("record_signature", client.sadd(self._key(identity, "sig"), signature))
 
-    async def claim_turn(self, identity: MemoryIdentity, turn: int) -> bool:
-        """SADD answers 1 only to the one caller that added the turn: atomic across processes."""
+    async def claim_turn(
+        self,
+        identity: MemoryIdentity,
+        turn: int,
+        *,
+        owner: str | None = None,
+        reclaim_before: int | None = None,
+    ) -> bool:
+        """One Lua script: the claim is decided and written atomically across processes."""
         client = self._redis("claim_turn")
-        added = await self._call(
-            "claim_turn", client.sadd(self._key(identity, "turns"), str(turn))
-        )
-        return added == 1
+        keys = [self._key(identity, "turns"), self._key(identity, "claims")]
+        args = [str(turn), str(self._clock()), owner or "",
+                "" if reclaim_before is None else str(reclaim_before)]
+        won = await self._call("claim_turn",
+                               self._claim_script(keys=keys, args=args, client=client))
+        return int(won) == 1
+
+    async def release_turn(
+        self, identity: MemoryIdentity, turn: int, *, owner: str, keep: bool
+    ) -> None:
+        client = self._redis("release_turn")
+        keys = [self._key(identity, "turns"), self._key(identity, "claims")]
+        args = [str(turn), str(self._clock()), owner, "1" if keep else "0"]
+        await self._call("release_turn", self._release_script(keys=keys, args=args, client=client))
 
 
 def _b64(blob: bytes) -> str:

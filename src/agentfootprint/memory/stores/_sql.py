@@ -5,9 +5,9 @@ paging (newest first, a keyset cursor on ``(updated_at, seq)``), expiry (an entr
 ``expires_at`` is at or before ``now`` is not there), the reads and writes by key, signatures
 and turn claims are one set of statements; a ``Dialect`` holds only what the two spell
 differently. Statements are templates: shared text is written with ``?`` marks, swapped for the
-dialect's, and ``{entries}``, ``{signatures}``, ``{claims}`` and ``{vector}`` (pgvector's type)
-are filled in by each store — plain names in SQLite, quoted identifiers in PostgreSQL. Only
-column names and marks are spliced into the text; every value is a bound parameter.
+dialect's, and ``{entries}``, ``{signatures}``, ``{claims}``, ``{holders}`` and ``{vector}``
+(pgvector's type) are filled in by each store — plain names in SQLite, quoted identifiers in
+PostgreSQL. Only column names and marks are spliced into the text; every value is a bound parameter.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ ENTRY_COLUMNS = ("namespace", "id", "updated_at", "expires_at", "tier", "body", 
 
 _LIVE = "(expires_at IS NULL OR expires_at > ?)"
 _BY_KEY = "namespace = ? AND id = ?"
+_CLAIM = "namespace = ? AND turn = ?"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -90,6 +91,19 @@ class Statements:
     """namespace, signature; a second record of it changes nothing."""
     claim_turn: str
     """namespace, turn, claimed_at; one changed row means this caller won the turn."""
+    holder: str
+    """The owner holding a claim: namespace, turn."""
+    hold: str
+    """Record (or replace) the owner holding a claim: namespace, turn, owner."""
+    unhold: str
+    """End an owner's hold: namespace, turn, owner; one changed row means it held the turn."""
+    reclaim: str
+    """Take over a claim nobody holds that was stamped before a cutoff: claimed_at, namespace,
+    turn, cutoff, namespace, turn; one changed row means this caller won it."""
+    restamp: str
+    """Stamp a claim anew: claimed_at, namespace, turn."""
+    unclaim: str
+    """Remove a claim: namespace, turn."""
 
     def named(self, names: dict[str, str]) -> Statements:
         """Every template with its table names filled in as plain text."""
@@ -115,6 +129,17 @@ def statements(dialect: Dialect) -> Statements:
         seen=dialect.marked("SELECT 1 FROM {signatures} WHERE namespace = ? AND signature = ?"),
         record_signature=_insert_new(dialect, "{signatures}", ("namespace", "signature")),
         claim_turn=_insert_new(dialect, "{claims}", ("namespace", "turn", "claimed_at")),
+        holder=dialect.marked(f"SELECT owner FROM {{holders}} WHERE {_CLAIM}"),  # noqa: S608
+        hold=dialect.marked(
+            "INSERT INTO {holders} (namespace, turn, owner) VALUES (?, ?, ?) "
+            "ON CONFLICT (namespace, turn) DO UPDATE SET owner = excluded.owner"),
+        unhold=dialect.marked(
+            f"DELETE FROM {{holders}} WHERE {_CLAIM} AND owner = ?"),  # noqa: S608
+        reclaim=dialect.marked(
+            f"UPDATE {{claims}} SET claimed_at = ? WHERE {_CLAIM} AND claimed_at < ? "  # noqa: S608
+            f"AND NOT EXISTS (SELECT 1 FROM {{holders}} WHERE {_CLAIM})"),
+        restamp=dialect.marked(f"UPDATE {{claims}} SET claimed_at = ? WHERE {_CLAIM}"),  # noqa: S608
+        unclaim=dialect.marked(f"DELETE FROM {{claims}} WHERE {_CLAIM}"),  # noqa: S608
     )
 
 

@@ -7,7 +7,8 @@ a search hydrates the namespace's vectors once and keeps them until any connecti
 the file (``PRAGMA data_version``) or this store writes. ``seq`` is an AUTOINCREMENT write
 sequence: every put gets a new, larger one, which pins the order of entries that share
 ``updated_at``. Turn claims are rows under a primary key, inserted inside a ``BEGIN IMMEDIATE``
-transaction, so two processes can never claim the same turn. The SQL it shares with
+transaction, so two processes can never claim the same turn; the run holding a claim is a row of
+``af_memory_turn_holders`` until it settles or gives the turn back. The SQL it shares with
 ``PostgresStore`` (paging, expiry, reads and writes by key, claims) is written once in ``_sql``.
 """
 
@@ -62,7 +63,7 @@ SCHEMA_VERSION = 1
 _T = TypeVar("_T")
 
 _TABLES = {"entries": "af_memory_entries", "signatures": "af_memory_signatures",
-           "claims": "af_memory_turn_claims"}
+           "claims": "af_memory_turn_claims", "holders": "af_memory_turn_holders"}
 _SQL = statements(SQLITE).named(_TABLES)
 
 _SCHEMA = """
@@ -86,6 +87,10 @@ CREATE TABLE IF NOT EXISTS af_memory_signatures (
 ) STRICT, WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS af_memory_turn_claims (
     namespace TEXT NOT NULL, turn INTEGER NOT NULL, claimed_at INTEGER NOT NULL,
+    PRIMARY KEY (namespace, turn)
+) STRICT, WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS af_memory_turn_holders (
+    namespace TEXT NOT NULL, turn INTEGER NOT NULL, owner TEXT NOT NULL,
     PRIMARY KEY (namespace, turn)
 ) STRICT, WITHOUT ROWID;
 """
@@ -124,6 +129,11 @@ class SQLiteStore(Closing):
     def path(self) -> str:
         """The database file."""
         return self._path
+
+    @property
+    def backend(self) -> str:
+        """Where the data lives: the resolved file, so two objects on one file are one store."""
+        return f"sqlite:{os.path.realpath(self._path)}"
 
     @property
     def capabilities(self) -> StoreCapabilities:
@@ -351,13 +361,46 @@ class SQLiteStore(Closing):
 
         await self._run("record_signature", work)
 
-    async def claim_turn(self, identity: MemoryIdentity, turn: int) -> bool:
+    async def claim_turn(
+        self,
+        identity: MemoryIdentity,
+        turn: int,
+        *,
+        owner: str | None = None,
+        reclaim_before: int | None = None,
+    ) -> bool:
         namespace, now = identity.namespace, self._clock()
 
         def work(conn: sqlite3.Connection) -> bool:
             conn.execute("BEGIN IMMEDIATE")
-            cursor = conn.execute(_SQL.claim_turn, (namespace, turn, now))
+            won = conn.execute(_SQL.claim_turn, (namespace, turn, now)).rowcount == 1
+            if not won and owner is not None:
+                row = conn.execute(_SQL.holder, (namespace, turn)).fetchone()
+                won = row is not None and row[0] == owner
+            if not won and reclaim_before is not None:
+                won = conn.execute(_SQL.reclaim, (now, namespace, turn, reclaim_before,
+                                                  namespace, turn)).rowcount == 1
+            if won:
+                conn.execute(_SQL.restamp, (now, namespace, turn))
+                if owner is not None:
+                    conn.execute(_SQL.hold, (namespace, turn, owner))
             conn.execute("COMMIT")
-            return cursor.rowcount == 1
+            return won
 
         return await self._run("claim_turn", work)
+
+    async def release_turn(
+        self, identity: MemoryIdentity, turn: int, *, owner: str, keep: bool
+    ) -> None:
+        namespace, now = identity.namespace, self._clock()
+
+        def work(conn: sqlite3.Connection) -> None:
+            conn.execute("BEGIN IMMEDIATE")
+            if conn.execute(_SQL.unhold, (namespace, turn, owner)).rowcount == 1:
+                if keep:
+                    conn.execute(_SQL.restamp, (now, namespace, turn))
+                else:
+                    conn.execute(_SQL.unclaim, (namespace, turn))
+            conn.execute("COMMIT")
+
+        await self._run("release_turn", work)
