@@ -15,10 +15,11 @@ from agentfootprint.memory._identity import (
 )
 
 tricky = st.sampled_from(["_", ".", "..", "/", "%", "%2F", "%5F", "%2E", "a/b", "_/_", "../x"])
-fields = st.one_of(st.none(), tricky, st.text(min_size=1, max_size=12))
+storable = st.text(st.characters(blacklist_characters="\x00"), min_size=1, max_size=12)
+fields = st.one_of(st.none(), tricky, storable)
 identities = st.builds(
     MemoryIdentity,
-    conversation_id=st.one_of(tricky, st.text(min_size=1, max_size=12)),
+    conversation_id=st.one_of(tricky, storable),
     principal=fields,
     tenant=fields,
 )

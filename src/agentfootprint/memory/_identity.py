@@ -5,6 +5,12 @@ The per-field encoding is injective and reversible: ``%`` and ``/`` are percent-
 first), a segment made only of dots (``.``, ``..``) is escaped to ``%2E`` runs so it is a name and
 never a hop, absence is spelled ``_`` and a real value ``_`` is escaped to ``%5F``. Well-behaved
 values (no ``%``, no ``/``, not ``_``, not only dots) pass through byte for byte.
+
+Every store applies one rule to every field, checked when the identity is made: at most
+``MAX_IDENTITY_CHARS`` characters, no NUL, no lone surrogate (a Python string that is not
+valid Unicode). Those are what some store cannot hold (PostgreSQL text refuses NUL, its index
+rows are bounded, UTF-8 cannot encode a surrogate), so an identity that works on SQLite works
+on Redis and PostgreSQL too, and a bad one fails before the run, not inside a driver.
 """
 
 from __future__ import annotations
@@ -12,8 +18,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from agentfootprint.errors import ConfigurationError
+
 __all__ = [
     "IDENTITY_ABSENT",
+    "MAX_IDENTITY_CHARS",
     "MemoryIdentity",
     "decode_identity_field",
     "encode_identity_field",
@@ -24,6 +33,10 @@ __all__ = [
 IDENTITY_ABSENT = "_"
 """The one spelling of an absent tenant or principal inside a namespace."""
 
+MAX_IDENTITY_CHARS = 256
+"""The longest conversation id, principal or tenant (in characters) any store accepts."""
+
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 _ESCAPE = re.compile(r"%(25|2F|2E|5F)")
 _UNESCAPE = {"25": "%", "2F": "/", "2E": ".", "5F": "_"}
 
@@ -56,11 +69,31 @@ class MemoryIdentity:
                 raise TypeError(f"MemoryIdentity.{name} must be a string or None.")
             if value == "":
                 object.__setattr__(self, name, None)
+        for name in ("conversation_id", "principal", "tenant"):
+            _check_storable(name, getattr(self, name))
 
     @property
     def namespace(self) -> str:
         """This identity's namespace (see :func:`identity_namespace`)."""
         return identity_namespace(self)
+
+
+def _check_storable(name: str, value: str | None) -> None:
+    """The one rule every store shares (see the module docstring); the value is never quoted."""
+    if value is None:
+        return
+    if len(value) > MAX_IDENTITY_CHARS:
+        raise ConfigurationError(
+            f"MemoryIdentity.{name} is {len(value)} characters long, over the "
+            f"{MAX_IDENTITY_CHARS} every store accepts; pass a shorter id (a hash of the long "
+            "one keeps it unique).")
+    found = _UNSTORABLE.search(value)
+    if found is not None:
+        what = ("a NUL character" if found.group() == "\x00"
+                else "a lone surrogate (not valid Unicode)")
+        raise ConfigurationError(
+            f"MemoryIdentity.{name} holds {what} at position {found.start()}, which not every "
+            "store can keep; remove it, or decode the raw id with errors='replace' first.")
 
 
 def encode_identity_field(raw: str | None) -> str:
