@@ -1,0 +1,146 @@
+"""The seed contracts (`reference/seeds/`) that the hardening issue found failing, one test per
+rule, each named after the rule it pins."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentfootprint import Agent, check_in_approved, tool
+from agentfootprint.errors import ProviderError
+from agentfootprint.memory import MemoryIdentity, SQLiteStore, define_memory, window
+from agentfootprint.providers import mock
+from agentfootprint.providers._base import LLMRequest
+
+CONV = MemoryIdentity("seed-contracts")
+
+
+def _turns(path: Path) -> set[int]:
+    with sqlite3.connect(path) as db:
+        rows = db.execute("SELECT body FROM af_memory_entries").fetchall()
+    import json
+
+    return {json.loads(body)["source"]["turn"] for (body,) in rows}
+
+
+def _claims(path: Path) -> dict[int, bool]:
+    """Claimed turns → whether a run still holds them."""
+    with sqlite3.connect(path) as db:
+        claims = [t for (t,) in db.execute("SELECT turn FROM af_memory_turn_claims")]
+        held = {t for (t,) in db.execute("SELECT turn FROM af_memory_turn_holders")}
+    return {t: t in held for t in claims}
+
+
+# -- 000 turn numbering ---------------------------------------------------------------------------
+
+
+async def test_seed_000_same_file_two_store_objects_share_claims(tmp_path: Path) -> None:
+    """Two memories, each with its own store object on one SQLite file: turns 1, 2, 3 in order,
+    every turn written, no claim left held."""
+    path = tmp_path / "m.db"
+    with SQLiteStore(path) as one, SQLiteStore(path) as two:
+        chat = define_memory(id="chat", type="episodic", strategy=window(5), store=one)
+        notes = define_memory(id="notes", type="episodic", strategy=window(5), store=two)
+        for expected in (1, 2, 3):
+            result = await Agent(provider=mock(reply="ok"), model="m", memory=[chat, notes],
+                                 identity=CONV).run(f"message {expected}")
+            assert result.turn == expected
+    assert _turns(path) == {1, 2, 3}
+    assert _claims(path) == {1: False, 2: False, 3: False}
+
+
+async def test_seed_000_claims_expire_with_their_turns_entries(tmp_path: Path) -> None:
+    """10,001 claims whose turns' entries are gone never brick the conversation: it restarts at
+    turn 1 (the numbering an expired store would give) and keeps working."""
+    path = tmp_path / "m.db"
+    SQLiteStore(path).close_sync()
+    with sqlite3.connect(path) as db:
+        db.executemany("INSERT INTO af_memory_turn_claims VALUES (?, ?, 0)",
+                       [(CONV.namespace, t) for t in range(1, 10_002)])
+    with SQLiteStore(path) as store:
+        chat = define_memory(id="chat", type="episodic", strategy=window(5), store=store)
+        agent = Agent(provider=mock(reply="ok"), model="m", memory=[chat])
+        first = await agent.run("hi", identity=CONV)
+        second = await agent.run("again", identity=CONV)
+    assert (first.turn, second.turn) == (1, 2)
+
+
+async def test_seed_000_failed_run_does_not_burn_a_turn(tmp_path: Path) -> None:
+    """A run that fails before writing gives its turn back: the next run is turn 1, not 2."""
+    path = tmp_path / "m.db"
+    with SQLiteStore(path) as store:
+        chat = define_memory(id="chat", type="episodic", strategy=window(5), store=store)
+        failing = Agent(provider=mock(script=[ProviderError("down", provider="mock", status=503)]),
+                        model="m", memory=[chat], identity=CONV)
+        with pytest.raises(ProviderError):
+            await failing.run("hi")
+        assert _claims(path) == {}
+        ok = await Agent(provider=mock(reply="ok"), model="m", memory=[chat],
+                         identity=CONV).run("hi")
+    assert ok.turn == 1
+
+
+async def test_seed_000_resumable_run_keeps_its_turn(tmp_path: Path) -> None:
+    """A paused run holds its turn: a run meanwhile gets turn 2, and the resumed run writes
+    turn 1 and settles it."""
+
+    @tool(check_in=lambda args: True)
+    def refund(order: str) -> str:
+        """Refund an order."""
+        return f"refunded {order}"
+
+    def respond(request: LLMRequest) -> Any:
+        if any(m["role"] == "tool" for m in request.messages):
+            return "refunded"
+        return {"tool_calls": [{"id": "c1", "name": "refund", "args": {"order": "A-1"}}]}
+
+    path = tmp_path / "m.db"
+    with SQLiteStore(path) as store:
+        chat = define_memory(id="chat", type="episodic", strategy=window(5), store=store)
+        agent = Agent(provider=mock(respond=respond), model="m", tools=[refund], memory=[chat],
+                      identity=CONV)
+        paused = await agent.run("refund A-1")
+        assert paused.status == "paused" and paused.turn == 1
+        assert _claims(path) == {1: True}
+        other = await Agent(provider=mock(reply="ok"), model="m", memory=[chat],
+                            identity=CONV).run("meanwhile")
+        assert other.turn == 2
+        done = await agent.resume(paused.checkpoint, check_in_approved(by="lead"))
+    assert done.turn == 1 and done.content == "refunded"
+    assert _turns(path) == {1, 2}
+    assert _claims(path) == {1: False, 2: False}
+
+
+async def test_seed_000_replay_keeps_the_turn_it_claimed(tmp_path: Path) -> None:
+    """A failed run gives its turn back; its replay (resume_on_error) claims the same turn."""
+    path = tmp_path / "m.db"
+    with SQLiteStore(path) as store:
+        chat = define_memory(id="chat", type="episodic", strategy=window(5), store=store)
+        agent = Agent(provider=mock(script=[ProviderError("down", provider="mock", status=503),
+                                            "recovered"]),
+                      model="m", memory=[chat], identity=CONV)
+        with pytest.raises(ProviderError) as caught:
+            await agent.run("hi")
+        result = await agent.resume_on_error(caught.value)
+    assert (result.turn, result.content) == (1, "recovered")
+    assert _turns(path) == {1}
+    assert _claims(path) == {1: False}
+
+
+# -- others ---------------------------------------------------------------------------------------
+
+
+async def test_seed_others_resume_on_error_with_identity_given_per_run(tmp_path: Path) -> None:
+    """USAGE §3's style — identity passed to run(), not to Agent() — replays after a failure."""
+    with SQLiteStore(tmp_path / "m.db") as store:
+        chat = define_memory(id="chat", type="episodic", strategy=window(5), store=store)
+        agent = Agent(provider=mock(script=[ProviderError("down", provider="mock", status=503),
+                                            "recovered"]), model="m", memory=[chat])
+        with pytest.raises(ProviderError) as caught:
+            await agent.run("hi", identity=CONV)
+        result = await agent.resume_on_error(caught.value)
+    assert result.content == "recovered"
+    assert _turns(tmp_path / "m.db") == {1}
