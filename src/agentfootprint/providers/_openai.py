@@ -254,6 +254,11 @@ class OpenAIProvider(Provider):
                         parts.append(delta.content)
                         yield StreamChunk(index=index, content=delta.content)
                         index += 1
+        except self._openai.APIConnectionError as exc:  # the SDK wraps a read that failed
+            cause = exc.__cause__ or exc
+            raise stream_cut(self.name, self._endpoint, signal=_SIGNAL,
+                             how=f"it broke off ({type(cause).__name__}: {cause})",
+                             partial="".join(parts)) from exc
         except self._openai.OpenAIError as exc:
             raise self._translate(exc) from exc
         except self._transport_errors as exc:
