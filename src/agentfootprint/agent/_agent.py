@@ -33,6 +33,7 @@ from ._options import Governance, Limits, ModelSettings, Tracing, grouped_option
 if TYPE_CHECKING:
     from ..memory._define import MemoryDefinition
     from ..memory._identity import MemoryIdentity
+    from ._as_tool import AgentTool
     from ._checkin import CheckInRequest
     from ._moments import ActRule
     from ._permissions import PermissionChecker
@@ -423,6 +424,14 @@ class Agent(_Runner):
 
     def _map_agents(self, fn: Callable[[Agent], Agent]) -> Agent:
         return fn(self)
+
+    def as_tool(self, *, name: str, description: str) -> AgentTool:
+        """This agent as a tool of another agent: the model sends a ``request``, this agent
+        answers it in a run of its own, recorded and linked from the caller's run (see
+        ``agent/_as_tool.py``), so an explanation crosses into it."""
+        from ._as_tool import agent_tool
+
+        return agent_tool(self, name=name, description=description)
 
 
 class LLMCall(_Runner):

@@ -23,6 +23,7 @@ from ..runs import trace
 from ..tools._pause import PauseRequest
 from ..tools._registry import ToolOutcome, result_text
 from ..tools._tool import ToolContext
+from ._as_tool import recording_sub_runs
 from ._spec import emit as _emit
 from ._spec import emit_turn_end
 
@@ -203,9 +204,10 @@ class ToolBatchStages:
         from ..tools._code_runner import dispatch_script_call  # loaded by the first tool call
 
         spec = self.spec
-        sent = await dispatch_script_call(
-            spec.registry, call, ToolContext(call["id"], iteration, scope.run_id), scope,
-            turn=scope[trace.TURN])
+        with recording_sub_runs(scope):  # an agent used as a tool links its run here
+            sent = await dispatch_script_call(
+                spec.registry, call, ToolContext(call["id"], iteration, scope.run_id), scope,
+                turn=scope[trace.TURN])
         outcome = sent.outcome
         if sent.code_run is not None:
             _emit(scope, "tools.code_run", sent.code_run)

@@ -9,11 +9,11 @@ that produced it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeGuard
+from typing import Any, Protocol, Self, TypeGuard
 
-from ..agent._agent import RunResult, raise_framework_cause
+from ..agent._agent import Agent, RunResult, raise_framework_cause
 from ..errors import ConfigurationError, StageError
 from ..events._dispatcher import EventBridge, EventDispatcher
 from ..flow import Chart, Scope
@@ -22,7 +22,7 @@ from ..flow._run import run_sync
 from ..flow._scope import ReadView
 from ..runs import trace
 
-__all__ = ["Composition", "Input", "Runner", "mount_options"]
+__all__ = ["Composition", "Input", "Runner", "map_runner", "mount_options"]
 
 
 class Runner(Protocol):
@@ -100,11 +100,58 @@ def start(scope: Scope) -> None:
     scope[trace.FINAL_CONTENT] = scope.args[trace.MESSAGE]
 
 
+def map_runner(runner: Runner, fn: Callable[[Agent], Agent]) -> Runner:
+    """``runner`` with ``fn`` applied to every agent in it (a composition: recursively).
+
+    A runner that cannot be rebuilt (an ``LLMCall``, which has no context to leave out, or a
+    hand-made chart) is kept as it is.
+    """
+    mapper = getattr(runner, "_map_agents", None)
+    if not callable(mapper):
+        return runner
+    mapped: Runner = mapper(fn)
+    return mapped
+
+
+def source_ids(ids: object, where: str) -> frozenset[str]:
+    """The source ids of a ``without(...)`` call; a bare string is refused, not split."""
+    if isinstance(ids, str) or not isinstance(ids, Iterable) or not all(
+            isinstance(i, str) for i in ids):
+        raise ConfigurationError(
+            f"{where}.without({ids!r}) takes a collection of source ids, e.g. "
+            "without({'bad-fact'})")
+    return frozenset(ids)
+
+
 class Composition:
-    """Base of Sequence, Parallel, Conditional and Loop."""
+    """Base of Sequence, Parallel, Conditional, Loop and the patterns.
+
+    Every composition can be rebuilt with its agents changed: ``without(ids)`` leaves the
+    named context sources out of every member that has them (what an explanation re-runs to
+    prove a cause), ``_map_agents(fn)`` applies ``fn`` to every member agent, recursively.
+    """
 
     chart: Chart
     runners: list[Runner]
+
+    def _remake(self, runners: list[Runner]) -> Self:
+        """The same composition over ``runners`` (in the order of ``self.runners``)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot be rebuilt")
+
+    def _map_agents(self, fn: Callable[[Agent], Agent]) -> Self:
+        """A copy with ``fn(agent) -> agent`` applied to every member agent, recursively
+        through nested compositions (and patterns); other runners are kept."""
+        return self._remake([map_runner(runner, fn) for runner in self.runners])
+
+    def without(self, ids: Iterable[str]) -> Self:
+        """A copy whose member agents are rebuilt without the sources named in ``ids``.
+
+        Injection ids, tool names and ``memory:<memory id>#<entry id>`` entries, as
+        ``suspects_of`` names them; each is left out of every member that has it, and a
+        member that has none of them is rebuilt unchanged.
+        """
+        removed = source_ids(ids, type(self).__name__)
+        return self._map_agents(lambda agent: agent.without(removed))
 
     def dispatchers(self) -> list[EventDispatcher]:
         """Every agent's event dispatcher in the tree, once each."""
@@ -134,7 +181,7 @@ class Composition:
             raise_framework_cause(exc)
             raise
         return RunResult(content=str(flow.state.get(trace.FINAL_CONTENT, "")), run_id=flow.run_id,
-                         turn=1, recording=flow)
+                         turn=1, recording=flow, source=self)
 
     def run_sync(self, message: str, **options: Any) -> RunResult:
         return run_sync(self.run(message, **options))

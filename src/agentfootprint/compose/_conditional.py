@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Self
 
 from ..errors import ConfigurationError
 from ..flow import Decision, Scope, flow_chart
@@ -40,6 +40,7 @@ class Conditional(Composition):
             raise ConfigurationError(
                 f"Conditional branch ids must be distinct and not {OTHERWISE!r}")
         routes = [(b[0], b[1]) for b in branches]
+        self._routes, self._name = routes, name
 
         def route(scope: Scope) -> Decision:
             message, original = str(scope[trace.CURRENT]), str(scope[trace.ORIGINAL])
@@ -72,3 +73,9 @@ class Conditional(Composition):
                                  check_runner(otherwise, "Conditional otherwise"),
                                  **mount_options(otherwise))
         self.chart = builder.default(OTHERWISE).end().build(description=name)
+
+    def _remake(self, runners: list[Runner]) -> Self:
+        *branches, otherwise = runners
+        return type(self)(*((bid, predicate, runner) for (bid, predicate), runner
+                            in zip(self._routes, branches, strict=True)),
+                          otherwise=otherwise, name=self._name)

@@ -88,4 +88,5 @@ def debate(proponent: Runner, opponent: Runner, judge: Runner, *, rounds: int,
                         as_answer))
         .build(description=name)
     )
-    return Pattern(kind="Debate", chart=chart, runners=[proponent, opponent, judge])
+    return Pattern(kind="Debate", chart=chart, runners=[proponent, opponent, judge],
+                   remake=lambda rs: debate(rs[0], rs[1], rs[2], rounds=rounds, name=name))

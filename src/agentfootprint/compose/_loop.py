@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from typing import Any, Self
 
 from ..errors import ConfigurationError
 from ..flow import Decision, Scope, flow_chart
@@ -40,6 +41,8 @@ class Loop(Composition):
         if until is not None and not callable(until):
             raise ConfigurationError(f"Loop(until={until!r}) must be callable")
         chart = check_runner(runner, "Loop body")
+        self._options: dict[str, Any] = {"times": times, "until": until,
+                                         "max_seconds": max_seconds, "name": name}
 
         def begin(scope: Scope) -> None:
             start(scope)
@@ -80,3 +83,7 @@ class Loop(Composition):
             .end()
             .build(description=name)
         )
+
+    def _remake(self, runners: list[Runner]) -> Self:
+        (body,) = runners
+        return type(self)(body, **self._options)

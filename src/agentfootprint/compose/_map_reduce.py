@@ -104,4 +104,9 @@ def map_reduce(mapper: Runner, reducer: Runner | ReduceFn, *, split: Split,
     if reducer_chart is not None:
         flow = flow.subflow("reducer", reducer_chart, name="Reducer",
                             **wire(lambda parent: str(parent[trace.CURRENT]), as_answer))
-    return Pattern(kind="MapReduce", chart=flow.build(description=name), runners=runners)
+    def remake(rs: list[Runner]) -> Pattern:
+        return map_reduce(rs[0], rs[1] if reducer_chart is not None else reducer, split=split,
+                          max_items=max_items, name=name)
+
+    return Pattern(kind="MapReduce", chart=flow.build(description=name), runners=runners,
+                   remake=remake)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
+from typing import Self
 
 from ..errors import ConfigurationError
 from ..flow import Scope, flow_chart
@@ -37,6 +38,7 @@ class Parallel(Composition):
         if merge is not None and not callable(merge):
             raise ConfigurationError(f"Parallel merge= must be callable, got {merge!r}")
         combine = merge or _join
+        self._ids, self._merge, self._name = [b[0] for b in branches], merge, name
         order = list(ids)
 
         async def merge_answers(scope: Scope) -> None:
@@ -58,3 +60,7 @@ class Parallel(Composition):
             .then("Merge", merge_answers, id="merge", description="Merge the branch answers")
             .build(description=name)
         )
+
+    def _remake(self, runners: list[Runner]) -> Self:
+        return type(self)(*zip(self._ids, runners, strict=True), merge=self._merge,
+                          name=self._name)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Self, cast
 
 from ..agent._agent import RunResult
 from ..errors import ConfigurationError
@@ -33,10 +33,20 @@ class Pattern(Composition):
     pattern before it finished on its own terms (``"max_rounds"``, ``"max_hops"``), else None.
     """
 
-    def __init__(self, *, kind: str, chart: Chart, runners: list[Runner]) -> None:
+    def __init__(self, *, kind: str, chart: Chart, runners: list[Runner],
+                 remake: Callable[[list[Runner]], Pattern] | None = None) -> None:
         self.kind = kind
         self.chart = chart
         self.runners = list(runners)
+        self._remake_with = remake
+
+    def _remake(self, runners: list[Runner]) -> Self:
+        """The pattern built again, with the same options, over ``runners``."""
+        if self._remake_with is None:
+            raise ConfigurationError(
+                f"{self!r} was built without a way to rebuild it; build it with one of the "
+                "pattern functions (reflection, debate, ...) to re-run it without a source")
+        return cast(Self, self._remake_with(list(runners)))
 
     async def run(self, message: str, *, run_id: str | None = None,
                   timeout: float | None = None) -> RunResult:

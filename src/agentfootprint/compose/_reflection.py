@@ -106,4 +106,6 @@ def reflection(writer: Runner, critic: Runner, *, max_rounds: int, accept: Accep
         .end()
         .build(description=name)
     )
-    return Pattern(kind="Reflection", chart=chart, runners=[writer, critic])
+    return Pattern(kind="Reflection", chart=chart, runners=[writer, critic],
+                   remake=lambda rs: reflection(rs[0], rs[1], max_rounds=max_rounds,
+                                                accept=accept, name=name))

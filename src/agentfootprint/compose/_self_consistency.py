@@ -104,4 +104,5 @@ def self_consistency(runner: Runner, *, n: int, vote: Ballot | None = None,
         builder = builder.branch(sid, f"Answer from {sid}", take_answer(f"answer:{sid}"),
                                  id=f"take-{sid}", description=f"Hand back {sid}'s answer")
     return Pattern(kind="SelfConsistency", chart=builder.default(ids[0]).end().build(
-        description=name), runners=[runner])
+        description=name), runners=[runner],
+        remake=lambda rs: self_consistency(rs[0], n=n, vote=vote, tie=tie, name=name))

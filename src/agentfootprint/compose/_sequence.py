@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Self
+
 from ..errors import ConfigurationError
 from ..flow import flow_chart
 from ._base import Composition, Runner, check_runner, mount_options, start
@@ -25,3 +27,8 @@ class Sequence(Composition):
             builder = builder.subflow(step_id, chart, name=step_id, **mount_options(runner))
             self.runners.append(runner)
         self.chart = builder.build(description=name)
+        self._ids = [step[0] for step in steps]
+        self._name = name
+
+    def _remake(self, runners: list[Runner]) -> Self:
+        return type(self)(*zip(self._ids, runners, strict=True), name=self._name)

@@ -137,4 +137,6 @@ def swarm(*agents: tuple[str, Runner], max_hops: int, route: Route | None = None
              .default("done")
              .end()
              .build(description=name))
-    return Pattern(kind="Swarm", chart=chart, runners=[runner for _, runner in agents])
+    return Pattern(kind="Swarm", chart=chart, runners=[runner for _, runner in agents],
+                   remake=lambda rs: swarm(*zip(ids, rs, strict=True), max_hops=max_hops,
+                                           route=route, start=start, name=name))

@@ -184,7 +184,12 @@ def tree_of_thoughts(propose: Runner, score: Score | Runner, *, breadth: int, de
         decide = decide.branch(slot, f"Answer with {slot}", take_answer(trace.THOUGHT_OF.of(slot)),
                                id=f"take-{slot}", description=f"Hand back {slot}")
     chart = decide.end().build(description=name)
-    return Pattern(kind="TreeOfThoughts", chart=chart, runners=runners)
+    def remake(rs: list[Runner]) -> Pattern:
+        return tree_of_thoughts(rs[0], rs[1] if score_chart is not None else score,
+                                breadth=breadth, depth=depth, beam=beam, stop_at=stop_at,
+                                name=name)
+
+    return Pattern(kind="TreeOfThoughts", chart=chart, runners=runners, remake=remake)
 
 
 def _scored(propose_chart: Chart, score_chart: Chart) -> Chart:

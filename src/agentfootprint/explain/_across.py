@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 from ..runs._view import CallView, Piece, RunView
 
-__all__ = ["Reached", "reached_calls", "suspects_across"]
+__all__ = ["Reached", "is_carrier", "reached_calls", "suspects_across"]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -35,6 +35,9 @@ class Reached:
     """The member's name (``"first"``), or the agent-tool's label (``"tool 'researcher'"``)."""
     run_id: str | None = None
     """For a ``tool`` link: the inner run's id."""
+    composed_by: str | None = None
+    """For a member the run's answer was made from (a merge of several answers): the step
+    that made it."""
 
     def chain(self) -> list[Reached]:
         """The calls from the final call down to this one, final first."""
@@ -46,21 +49,40 @@ class Reached:
         return out[::-1]
 
     def pieces(self) -> list[Piece]:
-        """The call's pieces; an inner run's are labelled with the agent-tool that ran it."""
+        """The call's pieces; an inner run's are labelled with the agent-tool that ran it, and
+        its message is the calling agent's request, not the user's."""
         if self.link != "tool" or self.name is None:
             return list(self.call.pieces)
         label = self.name
-        return [replace(p, member=f"{p.member} of {label}" if p.member else label)
+        return [replace(p, member=f"{p.member} of {label}" if p.member else label,
+                        upstream=("the calling agent",) if p.kind == "user" else p.upstream)
                 for p in self.call.pieces]
+
+
+def is_carrier(piece: Piece) -> bool:
+    """A message or tool result that is another member's or run's answer: following it means
+    crossing into that member or run."""
+    return bool(piece.upstream) and piece.kind in ("user", "tool")
 
 
 def reached_calls(view: RunView, call: CallView | None = None) -> list[Reached]:
     """The final call (or ``call``), then every call whose answer reached it, nearest first;
-    then the composition's other members (a losing sample, a critic that fed only a vote)."""
-    start = Reached(call if call is not None else view.call(), view)
-    out = [start]
-    seen = {(id(view), start.call.record.idx)}
-    queue: deque[Reached] = deque([start])
+    then the composition's other members (a losing sample, a critic that fed only a vote).
+
+    When a composition's answer was made from several members' answers (a merge), each of
+    those members' calls is a starting point, marked with the step that made the answer.
+    """
+    starts = [Reached(call if call is not None else view.call(), view)]
+    if call is None and view.members:
+        fed, writer = view.answer_members()
+        found = [(m, view.answer_call(m)) for m in fed]
+        roots = [Reached(c, view, None, "member", m.name, composed_by=writer)
+                 for m, c in found if c is not None]
+        if len(roots) > 1 or (roots and roots[0].call.answer != view.answer):
+            starts = roots
+    out: list[Reached] = []
+    seen: set[tuple[int, int]] = set()
+    queue: deque[Reached] = deque()
 
     def add(found: Reached) -> None:
         key = (id(found.view), found.call.record.idx)
@@ -88,6 +110,8 @@ def reached_calls(view: RunView, call: CallView | None = None) -> list[Reached]:
                     add(Reached(inner.final, inner, node, "tool", f"tool {sub.tool!r}",
                                 sub.run_id))
 
+    for start in starts:
+        add(start)
     drain()
     if call is None:
         for member in view.members.values():

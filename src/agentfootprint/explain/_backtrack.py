@@ -11,6 +11,10 @@ member's call, the chain reads the final call's message, then a FROM hop names t
 answer that message is (never "the user's message"), and continues in that member's call — the
 same through an agent used as a tool (its result is the answer of an inner run).
 
+A failed run has no answer: its chain is FAILED (the error, the step that raised it), then the
+REQUEST that failed (a provider error), the BATCH of tool calls under way, the CONTEXT the
+call was sent and the STATE the step read (see ``failure.py``).
+
 Every hop names a runtime stage id and every value is rebuilt from the commit log, so the
 chain is the same on a live result and on a recording loaded in another process. Which
 suspect is followed is chosen by an influence score — a correlational proxy, labelled as
@@ -26,7 +30,8 @@ from typing import Any
 
 from ..runs import trace
 from ..runs._view import CallView, Explainable, RunView
-from ._across import Reached, reached_calls, suspects_across
+from ._across import Reached, is_carrier, reached_calls, suspects_across
+from ._failure import Failure, failure_of
 from ._influence import rank_suspects
 from ._suspects import Suspect
 
@@ -39,7 +44,7 @@ class Hop:
 
     kind: str
     """ANSWER, READ, FROM (a message handed on by another member or agent), LANDED, ALLOWED
-    or BORN."""
+    or BORN; for a failed run FAILED, REQUEST, BATCH, CONTEXT, STATE, DONE."""
     text: str
     runtime_stage_id: str | None = None
 
@@ -57,9 +62,13 @@ class Backtrack:
     """Exactly what the model saw as its system prompt."""
     ranked: list[Any] = field(default_factory=list)
     """Every candidate with its proxy score, best first."""
+    failure: Failure | None = None
+    """Set when the run failed: the hops then explain the error, not an answer."""
 
     def __str__(self) -> str:
         lines = [f"{hop.kind:<8} {hop.text}" for hop in self.hops]
+        if self.failure is not None:
+            lines.insert(0, "RUN FAILED — it gave no answer; the error is what to explain.")
         if self.ranked:
             lines.append("")
             lines.append("Candidates that reached the call (proxy scores, not causes):")
@@ -77,14 +86,18 @@ def backtrack(source: Explainable, *, suspect: str | None = None,
     composition every member's sources are candidates (each labelled with its member); when the
     followed one reached an earlier member, the chain crosses into that member.
     """
+    failure = failure_of(source)
+    if failure is not None:
+        return _failed(failure)
     view = RunView.of(source)
     reached = reached_calls(view)
     call = reached[0].call
-    answer = call.answer
+    answer = view.answer if view.answer is not None and view.members else call.answer
     owners = suspects_across(reached)
     ranked = rank_suspects(answer, [piece for piece, _ in owners], strategy=strategy)
-    chosen = _choose(ranked, suspect)
-    hops = [Hop("ANSWER", f"{_quote(answer)}", call.answered_by)]
+    deeper = {id(p) for p, n in owners if n.via is not None or n.composed_by is not None}
+    chosen = _choose(ranked, suspect, deeper)
+    hops = [Hop("ANSWER", f"{_quote(answer)}", reached[0].composed_by or call.answered_by)]
     if chosen is None:
         hops.append(Hop("READ", f"{call.runtime_stage_id} — system prompt "
                                 f"({len(call.system)} chars), {len(call.messages)} messages, "
@@ -95,6 +108,9 @@ def backtrack(source: Explainable, *, suspect: str | None = None,
     hops.extend(_crossings(node))
     at, here = node.call, node.view
     where = "the system prompt" if found.slot == "system" else "the conversation"
+    inner = [n.run_id for n in node.chain() if n.link == "tool"]
+    if inner:
+        where = f"{where} of run {inner[-1]}"
     hops.append(Hop("READ", f"{at.runtime_stage_id} — {where} the model saw "
                             f"(sentence: {_quote(sentence or found.text)})",
                     at.runtime_stage_id))
@@ -109,6 +125,11 @@ def _crossings(node: Reached) -> list[Hop]:
     final call): each call read a message that was another member's (or run's) answer."""
     hops: list[Hop] = []
     chain = node.chain()
+    if chain[0].composed_by is not None:
+        hops.append(Hop("FROM", f"the answer was made by {chain[0].composed_by} from the answer "
+                                f"of member {chain[0].name!r} "
+                                f"({chain[0].call.runtime_stage_id})",
+                        chain[0].composed_by))
     for reader, fed in pairwise(chain):
         call = reader.call
         if fed.link == "tool":
@@ -135,7 +156,20 @@ def _crossings(node: Reached) -> list[Hop]:
     return hops
 
 
-def _choose(ranked: list[Any], suspect: str | None) -> Any:
+def _failed(failure: Failure) -> Backtrack:
+    """The chain of a failed run: the error and the step that raised it, then the context at
+    that moment — never an answer traced to a source (a failed run has none)."""
+    hops = [Hop("FAILED", f"{failure.error} — raised by {failure.where}",
+                failure.runtime_stage_id)]
+    hops.extend(Hop(kind, text, rid) for kind, text, rid in failure.context_lines())
+    system = failure.call.system if failure.call is not None else ""
+    return Backtrack("", hops, None, None, system, [], failure)
+
+
+def _choose(ranked: list[Any], suspect: str | None, deeper: set[int] | None = None) -> Any:
+    """The suspect to follow: the one asked for, else the best-ranked removable one — but not a
+    message or tool result that merely carries another member's answer when a removable source
+    behind it aligns with the answer too (the chain then crosses into that member)."""
     if suspect is not None:
         for item in ranked:
             if item.suspect.id == suspect:
@@ -143,6 +177,17 @@ def _choose(ranked: list[Any], suspect: str | None) -> Any:
         known = ", ".join(sorted({i.suspect.id for i in ranked}))
         raise KeyError(f"no source {suspect!r} reached the call; sources: {known}")
     removable = [item for item in ranked if item.suspect.removable]
+    if removable and is_carrier(removable[0].suspect) and deeper:
+        behind = [item for item in removable
+                  if id(item.suspect) in deeper and not is_carrier(item.suspect)
+                  and item.score > 0]
+        if behind:
+            return behind[0]
+    if not removable:
+        behind = [item for item in ranked
+                  if deeper and id(item.suspect) in deeper and item.suspect.removable]
+        if behind:
+            return behind[0]
     return removable[0] if removable else (ranked[0] if ranked else None)
 
 
@@ -203,7 +248,7 @@ def _born(view: RunView, call: CallView, found: Suspect) -> Hop:
         return Hop("BORN", f"the result of tool {found.id!r}", found.runtime_stage_id)
     if found.kind == "user" and found.upstream:
         names = ", ".join(repr(name) for name in found.upstream)
-        return Hop("BORN", f"the answer of member {names}, not the user's message")
+        return Hop("BORN", f"the answer of {names}, not the user's message")
     if found.kind == "user":
         return Hop("BORN", "the user's message")
     return Hop("BORN", "Agent(system=...)")

@@ -116,16 +116,28 @@ class Members:
         enter = self.enters.get(ns)
         if enter is None:
             return [], True
+        return self._walk(enter)
+
+    def answer_feeders(self) -> tuple[list[Member], str | None]:
+        """The members whose answers the run's own answer was made from, and the step that
+        wrote that answer (a member's mount, or a stage that merged several answers)."""
+        at = self.log.last_writer(trace.FINAL_CONTENT, len(self.log.records), ns="")
+        if at is None or not self.by_ns:
+            return [], None
+        writer = self.log[at]
+        return self._walk(writer)[0], writer.runtime_stage_id
+
+    def _walk(self, start: CommitRecord) -> tuple[list[Member], bool]:
         found: dict[str, Member] = {}
         user = False
         seen: set[int] = set()
-        stack: list[CommitRecord] = [enter]
+        stack: list[CommitRecord] = [start]
         while stack and len(seen) < _WALK_BUDGET:
             record = stack.pop()
             if record.idx in seen:
                 continue
             seen.add(record.idx)
-            if record is not enter and record.kind == "subflow-exit":
+            if record.kind == "subflow-exit":
                 member = self.by_ns.get(record.read_ns or "")
                 if member is not None:
                     found.setdefault(member.ns, member)

@@ -229,6 +229,12 @@ class RunView:
         """The members whose answers reached ``call``'s message, and whether the user's did."""
         return self.member_index.feeders(call.record.ns)
 
+    def answer_members(self) -> tuple[list[Member], str | None]:
+        """The members whose answers the run's answer was made from, and the step that wrote
+        it (a member's mount, or a stage that merged several answers); ``([], None)`` outside
+        a composition."""
+        return self.member_index.answer_feeders()
+
     def answer_call(self, member: Member) -> CallView | None:
         """The call of ``member`` whose answer it handed back (else its last call)."""
         own = [r for r in self.records if r.ns == member.ns]

@@ -1,0 +1,104 @@
+"""An agent used as a tool of another agent, its run recorded and linked from the caller's.
+
+``agent.as_tool(name=..., description=...)`` is a ``Tool`` with one argument, ``request``: each
+call runs the agent once on it (a fresh conversation) and its answer is the tool's result. The
+inner run is a run of its own, with the id ``<outer run id>:<tool call id>`` when that is a valid
+run id. The calling ToolCalls step records the link (``sub_runs``: tool call id → the tool's name
+and the inner run id) and the inner recording (``sub_recordings``), both declared in the trace
+contract, so the caller's recording explains across the call in another process too:
+``backtrack`` crosses from the tool result into the inner run, ``suspects_of`` offers the inner
+agent's sources, and ``without(ids)`` on the tool rebuilds the inner agent.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import re
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConfigurationError
+from ..flow import Scope
+from ..runs import trace
+from ..tools._tool import Tool, ToolContext, define_tool
+
+if TYPE_CHECKING:
+    from ._agent import Agent
+
+__all__ = ["AgentTool", "agent_tool", "recording_sub_runs"]
+
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
+
+Report = Callable[[str, str, str, dict[str, Any]], None]
+"""``report(tool name, tool call id, inner run id, inner recording as JSON)``."""
+
+_reporter: contextvars.ContextVar[Report | None] = contextvars.ContextVar(
+    "agent_tool_reports", default=None)
+"""Set by the ToolCalls step around one dispatch: where an agent-tool files its inner run."""
+
+
+@contextmanager
+def recording_sub_runs(scope: Scope) -> Iterator[None]:
+    """While one tool call runs: an agent-tool's inner run is linked into ``scope``'s step."""
+
+    def report(tool: str, call_id: str, run_id: str, recording: dict[str, Any]) -> None:
+        links = dict(scope.get(trace.SUB_RUNS) or {})
+        links[call_id] = {"tool": tool, "run_id": run_id}
+        scope[trace.SUB_RUNS] = links
+        kept = dict(scope.get(trace.SUB_RECORDINGS) or {})
+        kept[run_id] = recording
+        scope[trace.SUB_RECORDINGS] = kept
+
+    token = _reporter.set(report)
+    try:
+        yield
+    finally:
+        _reporter.reset(token)
+
+
+@dataclass(frozen=True, slots=True, eq=False, kw_only=True)
+class AgentTool(Tool):
+    """A tool that runs an agent: ``agent.as_tool(...)``."""
+
+    agent: Agent = field(repr=False)
+    """The agent each call runs."""
+
+    def _map_agents(self, fn: Callable[[Agent], Agent]) -> AgentTool:
+        """The same tool over ``fn(agent)`` (what a composition-wide rebuild applies)."""
+        return agent_tool(fn(self.agent), name=self.name, description=self.description)
+
+    def without(self, ids: Iterable[str]) -> AgentTool:
+        """The same tool, its agent rebuilt without the sources named in ``ids``."""
+        removed = frozenset(ids)
+        return self._map_agents(lambda agent: agent.without(removed))
+
+
+def agent_tool(agent: Agent, *, name: str, description: str) -> AgentTool:
+    """``agent`` as a tool named ``name``: the model sends a ``request``, the agent answers it."""
+    if not isinstance(description, str) or not description.strip():
+        raise ConfigurationError(
+            f"as_tool(name={name!r}) needs a description: say what the agent does, so the "
+            "calling model knows when to use it")
+    schema = {"type": "object", "additionalProperties": False, "required": ["request"],
+              "properties": {"request": {
+                  "type": "string", "description": f"What to ask {name}, in full."}}}
+
+    async def execute(args: dict[str, Any], ctx: ToolContext) -> str:
+        from ..runs._recording import Recording  # only a call records one
+
+        wanted = f"{ctx.run_id}:{ctx.tool_call_id}"
+        run_id = wanted if _RUN_ID.fullmatch(wanted) else uuid.uuid4().hex
+        result = await agent.run(str(args["request"]), run_id=run_id)
+        report = _reporter.get()
+        if report is not None:
+            recording = Recording.of(result).model_dump(mode="json")
+            report(name, ctx.tool_call_id, result.run_id, recording)
+        return result.content
+
+    base = define_tool(name, description, schema, execute)
+    return AgentTool(name=base.name, description=base.description,
+                     input_schema=base.input_schema, execute=base.execute,
+                     validate=base.validate, blocking=base.blocking, agent=agent)
