@@ -96,6 +96,16 @@ CREATE TABLE IF NOT EXISTS af_memory_turn_holders (
 """
 
 
+def _open_fix(path: str) -> str:
+    """What to do when SQLite cannot open ``path``: its own message never says which."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        return f"it is a directory — pass a file path, e.g. {os.path.join(path, 'memory.db')!r}"
+    if not os.path.isdir(folder):
+        return f"its directory {folder!r} does not exist — create it first, or pass another path"
+    return f"check that {folder!r} is writable and the file is not locked by another program"
+
+
 class SQLiteStore(Closing):
     """A durable ``MemoryStore`` in one SQLite file, shareable by threads and processes.
 
@@ -151,7 +161,8 @@ class SQLiteStore(Closing):
             )
         except sqlite3.Error as exc:
             raise MemoryStoreError(
-                f"{self.name} cannot open the file: {exc}.", store=self.name
+                f"{self.name} cannot open the file ({exc}); {_open_fix(self._path)}.",
+                store=self.name,
             ) from exc
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
