@@ -83,6 +83,24 @@ async def test_seed_000_failed_run_does_not_burn_a_turn(tmp_path: Path) -> None:
     assert ok.turn == 1
 
 
+async def test_seed_000_denied_run_does_not_burn_a_turn(tmp_path: Path) -> None:
+    """A run whose input a rule denies writes nothing and gives its turn back."""
+    from agentfootprint import Governance
+    from agentfootprint.agent._moments import act, deny
+
+    path = tmp_path / "m.db"
+    with SQLiteStore(path) as store:
+        chat = define_memory(id="chat", type="episodic", strategy=window(5), store=store)
+        guarded = Agent(provider=mock(reply="ok"), model="m", memory=[chat], identity=CONV,
+                        governance=Governance(act=[act("input", lambda c: deny("no"), id="g")]))
+        denied = await guarded.run("off topic")
+        assert denied.stopped_early == "input-denied"
+        ok = await Agent(provider=mock(reply="ok"), model="m", memory=[chat],
+                         identity=CONV).run("hi")
+    assert ok.turn == 1
+    assert _claims(path) == {1: False}
+
+
 async def test_seed_000_resumable_run_keeps_its_turn(tmp_path: Path) -> None:
     """A paused run holds its turn: a run meanwhile gets turn 2, and the resumed run writes
     turn 1 and settles it."""

@@ -170,9 +170,9 @@ async def _reclaim(stores: list[Any], identity: Any, turn: int, owner: str) -> b
 async def end_turn_claim(spec: AgentSpec, run: object) -> None:
     """End a finished run's hold on its turn (seed 000: a claim belongs to its run).
 
-    A run that paused keeps it (it resumes under the same turn). A run that completed, or
-    failed after a memory write began, settles it: the claim then lives as long as the turn's
-    entries. A run that failed before writing anything gives the turn back; a replay
+    A run that paused keeps it (it resumes under the same turn). A run whose memory writes
+    began settles it: the claim then lives as long as the turn's entries. A run that ended
+    before writing anything (failed, or its input denied) gives the turn back; a replay
     (``resume_on_error``) claims it again under the same owner. A run killed outright keeps
     its claim, so it can be resumed.
     """
@@ -186,9 +186,8 @@ async def end_turn_claim(spec: AgentSpec, run: object) -> None:
     identity = identity_from_record(run.state.get(trace.IDENTITY))
     if not isinstance(owner, str) or not isinstance(turn, int) or identity is None:
         return
-    wrote = run.status == "done" or any(
-        trace.MEMORY_WRITE.matches(record.stage_id.split("/", 1)[0])
-        for record in run.log.records)
+    wrote = any(trace.MEMORY_WRITE.matches(record.stage_id.split("/", 1)[0])
+                for record in run.log.records)
     await release_turn_claim(stores=[m.store for m in spec.memories if m.write is not None],
                              identity=identity, turn=turn, owner=owner, keep=wrote)
 
