@@ -280,14 +280,22 @@ class RedisStore(Closing):
 
     async def _call(self, operation: str, call: Awaitable[_T]) -> _T:
         """Await one Redis round trip, translating the driver's errors into ours."""
-        from redis.exceptions import RedisError
+        from redis.exceptions import AuthenticationError, RedisError
+        from redis.exceptions import ConnectionError as Unreachable
+        from redis.exceptions import TimeoutError as TimedOut
 
         try:
             return await call
         except RedisError as exc:
-            raise MemoryStoreError(
-                f"{self.name}.{operation}() failed: {type(exc).__name__}: {exc}.", store=self.name
-            ) from exc
+            unreachable = isinstance(exc, Unreachable | TimedOut) and not isinstance(
+                exc, AuthenticationError)
+            if unreachable:
+                message = (f"{self.name}.{operation}() could not reach the server "
+                           f"({type(exc).__name__}: {exc}); start Redis there, or pass the url= "
+                           "of a running server.")
+            else:
+                message = f"{self.name}.{operation}() failed: {type(exc).__name__}: {exc}."
+            raise MemoryStoreError(message, store=self.name) from exc
 
     def _key(self, identity: MemoryIdentity, kind: str) -> str:
         return f"{self._prefix}/{{{identity.namespace}}}/{kind}"
