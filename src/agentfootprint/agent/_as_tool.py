@@ -101,4 +101,14 @@ def agent_tool(agent: Agent, *, name: str, description: str) -> AgentTool:
     base = define_tool(name, description, schema, execute)
     return AgentTool(name=base.name, description=base.description,
                      input_schema=base.input_schema, execute=base.execute,
-                     validate=base.validate, blocking=base.blocking, agent=agent)
+                     validate=base.validate, blocking=base.blocking,
+                     side_effects=_has_effects(agent), agent=agent)
+
+
+def _has_effects(agent: Agent) -> bool:
+    """Whether running ``agent`` again could change the world: it writes memory, or one of its
+    tools does not declare itself free of side effects. A model call alone is safe to repeat."""
+    options: dict[str, Any] = getattr(agent, "_init_kwargs", None) or {}
+    if options.get("memory"):
+        return True
+    return any(getattr(t, "side_effects", True) for t in options.get("tools", ()))

@@ -57,8 +57,14 @@ def agent_without(agent: Agent, ids: frozenset[str]) -> Agent:
                      for m in kwargs["memory"])
     return agent._replace(
         context=tuple(i for i in kwargs["context"] if i.id not in ids),
-        tools=tuple(t for t in kwargs["tools"] if t.name not in ids),
+        tools=tuple(_tool_without(t, ids) for t in kwargs["tools"] if t.name not in ids),
         memory=memories)
+
+
+def _tool_without(tool: Any, ids: frozenset[str]) -> Any:
+    """An agent used as a tool (``agent.as_tool``) is rebuilt without ``ids`` too."""
+    rebuilt = getattr(tool, "without", None)
+    return rebuilt(ids) if callable(rebuilt) else tool
 
 
 def with_memory_stores(agent: Agent, store_for: Callable[[MemoryStore], MemoryStore]) -> Agent:
