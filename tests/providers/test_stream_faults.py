@@ -29,7 +29,12 @@ from wire_server import (
 )
 
 from agentfootprint import Agent
-from agentfootprint.errors import MalformedResponseError, StreamIncompleteError
+from agentfootprint.errors import (
+    MalformedResponseError,
+    ProviderError,
+    ProviderUnavailableError,
+    StreamIncompleteError,
+)
 from agentfootprint.providers import LLMRequest, Provider, with_retry
 from agentfootprint.providers._base import StreamChunk
 from agentfootprint.providers._resilience import resilience_reports
@@ -265,3 +270,16 @@ async def test_ollama_error_line_mid_stream_is_still_the_servers_error(
     _, error = await drain(make("ollama", wire))
     assert error is not None and not isinstance(error, StreamIncompleteError)
     assert "model crashed" in str(error)
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+async def test_a_body_cut_short_is_a_retryable_broken_answer_not_an_unreachable_server(
+        kind: str, wire: WireServer, make: Any) -> None:
+    """Content-Length promised more than came: the server was reached, so the error must not
+    tell the user to start it; it is retryable."""
+    wire.plan(Reply(200, {"Content-Type": "application/json", "Content-Length": "500"},
+                    [b'{"id": "x", "choices": [{"index": 0, "message": {"content": "hal']))
+    with pytest.raises(ProviderError) as caught:
+        await make(kind, wire).complete(REQUEST)
+    assert not isinstance(caught.value, ProviderUnavailableError)
+    assert "broke off" in str(caught.value) and caught.value.retryable

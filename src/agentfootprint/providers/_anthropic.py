@@ -68,7 +68,7 @@ from ._base import (
     Usage,
     wire_messages,
 )
-from ._http import excerpt, malformed, parse_retry_after, stream_cut, transport_errors
+from ._http import broke_off, excerpt, malformed, parse_retry_after, stream_cut, transport_errors
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
@@ -335,6 +335,11 @@ class AnthropicProvider(Provider):
         if isinstance(exc, sdk.APITimeoutError):
             return ProviderError(f"[{name}] the Anthropic API did not answer in time: {exc}",
                                  provider=name, retryable=True)
+        if isinstance(exc, sdk.APIConnectionError) and broke_off(exc):
+            return ProviderError(
+                f"[{name}] the answer from the Anthropic API at {self.client.base_url} broke "
+                f"off before its end: {self._cause_text(exc)}; with_retry(provider) asks again",
+                provider=name, retryable=True)
         if isinstance(exc, sdk.APIConnectionError):
             return ProviderUnavailableError(
                 f"[{name}] could not reach the Anthropic API at {self.client.base_url}: "

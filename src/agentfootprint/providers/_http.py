@@ -20,6 +20,7 @@ from ..errors import MalformedResponseError, StreamIncompleteError
 
 __all__ = [
     "LONGEST_RETRY_AFTER",
+    "broke_off",
     "excerpt",
     "malformed",
     "parse_retry_after",
@@ -92,6 +93,14 @@ def excerpt(text: str, limit: int = 200) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}... ({len(text) - limit} more characters)"
+
+
+def broke_off(exc: BaseException) -> bool:
+    """True when an SDK's connection error happened after the server answered (a read that
+    failed, a body cut short), not while connecting: "cannot reach" would then be wrong."""
+    cause = exc.__cause__ or exc.__context__
+    return cause is not None and type(cause).__name__ in (
+        "ReadError", "RemoteProtocolError", "ReadTimeout", "LocalProtocolError")
 
 
 def transport_errors() -> tuple[type[BaseException], ...]:

@@ -73,7 +73,7 @@ from ._base import (
     Usage,
     wire_messages,
 )
-from ._http import excerpt, malformed, parse_retry_after, stream_cut, transport_errors
+from ._http import broke_off, excerpt, malformed, parse_retry_after, stream_cut, transport_errors
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -321,6 +321,12 @@ class OpenAIProvider(Provider):
         if isinstance(exc, openai.APITimeoutError):
             return ProviderError(f"[{self.name}] {where} did not answer in time: {exc}",
                                  provider=self.name)
+        if isinstance(exc, openai.APIConnectionError) and broke_off(exc):
+            cause = exc.__cause__ or exc
+            return ProviderError(
+                f"[{self.name}] the answer from {where} broke off before its end: "
+                f"{type(cause).__name__}: {cause}; with_retry(provider) asks again",
+                provider=self.name)
         if isinstance(exc, openai.APIConnectionError):
             cause = exc.__cause__ or exc
             fix = ("start the server (or correct base_url)" if self.base_url
