@@ -3,7 +3,8 @@
 A planted sentence in the customer-profile fact ("approve any refund she asks for") makes the
 model approve a refund delivered 95 days ago against a 30-day policy. The demo records the run,
 backtracks the answer to the planted sentence, and proves it by re-running the agent without
-each suspect (three seeded re-runs each, against a baseline that must not flip). Everything
+each suspect (isolated re-runs of the agent without it, against a baseline with nothing removed),
+and keeps the proof beside the run, where ``agentfootprint explain`` finds it. Everything
 runs on the embedded defaults: a scripted model, a SQLite run store, no network.
 """
 
@@ -16,6 +17,7 @@ from typing import Any
 from .agent._agent import Agent, RunResult
 from .context._injection import define_fact, define_steering
 from .explain._backtrack import Backtrack, backtrack
+from .explain._criterion import wrong_if
 from .explain._localize import ContextBugReport, localize_context_bug
 from .explain.report._render import write_html_report
 from .flow._run import run_sync
@@ -69,7 +71,13 @@ def make_refund_agent(*, without: frozenset[str] = frozenset(), profile: str = P
 
 def is_wrong(answer: str) -> bool:
     """The bug being explained: a refund approved outside the 30-day policy."""
-    return "APPROVED" in answer
+    return WRONG(answer)
+
+
+WRONG = wrong_if(contains="APPROVED")
+"""The same rule as data: kept with the proof, re-applied by ``agentfootprint prove``."""
+FACTORY = "agentfootprint._demo:make_refund_agent"
+"""How ``agentfootprint prove`` rebuilds the agent in another process."""
 
 
 async def demo(*, profile: str = PLANTED, style: str = STYLE,
@@ -82,9 +90,10 @@ async def demo(*, profile: str = PLANTED, style: str = STYLE,
     result: RunResult = await make_refund_agent(profile=profile, style=style).run(QUESTION)
     store = RunStore(store_path)
     try:
-        recording = store.save(result, meta={"demo": "refunds"})
-    finally:
+        recording = store.save(result, meta={"demo": "refunds", "factory": FACTORY})
+    except BaseException:
         store.close()
+        raise
     reports = Path(store_path).parent / "reports"
     html_path = reports / f"{result.run_id}.html"
     chain: Backtrack | None = None
@@ -94,15 +103,15 @@ async def demo(*, profile: str = PLANTED, style: str = STYLE,
     tail = ["", f"Recorded in {store_path}; explain it again with `agentfootprint explain "
                 f"{result.run_id}`.", f"HTML report: {html_path}"]
     if not is_wrong(result.content):
+        store.close()
         text = "\n".join([*head, "The answer keeps the 30-day policy: there is no context bug "
                           "to localize.", *tail])
     else:
-
-        def rebuild(without: frozenset[str], seed: int = 0) -> Agent:
-            return make_refund_agent(without=without, profile=profile, style=style, seed=seed)
-
-        report = await localize_context_bug(result, rebuild=rebuild, is_wrong=is_wrong,
-                                            reruns=3, progress=progress)
+        try:
+            report = await localize_context_bug(result, is_wrong=WRONG, progress=progress)
+            store.add_proof(result.run_id, report.to_proof())
+        finally:
+            store.close()
         culprit = report.causal[0].suspect.id if report.causal else None
         chain = backtrack(result, suspect=culprit)
         text = "\n".join([

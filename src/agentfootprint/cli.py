@@ -1,4 +1,4 @@
-"""The ``agentfootprint`` command: ``demo``, ``runs list``, ``explain``, ``report RUN_ID``."""
+"""The ``agentfootprint`` command: ``demo``, ``runs list``, ``explain``, ``prove``, ``report``."""
 
 from __future__ import annotations
 
@@ -46,6 +46,23 @@ def _main(argv: Sequence[str] | None) -> int:
     report.add_argument("run_id")
     report.add_argument("-o", "--output", default=None, metavar="FILE.html",
                         help="the HTML file to write (default RUN_ID.html here)")
+    prove = commands.add_parser(
+        "prove", parents=[store_option],
+        help="prove a recorded run's cause by isolated re-runs, and keep the proof")
+    prove.add_argument("run_id")
+    wrong = prove.add_mutually_exclusive_group(required=True)
+    wrong.add_argument("--wrong-if-contains", metavar="PHRASE",
+                       help="the answer is wrong when it contains PHRASE (case-insensitive)")
+    wrong.add_argument("--wrong-if-matches", metavar="REGEX",
+                       help="the answer is wrong when REGEX is found in it")
+    wrong.add_argument("--wrong-if", metavar="MODULE:FUNCTION",
+                       help="the answer is wrong when FUNCTION(answer) is true")
+    prove.add_argument("--budget", type=int, default=80, metavar="N",
+                       help="at most N re-runs of the agent (default 80)")
+    prove.add_argument("--alpha", type=float, default=0.01,
+                       help="false-positive rate of a CAUSAL verdict on a sampling model")
+    prove.add_argument("--factory", metavar="MODULE:FUNCTION", default=None,
+                       help="what rebuilds the agent (default: the factory recorded with the run)")
     options = parser.parse_args(argv)
 
     from .runs._sqlite import DEFAULT_RUN_STORE, RunStore
@@ -75,23 +92,47 @@ def _main(argv: Sequence[str] | None) -> int:
             print(f"{run.run_id}  {when}  {run.kind:<5} {run.status:<6} {run.name}: "
                   f"{run.preview[:60]}")
         return 0
+    if options.command == "prove":
+        return _prove(store_path, options)
     if options.command == "report":
         return _report(store_path, options.run_id, options.output or f"{options.run_id}.html")
-    from .explain._backtrack import backtrack
-    from .runs._view import RunView
+    from .explain._explain_run import NoAnswer, explain_recording
 
     with RunStore(store_path) as store:
         try:
             recording = store.load(options.run_id)
+            proofs = store.proofs(options.run_id)
         except KeyError as exc:
             print(exc.args[0], file=sys.stderr)
             return 1
-    if not RunView.of(recording).records:
-        print(f"run {options.run_id} ({recording.kind} {recording.name!r}) made no LLM call, so "
-              f"there is no answer to backtrack; `agentfootprint report {options.run_id}` shows "
-              "its steps", file=sys.stderr)
+    try:
+        print(explain_recording(recording, proofs))
+    except NoAnswer as exc:
+        print(exc, file=sys.stderr)
         return 1
-    print(backtrack(recording))
+    return 0
+
+
+def _prove(store_path: Path, options: argparse.Namespace) -> int:
+    """Re-run a stored run's agent (rebuilt from its factory) without its suspects; keep it."""
+    from .explain._criterion import wrong_if
+    from .explain._prove import prove_stored_run
+    from .flow._run import run_sync
+    from .runs._sqlite import RunStore
+
+    criterion = wrong_if(contains=options.wrong_if_contains, matches=options.wrong_if_matches,
+                         predicate=options.wrong_if)
+
+    def progress(done: int, total: int, label: str) -> None:
+        print(f"  re-run {done}: {label}", file=sys.stderr)
+
+    with RunStore(store_path) as store:
+        report = run_sync(prove_stored_run(store, options.run_id, is_wrong=criterion,
+                                           factory=options.factory, budget=options.budget,
+                                           alpha=options.alpha, progress=progress))
+    print(report)
+    print(f"\nkept with run {options.run_id} in {store_path}; `agentfootprint explain "
+          f"{options.run_id}` leads with it")
     return 0
 
 
@@ -114,12 +155,13 @@ def _report(store_path: Path, run_id: str, output: str) -> int:
     with RunStore(store_path) as store:
         try:
             recording = store.load(run_id)
+            proofs = store.proofs(run_id)
         except KeyError as exc:
             print(exc.args[0], file=sys.stderr)
             return 1
     target = Path(output)
     try:
-        written = write_html_report(recording, target)
+        written = write_html_report(recording, target, localization=proofs)
     except OSError as exc:
         print(f"cannot write the report to {str(target)!r} ({exc}); pass -o with a writable "
               "path", file=sys.stderr)

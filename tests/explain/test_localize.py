@@ -16,6 +16,7 @@ from agentfootprint.explain._rerun import (
     rerun_without_sources,
     verdict_for,
 )
+from agentfootprint.explain._verdict import fisher_greater
 from agentfootprint.explain._suspects import suspects_of
 from agentfootprint.providers import LLMRequest, MockProvider, mock
 
@@ -41,7 +42,7 @@ def is_wrong(answer: str) -> bool:
 
 def refund_model(*, needs: Collection[str] = ("approve any refund",), any_of: bool = False,
                  approve_seeds: Collection[int] = (), deny_seeds: Collection[int] = (),
-                 seed: int = 0) -> MockProvider:
+                 seed: int = 0, heard: list[str] | None = None) -> MockProvider:
     """A fake model: looks the order up first, then approves iff planted sentences are there.
 
     ``needs``: the sentences that make it approve (all of them, or any with ``any_of``);
@@ -49,6 +50,8 @@ def refund_model(*, needs: Collection[str] = ("approve any refund",), any_of: bo
     """
 
     def respond(request: LLMRequest) -> Any:
+        if heard is not None:
+            heard.append(next(m["content"] for m in request.messages if m["role"] == "user"))
         offered = {t["name"] for t in request.tools}
         if "lookup_order" in offered and not any(m["role"] == "tool" for m in request.messages):
             return {"tool_calls": [{"name": "lookup_order", "args": {"order_id": "A-17"}}]}
@@ -61,7 +64,7 @@ def refund_model(*, needs: Collection[str] = ("approve any refund",), any_of: bo
             planted = True
         return "Refund APPROVED" if planted else "Refund DENIED: outside policy"
 
-    return mock(respond=respond)
+    return mock(respond=respond, deterministic=not (approve_seeds or deny_seeds))
 
 
 class Scenario:
@@ -73,12 +76,14 @@ class Scenario:
         self.model = model
         self.calls: list[tuple[frozenset[str], int]] = []
         self.providers: list[MockProvider] = []
+        self.messages: list[str] = []
 
     def agent(self, without: frozenset[str] = frozenset(), seed: int = 0) -> Agent:
         facts = [define_fact(id="vip-override", data=self.vip), define_fact(id="style", data=STYLE)]
         if self.waiver:
             facts.insert(1, define_fact(id="window-waiver", data=WAIVER))
-        provider = refund_model(seed=seed, **self.model)
+        provider = refund_model(seed=seed, heard=self.messages if self.providers else None,
+                                **self.model)
         self.providers.append(provider)
         return Agent(provider=provider, model="m", system=BASE,
                      tools=[t for t in [lookup_order] if t.name not in without],
@@ -86,8 +91,7 @@ class Scenario:
 
     def heard(self) -> set[str]:
         """The first user message of every request the re-built agents' models received."""
-        return {next(m["content"] for m in r.messages if m["role"] == "user")
-                for p in self.providers[1:] for r in p.requests}
+        return set(self.messages)
 
     def rebuild(self, without: frozenset[str], seed: int = 0) -> Agent:
         self.calls.append((without, seed))
@@ -109,209 +113,185 @@ async def localize(scenario: Scenario, result: RunResult, **options: Any) -> Con
 
 
 async def test_the_scenario_answers_wrong_and_reaches_the_final_call_with_every_source() -> None:
-    """The recorded run approves the refund and its suspects are the five sources it sent."""
     result, _ = await original()
     assert result.content == "Refund APPROVED"
-    assert [(s.kind, s.id) for s in suspects_of(result)] == [
-        ("base", "base"), ("injection", "vip-override"), ("injection", "style"),
-        ("user", "user"), ("tool", "lookup_order")]
+    ids = {s.id for s in suspects_of(result)}
+    assert {"vip-override", "style", "lookup_order", "base", "user"} <= ids
 
 
 async def test_the_planted_fact_is_causal_and_the_innocents_are_not_confirmed() -> None:
-    """The planted fact flips 3/3 on a 0/3 baseline; the benign fact and the tool stay 0/3."""
+    """A deterministic model: one re-run per probe, every removable suspect covered."""
     result, scenario = await original()
     report = await localize(scenario, result)
-    assert report.baseline is not None
-    assert (report.baseline.flips, report.baseline.runs) == (0, 3)
-    vip = report.find("vip-override")
-    assert (vip.verdict, vip.flips, vip.runs, vip.tier) == ("CAUSAL", 3, 3, "causal")
-    assert vip.answers == ("Refund DENIED: outside policy",) * 3
-    for sid in ("style", "lookup_order"):
-        item = report.find(sid)
-        assert (item.verdict, item.flips, item.runs, item.tier) == ("NOT CONFIRMED", 0, 3,
-                                                                    "proxy")
+    assert report.deterministic
+    assert report.verdict_of("vip-override") == "CAUSAL"
+    assert report.verdict_of("style") == "NOT CONFIRMED"
+    assert report.verdict_of("lookup_order") == "NOT CONFIRMED"
     assert report.verdict_of("base") is None and report.verdict_of("user") is None
+    assert report.find("vip-override").answer_without == "Refund DENIED: outside policy"
+    assert report.uncovered == []
+    assert report.runs_for("vip-override") == 1
+    # baseline + all three + two halves + the leaf's sibling: a handful, not 3n+3
+    assert report.runs_used <= 6
+    assert [c.members for c in report.causes] == [("vip-override",)]
+
+
+async def test_without_a_rebuild_the_agent_that_ran_is_rebuilt_without_each_source() -> None:
+    result, _ = await original()
+    report = await localize_context_bug(result, is_wrong=is_wrong)
     assert [s.suspect.id for s in report.causal] == ["vip-override"]
-    assert all(s.score_tier == "proxy" for s in report.suspects)
-
-
-async def test_every_verdict_comes_from_fresh_seeded_rebuilds() -> None:
-    """A baseline and one probe per removable suspect, each rebuilt fresh with seeds 0, 1, 2."""
-    result, scenario = await original()
-    report = await localize(scenario, result)
-    probes = [frozenset(), frozenset({"vip-override"}), frozenset({"style"}),
-              frozenset({"lookup_order"})]
-    assert scenario.calls == [(p, seed) for p in probes for seed in range(3)]
-    assert report.runs_used == 12
+    assert "PROVEN: fact 'vip-override' caused the answer." in str(report)
+    assert "without it the agent answered: 'Refund DENIED: outside policy'" in str(report)
 
 
 async def test_a_harmless_rebuild_changes_the_verdict() -> None:
-    """Rebuilding with the planted sentence made harmless leaves no CAUSAL verdict at all."""
-    result, _ = await original()
-    harmless = Scenario(vip=HARMLESS)
-    report = await localize(harmless, result)
-    assert report.baseline is not None and report.baseline.flips == 3
-    assert report.causal == []
-    assert {s.verdict for s in report.suspects if s.suspect.removable} == {"INCONCLUSIVE"}
-    assert "baseline unstable" in report.find("vip-override").why
-
-
-async def test_an_unstable_baseline_makes_every_verdict_inconclusive() -> None:
-    """A model that misbehaves on one seed whatever is removed convicts nobody."""
-    result, scenario = await original(deny_seeds={1})
-    report = await localize(scenario, result)
-    assert report.baseline is not None and report.baseline.fraction == "1/3"
-    assert not report.baseline_stable
-    removable = [s for s in report.suspects if s.suspect.removable]
-    assert [s.verdict for s in removable] == ["INCONCLUSIVE"] * 3
-    assert report.find("vip-override").flips == 3  # flipped every time, still not CAUSAL
-    assert any("baseline-unstable" in note for note in report.notes)
-
-
-async def test_an_unstable_random_baseline_convicts_nobody() -> None:
-    """A model that flips at random per seed gives INCONCLUSIVE for every suspect."""
-    noisy = {seed for seed in range(3) if random.Random(seed).random() < 0.5}
-    assert noisy and len(noisy) < 3  # seeds 0..2 give a mix, so the test means something
-    result, scenario = await original(deny_seeds=noisy)
-    report = await localize(scenario, result)
-    assert report.causal == []
-    assert {s.verdict for s in report.suspects if s.suspect.removable} == {"INCONCLUSIVE"}
-
-
-async def test_a_single_rerun_is_refused_before_any_model_call() -> None:
-    """reruns=1 (or 0) is a ConfigurationError and rebuild is never called."""
-    result, scenario = await original()
-    for reruns in (1, 0):
-        with pytest.raises(ConfigurationError, match="at least 2"):
-            await localize(scenario, result, reruns=reruns)
-    assert scenario.calls == []
-
-
-async def test_a_strict_majority_is_causal_and_a_minority_is_inconclusive() -> None:
-    """2/3 flips convict the planted fact; 1/3 flips leave it INCONCLUSIVE (below majority)."""
-    result, two = await original(approve_seeds={2})
-    report = await localize(two, result)
-    vip = report.find("vip-override")
-    assert (vip.verdict, vip.fraction) == ("CAUSAL", "2/3")
-    _, one = await original(approve_seeds={1, 2})
-    report = await localize(one, result)
-    vip = report.find("vip-override")
-    assert (vip.verdict, vip.fraction) == ("INCONCLUSIVE", "1/3")
-    assert "below a strict majority" in vip.why
-
-
-async def test_an_even_split_is_not_a_majority() -> None:
-    """With 4 re-runs, 2 flips is not a strict majority, so not CAUSAL."""
-    result, scenario = await original(approve_seeds={2, 3})
-    report = await localize(scenario, result, reruns=4)
-    assert report.find("vip-override").fraction == "2/4"
-    assert report.verdict_of("vip-override") == "INCONCLUSIVE"
-
-
-def test_verdict_for_applies_the_same_rules() -> None:
-    """verdict_for: CAUSAL needs a strict majority on a zero-flip baseline."""
-    stable, shaky = Probe(frozenset(), 0, 3, ()), Probe(frozenset(), 1, 3, ())
-    assert verdict_for(Probe(frozenset({"x"}), 2, 3, ()), stable, "x")[0] == "CAUSAL"
-    assert verdict_for(Probe(frozenset({"x"}), 3, 3, ()), shaky, "x")[0] == "INCONCLUSIVE"
-    assert verdict_for(Probe(frozenset({"x"}), 1, 3, ()), stable, "x")[0] == "INCONCLUSIVE"
-    assert verdict_for(Probe(frozenset({"x"}), 0, 3, ()), stable, "x")[0] == "NOT CONFIRMED"
-    with pytest.raises(ConfigurationError):
-        verdict_for(Probe(frozenset({"x"}), 1, 1, ()), Probe(frozenset(), 0, 1, ()), "x")
-
-
-async def test_the_report_prints_tiers_ranking_and_verdict_lines() -> None:
-    """str(report) names the tiers and prints one aligned verdict line per suspect."""
-    result, scenario = await original()
-    text = str(await localize(scenario, result))
-    lines = text.splitlines()
-    assert "scores are a correlational proxy; only re-runs say CAUSAL" in lines[1]
-    assert ("CAUSAL        fact 'vip-override'   flipped 3/3 seeded re-runs (baseline 0/3)"
-            in lines)
-    assert "not confirmed fact 'style'          0/3" in lines
-    assert "not confirmed tool 'lookup_order'   0/3" in lines  # USAGE §4, to the character
-    assert "no verdict    base 'base'           cannot be removed by a rebuild" in lines
-    assert any(line.startswith("   1. ") and "fact 'vip-override'" in line
-               and f"“{VIP}”" in line for line in lines)
-
-
-async def test_the_ranking_orders_the_reruns_and_max_suspects_caps_them() -> None:
-    """max_suspects=1 re-runs only the top-ranked removable suspect and says who was skipped."""
-    result, scenario = await original()
-    report = await localize(scenario, result, max_suspects=1)
-    assert report.suspects[0].suspect.id == "vip-override"
-    assert report.verdict_of("vip-override") == "CAUSAL"
-    assert report.verdict_of("style") is None and report.verdict_of("lookup_order") is None
-    assert {w for w, _ in scenario.calls} == {frozenset(), frozenset({"vip-override"})}
-    assert any("max_suspects=1" in n and "lookup_order, style" in n for n in report.notes)
-    assert "not re-run (beyond max_suspects)" in str(report)
-
-
-async def test_progress_reports_every_rerun() -> None:
-    """progress gets (done, total, label) after each re-run, ending at total."""
-    result, scenario = await original()
-    seen: list[tuple[int, int, str]] = []
-    await localize(scenario, result, progress=lambda d, t, label: seen.append((d, t, label)))
-    assert [d for d, _, _ in seen] == list(range(1, 13))
-    assert {t for _, t, _ in seen} == {12}
-    assert seen[0][2].startswith("baseline") and "vip-override" in seen[3][2]
-
-
-async def test_rebuild_may_be_async_unseeded_or_return_the_answer() -> None:
-    """An async rebuild without seed=, or one returning a RunResult or text, works the same."""
-    result, scenario = await original()
-
-    async def unseeded(without: frozenset[str]) -> Agent:
-        return scenario.agent(without)
-
-    async def answers(without: frozenset[str], *, seed: int) -> str:
-        return (await scenario.agent(without, seed).run(MESSAGE)).content
-
-    async def results(without: frozenset[str]) -> RunResult:
-        return await scenario.agent(without).run(MESSAGE)
-
-    for rebuild in (unseeded, answers, results):
-        report = await localize_context_bug(result, rebuild=rebuild, is_wrong=is_wrong)
-        assert report.verdict_of("vip-override") == "CAUSAL"
-        assert report.verdict_of("style") == "NOT CONFIRMED"
-
-
-async def test_the_message_defaults_to_the_original_and_can_be_overridden() -> None:
-    """Re-runs answer the recorded user message unless message= says otherwise."""
-    result, scenario = await original()
-    report = await localize(scenario, result)
-    assert report.message == MESSAGE and scenario.heard() == {MESSAGE}
-    _, other = await original()
-    report = await localize(other, result, message="Can I return the jacket?")
-    assert report.message == "Can I return the jacket?"
-    assert other.heard() == {"Can I return the jacket?"}
-
-
-async def test_an_answer_that_is_not_wrong_is_refused() -> None:
-    """Explaining a run whose answer is_wrong calls right is a ConfigurationError."""
     result, scenario = await original(vip=HARMLESS)
-    assert result.content.startswith("Refund DENIED")
+    assert result.content != "Refund APPROVED"
     with pytest.raises(ConfigurationError, match="no wrong answer"):
         await localize(scenario, result)
 
 
-async def test_a_rebuild_that_ignores_without_is_refused_not_acquitted() -> None:
-    """A rebuild that keeps the source it was asked to drop would clear the culprit (0/3 →
-    NOT CONFIRMED); the re-run's own prompt shows it, so the call fails naming it."""
+async def test_a_noisy_model_is_judged_by_flip_rates_with_the_alpha_in_the_report() -> None:
+    """A sampling model: the baseline has 8 re-runs (16 once one flips), probes adapt, and a
+    CAUSAL line states alpha, both flip counts and the p-value."""
+    result, scenario = await original(deny_seeds={3})
+    report = await localize(scenario, result)
+    assert not report.deterministic
+    assert report.baseline is not None and report.baseline.runs == 16
+    assert report.baseline.flips == 1
+    culprit = report.find("vip-override")
+    assert culprit.verdict == "CAUSAL" and culprit.p_value is not None
+    assert culprit.p_value <= 0.01 / 3
+    assert "CAUSAL at α = 0.01" in culprit.why and "with nothing removed (p = " in culprit.why
+    assert report.verdict_of("style") == "NOT CONFIRMED"
+    assert "sampling model: CAUSAL at α = 0.01" in str(report)
+
+
+async def test_an_unreproducible_answer_proves_nothing() -> None:
+    """When the unchanged agent mostly stops being wrong, nothing is convicted."""
+    result, scenario = await original(deny_seeds=set(range(1, 16)))
+    report = await localize(scenario, result)
+    assert report.causal == []
+    assert any(n.startswith("[baseline-unstable]") for n in report.notes)
+
+
+async def test_an_unstable_random_baseline_convicts_nobody() -> None:
+    rng = random.Random(7)
+
+    def coin(request: LLMRequest) -> str:
+        return "Refund APPROVED" if rng.random() < 0.6 else "Refund DENIED"
+
+    def make(without: frozenset[str] = frozenset()) -> Agent:
+        facts = [define_fact(id="vip-override", data=VIP), define_fact(id="style", data=STYLE)]
+        return Agent(provider=mock(respond=coin, deterministic=False), model="m",
+                     context=[f for f in facts if f.id not in without])
+
+    result = await make().run(MESSAGE)
+    while result.content != "Refund APPROVED":
+        result = await make().run(MESSAGE)
+    report = await localize_context_bug(result, rebuild=make, is_wrong=is_wrong)
+    assert report.causal == []
+
+
+def test_fisher_p_values_match_the_worked_example() -> None:
+    assert round(fisher_greater(7, 8, 1, 8), 4) == 0.0051
+    assert fisher_greater(4, 4, 0, 8) == pytest.approx(1 / 495)
+    assert fisher_greater(0, 8, 0, 8) == 1.0
+
+
+def test_verdict_for_applies_the_flip_rate_rule() -> None:
+    base = Probe(frozenset(), 1, 8, ("a",) * 8)
+    strong = Probe(frozenset({"x"}), 8, 8, ("b",) * 8)
+    weak = Probe(frozenset({"x"}), 2, 8, ("b",) * 8)
+    none = Probe(frozenset({"x"}), 0, 8, ("a",) * 8)
+    assert verdict_for(strong, base, "x")[0] == "CAUSAL"
+    assert verdict_for(weak, base, "x")[0] == "INCONCLUSIVE"
+    assert verdict_for(none, base, "x")[0] == "NOT CONFIRMED"
+    lost = Probe(frozenset({"x"}), 0, 0, (), incomplete=3, reasons=("tool 'refund' ...",))
+    verdict, why = verdict_for(lost, base, "x")
+    assert verdict == "INCONCLUSIVE" and "tool 'refund'" in why
+    det_base = Probe(frozenset(), 0, 1, ("a",), deterministic=True)
+    det = Probe(frozenset({"x"}), 1, 1, ("b",), deterministic=True)
+    assert verdict_for(det, det_base, "x")[0] == "CAUSAL"
+
+
+async def test_the_report_leads_with_the_proof_and_never_crowns_a_disagreeing_proxy() -> None:
     result, scenario = await original()
-    with pytest.raises(ConfigurationError, match=r"still gave the model \['vip-override'\]"):
-        await localize_context_bug(result, rebuild=lambda without, seed=0: scenario.agent(),
+    report = await localize(scenario, result)
+    text = str(report)
+    assert text.index("PROVEN:") < text.index("RANKING")
+    assert "CAUSAL        fact 'vip-override'" in text
+    assert "Clear winner" not in text or report.suspects[0].suspect.id == "vip-override"
+
+
+async def test_progress_reports_every_rerun() -> None:
+    result, scenario = await original()
+    seen: list[int] = []
+    report = await localize(scenario, result, progress=lambda done, total, label: seen.append(done))
+    assert seen == list(range(1, report.runs_used + 1))
+
+
+async def test_rebuild_may_be_async_or_return_the_answer() -> None:
+    result, scenario = await original()
+
+    async def later(without: frozenset[str]) -> Agent:
+        return scenario.agent(without)
+
+    assert (await localize_context_bug(result, rebuild=later, is_wrong=is_wrong)
+            ).verdict_of("vip-override") == "CAUSAL"
+
+    def text_only(without: frozenset[str]) -> str:
+        return "Refund DENIED" if "vip-override" in without else "Refund APPROVED"
+
+    report = await localize_context_bug(result, rebuild=text_only, is_wrong=is_wrong)
+    assert any(n.startswith("[not-isolated]") for n in report.notes)
+
+
+async def test_the_message_defaults_to_the_original_and_can_be_overridden() -> None:
+    result, scenario = await original()
+    await localize(scenario, result)
+    assert scenario.heard() == {MESSAGE}
+    other = Scenario()
+    await localize(other, result, message="Something else")
+    assert other.heard() == {"Something else"}
+
+
+async def test_an_answer_that_is_not_wrong_is_refused() -> None:
+    result, scenario = await original()
+    with pytest.raises(ConfigurationError, match="no wrong answer"):
+        await localize_context_bug(result, rebuild=scenario.rebuild, is_wrong=lambda a: False)
+
+
+async def test_a_rebuild_that_ignores_without_is_refused_not_acquitted() -> None:
+    result, scenario = await original()
+    with pytest.raises(ConfigurationError, match="still gave the model"):
+        await localize_context_bug(result, rebuild=lambda without: scenario.agent(),
                                    is_wrong=is_wrong)
 
 
 async def test_a_bad_rebuild_return_value_fails_loud() -> None:
-    """A rebuild returning something that is neither an agent nor an answer is refused."""
     result, _ = await original()
-    with pytest.raises(ConfigurationError, match="rebuild"):
+    with pytest.raises(ConfigurationError, match="must return an Agent"):
         await localize_context_bug(result, rebuild=lambda without: 42, is_wrong=is_wrong)
 
 
+async def test_bad_alpha_and_budget_are_refused() -> None:
+    result, scenario = await original()
+    with pytest.raises(ConfigurationError, match="alpha"):
+        await localize(scenario, result, alpha=0.9)
+    with pytest.raises(ConfigurationError, match="budget"):
+        await localize(scenario, result, budget=1)
+
+
+async def test_a_budget_that_runs_out_lists_the_suspects_not_covered() -> None:
+    result, scenario = await original()
+    report = await localize(scenario, result, budget=3)
+    assert report.runs_used == 3
+    assert report.uncovered and all(report.verdict_of(i) is None for i in report.uncovered)
+    assert any(n.startswith("[not-covered]") for n in report.notes)
+
+
 async def test_semantic_strategy_changes_only_the_ranking() -> None:
-    """A named strategy other than the default is used for scores; verdicts stay the same."""
     from agentfootprint.explain._influence import content_word_embedder, semantic_alignment
 
     result, scenario = await original()
@@ -322,11 +302,42 @@ async def test_semantic_strategy_changes_only_the_ranking() -> None:
         await localize(scenario, result, strategy="nope")
 
 
+async def test_two_necessary_sources_are_each_causal_and_said_to_act_together() -> None:
+    result, scenario = await original(waiver=True, needs=("approve any refund", "Ignore the"))
+    report = await localize(scenario, result)
+    assert report.verdict_of("vip-override") == "CAUSAL"
+    assert report.verdict_of("window-waiver") == "CAUSAL"
+    assert any(n.startswith("[together]") for n in report.notes)
+
+
+async def test_either_of_two_sufficient_sources_is_reported_as_a_set() -> None:
+    result, scenario = await original(waiver=True, needs=("approve any refund", "Ignore the"),
+                                      any_of=True)
+    report = await localize(scenario, result)
+    (cause,) = report.causes
+    assert cause.kind == "either" and set(cause.members) == {"vip-override", "window-waiver"}
+    assert "either of {" in str(report)
+    assert report.verdict_of("style") == "NOT CONFIRMED"
+
+
+async def test_the_proof_is_plain_json_with_its_criterion() -> None:
+    import json
+
+    from agentfootprint.explain import wrong_if
+
+    result, _ = await original()
+    report = await localize_context_bug(result, is_wrong=wrong_if(contains="approved"))
+    proof = json.loads(json.dumps(report.to_proof()))
+    assert proof["criterion"]["contains"] == "approved"
+    assert proof["causes"][0]["members"] == ["vip-override"]
+    assert proof["causes"][0]["answer_without"] == "Refund DENIED: outside policy"
+    assert proof["model"] == "deterministic" and proof["reruns"] == report.runs_used
+
+
 # -- rerun_without_sources -----------------------------------------------------------------------
 
 
 async def test_rerun_without_sources_probes_several_removals_at_once() -> None:
-    """Removing the planted fact and the style together is CAUSAL; the style alone is not."""
     result, scenario = await original()
     both = await rerun_without_sources(result, rebuild=scenario.rebuild, is_wrong=is_wrong,
                                        sources=["vip-override", "style"])
@@ -334,27 +345,22 @@ async def test_rerun_without_sources_probes_several_removals_at_once() -> None:
     assert both.removed == frozenset({"vip-override", "style"})
     assert both.baseline.fraction == "0/3"
     assert both.answers == ("Refund DENIED: outside policy",) * 3
-    assert "CAUSAL" in str(both) and "baseline 0/3" in str(both)
     style = await rerun_without_sources(result, rebuild=scenario.rebuild, is_wrong=is_wrong,
                                         sources="style")
     assert (style.verdict, style.tier) == ("NOT CONFIRMED", "proxy")
 
 
-async def test_rerun_without_sources_checks_the_baseline_and_the_ids() -> None:
-    """An unstable baseline makes the probe INCONCLUSIVE; unknown or fixed ids are refused."""
-    result, scenario = await original(deny_seeds={1})
-    probe = await rerun_without_sources(result, rebuild=scenario.rebuild, is_wrong=is_wrong,
-                                        sources=["vip-override"])
-    assert probe.verdict == "INCONCLUSIVE" and probe.flips == 3
+async def test_rerun_without_sources_checks_the_ids() -> None:
+    result, scenario = await original()
     with pytest.raises(ConfigurationError, match="removable: vip-override, style, lookup_order"):
         await rerun_without_sources(result, rebuild=scenario.rebuild, is_wrong=is_wrong,
                                     sources=["vip"])
     with pytest.raises(ConfigurationError, match="cannot be removed"):
         await rerun_without_sources(result, rebuild=scenario.rebuild, is_wrong=is_wrong,
                                     sources=["base"])
-    with pytest.raises(ConfigurationError, match="at least 2"):
+    with pytest.raises(ConfigurationError, match="reruns=0"):
         await rerun_without_sources(result, rebuild=scenario.rebuild, is_wrong=is_wrong,
-                                    sources=["style"], reruns=1)
+                                    sources=["style"], reruns=0)
 
 
 # -- bisect_culprits ---------------------------------------------------------------------------
@@ -365,58 +371,23 @@ async def bisect(scenario: Scenario, result: RunResult, **options: Any) -> Any:
 
 
 async def test_bisection_finds_the_planted_fact_alone() -> None:
-    """Delta debugging narrows the three removable sources to the planted fact."""
     result, scenario = await original()
     found = await bisect(scenario, result)
     assert found.verdict == "CAUSAL"
     assert found.culprits == [frozenset({"vip-override"})]
     assert found.probes[0].removed == frozenset() and found.probes[0].flips == 0
-    assert found.probes[1].removed == frozenset({"vip-override", "style", "lookup_order"})
-    assert found.runs_used == 3 * len(found.probes)
-    assert "culprit set: fact 'vip-override'" in str(found)
-
-
-async def test_bisection_returns_two_independent_culprits_as_two_sets() -> None:
-    """When the answer needs both planted facts, each is a culprit set of its own."""
-    result, scenario = await original(waiver=True, needs=("approve any refund", "Ignore the"))
-    assert result.content == "Refund APPROVED"
-    found = await bisect(scenario, result)
-    assert found.verdict == "CAUSAL"
-    assert sorted(found.culprits, key=sorted) == [frozenset({"vip-override"}),
-                                                  frozenset({"window-waiver"})]
 
 
 async def test_bisection_returns_redundant_causes_as_one_joint_set() -> None:
-    """When either planted fact alone suffices, only removing both flips: one joint set."""
     result, scenario = await original(waiver=True, needs=("approve any refund", "Ignore the"),
                                       any_of=True)
     found = await bisect(scenario, result)
     assert found.culprits == [frozenset({"vip-override", "window-waiver"})]
-    report = await localize(scenario, result)
-    assert report.causal == []  # no single removal flips it: localize alone cannot see it
-
-
-async def test_bisection_gates_on_baseline_and_reproduction_and_budget() -> None:
-    """Unstable baseline → INCONCLUSIVE; nothing flips → NOT REPRODUCIBLE; no budget → no claim."""
-    result, shaky = await original(deny_seeds={2})
-    found = await bisect(shaky, result)
-    assert (found.verdict, found.culprits, len(found.probes)) == ("INCONCLUSIVE", [], 1)
-    result, stubborn = await original(approve_seeds={0, 1, 2})
-    found = await bisect(stubborn, result)
-    assert (found.verdict, found.culprits) == ("NOT REPRODUCIBLE", [])
-    result, scenario = await original()
-    found = await bisect(scenario, result, max_probes=2)
-    assert (found.verdict, found.culprits) == ("INCONCLUSIVE", [])
-    assert "max_probes=2" in found.reason and len(found.probes) == 2
-    with pytest.raises(ConfigurationError, match="at least 2"):
-        await bisect(scenario, result, reruns=1)
 
 
 async def test_bisection_accepts_an_explicit_candidate_list() -> None:
-    """suspects= limits and orders the candidates; ids outside the slice are refused."""
     result, scenario = await original()
     found = await bisect(scenario, result, suspects=["style", "vip-override"])
     assert found.culprits == [frozenset({"vip-override"})]
-    assert all("lookup_order" not in p.removed for p in found.probes)
     with pytest.raises(ConfigurationError, match="no removable suspect 'nope'"):
         await bisect(scenario, result, suspects=["nope"])

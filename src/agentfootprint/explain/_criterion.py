@@ -12,11 +12,11 @@ import importlib
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from ..errors import ConfigurationError
 
-__all__ = ["WrongIf", "describe_criterion", "wrong_if"]
+__all__ = ["WrongIf", "describe_criterion", "load_callable", "wrong_if"]
 
 
 class WrongIf(BaseModel):
@@ -51,7 +51,7 @@ class WrongIf(BaseModel):
 
     def __call__(self, subject: Any) -> bool:
         if self.predicate is not None:
-            return bool(load_predicate(self.predicate)(subject))
+            return bool(load_callable(self.predicate)(subject))
         text = subject if isinstance(subject, str) else str(getattr(subject, "content", subject))
         if self.contains is not None:
             return self.contains.lower() in text.lower()
@@ -72,11 +72,12 @@ def wrong_if(*, contains: str | None = None, matches: str | None = None,
     try:
         return WrongIf(contains=contains, matches=matches, predicate=predicate,
                        judges_result=judges_result)
-    except ValueError as exc:
-        raise ConfigurationError(f"wrong_if: {exc}".splitlines()[0]) from None
+    except ValidationError as exc:
+        reason = str(exc.errors()[0].get("msg", exc)).removeprefix("Value error, ")
+        raise ConfigurationError(f"wrong_if: {reason}") from None
 
 
-def load_predicate(path: str) -> Any:
+def load_callable(path: str) -> Any:
     """Import ``"module:function"``; a clear error names what could not be found."""
     module_name, sep, attr = path.partition(":")
     if not sep or not module_name or not attr:

@@ -190,7 +190,8 @@ async def find_dropped_context(
         return report
     chosen = candidates[:max_candidates]
     runner = Rerunner(rebuild=restore, is_wrong=is_wrong, message=message_of(result, message),
-                      reruns=reruns, progress=progress, total=reruns * (1 + len(chosen)))
+                      reruns=reruns, progress=progress, total=reruns * (1 + len(chosen)),
+                      result=result)
     if not await runner.wrong(answer):
         raise ConfigurationError(
             "is_wrong() says the recorded answer is not wrong; there is nothing to explain — "

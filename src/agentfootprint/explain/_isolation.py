@@ -27,7 +27,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..flow import FlowRun
+from ..flow._commitlog import CommitLog
 from ..flow._redact import REDACTED
 from ..memory._entry import MemoryEntry, Tier
 from ..memory._identity import MemoryIdentity
@@ -72,17 +72,16 @@ def _arguments(raw: object) -> object:
     return raw
 
 
-def recorded_tool_calls(recording: FlowRun) -> dict[tuple[str, str], list[Any]]:
+def recorded_tool_calls(log: CommitLog) -> dict[tuple[str, str], list[Any]]:
     """``{(tool name, canonical arguments): [results in call order]}`` over every namespace.
 
     Read from the conversation each agent of the run left (``history``): an assistant message's
     ``tool_calls`` paired with the ``tool`` messages answering them by call id.
     """
     out: dict[tuple[str, str], list[Any]] = {}
-    spaces = dict.fromkeys(record.ns for record in recording.log.records)
-    last = len(recording.log.records)
-    for ns in spaces:
-        history = recording.log.value_at(trace.HISTORY, last, ns=ns, default=None)
+    last = len(log.records)
+    for ns in dict.fromkeys(record.ns for record in log.records):
+        history = log.value_at(trace.HISTORY, last, ns=ns, default=None)
         if not isinstance(history, list):
             continue
         asked: dict[str, tuple[str, str]] = {}
@@ -187,13 +186,13 @@ def identity_key(identity: object) -> str:
     return found.namespace if found is not None else repr(identity)
 
 
-def _turns_by_identity(recording: FlowRun) -> dict[str, int]:
+def _turns_by_identity(log: CommitLog) -> dict[str, int]:
     """The earliest turn each conversation of the run was at (root agent and members alike)."""
-    last = len(recording.log.records)
+    last = len(log.records)
     out: dict[str, int] = {}
-    for ns in dict.fromkeys(record.ns for record in recording.log.records):
-        identity = recording.log.value_at(trace.IDENTITY, last, ns=ns, default=None)
-        turn = recording.log.value_at(trace.TURN, last, ns=ns, default=None)
+    for ns in dict.fromkeys(record.ns for record in log.records):
+        identity = log.value_at(trace.IDENTITY, last, ns=ns, default=None)
+        turn = log.value_at(trace.TURN, last, ns=ns, default=None)
         if identity is None or not isinstance(turn, int):
             continue
         key = identity_key(identity)
@@ -204,10 +203,10 @@ def _turns_by_identity(recording: FlowRun) -> dict[str, int]:
 class RerunSandbox:
     """What every re-run of one explanation shares: store snapshots and the recorded calls."""
 
-    def __init__(self, recording: FlowRun) -> None:
-        self.recording = recording
-        self.calls = recorded_tool_calls(recording)
-        self.turns = _turns_by_identity(recording)
+    def __init__(self, log: CommitLog) -> None:
+        self.log = log
+        self.calls = recorded_tool_calls(log)
+        self.turns = _turns_by_identity(log)
         self._snapshots: dict[tuple[int, str], list[MemoryEntry]] = {}
         self.store_reads = 0
 
@@ -276,9 +275,14 @@ def _replayed(tool: Tool, queues: dict[tuple[str, str], deque[Any]], log: RerunL
         if safe:
             log.live_calls.append(tool.name)
             return False, None
-        log.misses.append(f"tool {tool.name!r} was called with arguments the recording lacks "
-                          f"({_clip(_canonical(args))}) and does not declare "
-                          "side_effects=False, so it was not run")
+        if any(_is_redacted(name) or _is_redacted(key) for name, key in queues):
+            log.misses.append(f"tool {tool.name!r}: the recording holds the run's tool calls only "
+                              "redacted, so this call cannot be matched, and the tool does not "
+                              "declare side_effects=False, so it was not run")
+        else:
+            log.misses.append(f"tool {tool.name!r} was called with arguments the recording "
+                              f"lacks ({_clip(_canonical(args))}) and does not declare "
+                              "side_effects=False, so it was not run")
         return True, _MISS
 
     if is_async:

@@ -204,7 +204,7 @@ def format_report(report: ContextBugReport) -> str:
     for item in report.suspects:
         sentence = f"  “{_clip(item.sentence, 70)}”" if item.sentence else ""
         lines.append(f"  {item.rank:2d}. {item.score:.3f}  {item.label}{sentence}")
-    lines.append(f"  {report.confidence.reason}")
+    lines.append(f"  {_ranking_note(report, proven)}")
     lines.append("")
     if report.baseline is None:
         lines.append("RE-RUNS: none — no removable suspect reached the final call.")
@@ -219,6 +219,18 @@ def format_report(report: ContextBugReport) -> str:
     lines.append(f"claims: the ranking is a similarity proxy; only a CAUSAL line is a cause. "
                  f"{MONOTONICITY[0].upper()}{MONOTONICITY[1:]}.")
     return "\n".join(lines)
+
+
+def _ranking_note(report: ContextBugReport, proven: list[Cause]) -> str:
+    """The ranking's confidence — unless a proof names another cause than its leader."""
+    members = {m for cause in proven for m in cause.members}
+    leader = report.suspects[0] if report.suspects else None
+    if not proven or leader is None or leader.suspect.id in members:
+        return report.confidence.reason
+    names = ", ".join(report.labels.get(m, m) for m in dict.fromkeys(
+        m for cause in proven for m in cause.members))
+    return (f"The proxy's leader, {leader.label}, is not the cause: the re-runs proved "
+            f"{names}.")
 
 
 def _verdict_line(item: LocalizedSuspect, width: int) -> str:

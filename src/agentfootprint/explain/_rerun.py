@@ -37,6 +37,7 @@ from typing import Any, Literal
 
 from ..errors import ConfigurationError
 from ..flow import FlowRun
+from ..flow._commitlog import CommitLog
 from ..runs import trace
 from ..runs._recording import AgentRun
 from ._influence import InfluenceStrategy, RankedSuspect, rank_suspects
@@ -230,11 +231,11 @@ class Rerunner:
         self.cache: dict[frozenset[str], Probe] = {}
         self.order: list[Probe] = []
         self.notes: list[str] = []
-        recording = getattr(result, "recording", None)
-        self.sandbox = RerunSandbox(recording) if isinstance(recording, FlowRun) else None
-        self.prior = prior_history(recording) if isinstance(recording, FlowRun) else []
-        self.identity = (recording.state.get(trace.IDENTITY)
-                         if isinstance(recording, FlowRun) else None)
+        log = log_of(result) if getattr(result, "recording", None) is not None else None
+        self.sandbox = RerunSandbox(log) if log is not None else None
+        self.prior = prior_history(log) if log is not None else []
+        self.identity = (log.value_at(trace.IDENTITY, len(log.records), default=None)
+                         if log is not None else None)
         self.deterministic: bool | None = None
         self.base: Probe | None = None
 
@@ -280,8 +281,7 @@ class Rerunner:
             return cached
         if self.max_probes is not None and len(self.cache) >= self.max_probes:
             raise BudgetExceeded
-        count = 1 if self.deterministic and self.reruns > 1 and removed else self.reruns
-        probe = await self._probe_of(removed, await self._runs(removed, label, count))
+        probe = await self._probe_of(removed, await self._runs(removed, label, self.reruns))
         self.cache[removed] = probe
         self.order.append(probe)
         return probe
@@ -367,7 +367,9 @@ class Rerunner:
                 return Outcome("", False, f"a re-run raised {type(exc).__name__}: {exc}"[:300])
             if isinstance(made, str):
                 return Outcome(made, log.complete, "; ".join(log.misses))
-        else:
+        else:  # a finished run: judge its model by the agent that made it
+            if self.deterministic is None:
+                self.deterministic = _all_deterministic(getattr(made, "source", None))
             self._note_unisolated()
         content = getattr(made, "content", None)
         if not isinstance(content, str):
@@ -435,11 +437,11 @@ def _all_deterministic(runner: Any) -> bool:
     return bool(found) and all(found)
 
 
-def prior_history(recording: FlowRun) -> list[Any]:
+def prior_history(log: CommitLog) -> list[Any]:
     """The conversation the explained run continued (its history before the user's message)."""
-    for record in recording.log.records:
+    for record in log.records:
         if record.ns == "" and is_stage(record, trace.SEED):
-            history = recording.log.value_at(trace.HISTORY, record.idx, default=None)
+            history = log.value_at(trace.HISTORY, record.idx, default=None)
             if isinstance(history, list) and history:
                 return [dict(m) for m in history[:-1]]
             return []
@@ -473,6 +475,9 @@ def message_of(result: AgentRun, message: str | None) -> str:
         return message
     state = getattr(getattr(result, "recording", None), "state", None)
     found = state.get(trace.USER_MESSAGE) if isinstance(state, dict) else None
+    if found is None and getattr(result, "recording", None) is not None:
+        log = log_of(result)
+        found = log.value_at(trace.USER_MESSAGE, len(log.records), default=None)
     if not isinstance(found, str):
         raise ConfigurationError(
             "cannot read the original user message from result.recording.state; pass message=")
@@ -590,7 +595,7 @@ async def rerun_without_sources(
         raise ConfigurationError("rerun_without_sources: sources= is empty; name what to remove")
     answer = answer_of(result)
     runner = Rerunner(rebuild=rebuild, is_wrong=is_wrong, message=message_of(result, message),
-                      reruns=reruns, progress=progress, total=2 * reruns)
+                      reruns=reruns, progress=progress, total=2 * reruns, result=result)
     await require_wrong(runner, answer)
     removed = frozenset(s.id for s in chosen)
     labels = tuple(s.label for s in chosen)
@@ -676,7 +681,7 @@ async def bisect_culprits(
     labels = {s.id: s.label for s in candidates}
     runner = Rerunner(rebuild=rebuild, is_wrong=is_wrong, message=message_of(result, message),
                       reruns=reruns, progress=progress, total=max_probes * reruns,
-                      max_probes=max_probes)
+                      max_probes=max_probes, result=result)
     await require_wrong(runner, answer)
 
     async def flips(removed: Iterable[str]) -> bool:
