@@ -19,7 +19,7 @@ from agentfootprint.providers import LLMRequest, mock
 from agentfootprint.runs import RedactionPolicy, RunStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "memory"))
-from memory_helpers import STORE_KINDS, Clock, close, make_store  # noqa: E402
+from memory_helpers import STORE_KINDS, Clock, close, make_store
 
 IDENTITY = MemoryIdentity("conv-1")
 TURNS = ["I like red.", "Actually I now like blue.", "What is my favourite colour?"]

@@ -16,8 +16,8 @@ from agentfootprint.explain._rerun import (
     rerun_without_sources,
     verdict_for,
 )
-from agentfootprint.explain._verdict import fisher_greater
 from agentfootprint.explain._suspects import suspects_of
+from agentfootprint.explain._verdict import fisher_greater
 from agentfootprint.providers import LLMRequest, MockProvider, mock
 
 # -- the refunds scenario ----------------------------------------------------------------------
