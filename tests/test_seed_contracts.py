@@ -162,3 +162,51 @@ async def test_seed_others_resume_on_error_with_identity_given_per_run(tmp_path:
         result = await agent.resume_on_error(caught.value)
     assert result.content == "recovered"
     assert _turns(tmp_path / "m.db") == {1}
+
+
+# -- 002 messages-slot delivery -------------------------------------------------------------------
+
+
+def test_seed_002_delivery_key_hashes_a_lone_surrogate() -> None:
+    """Valid JSON "caf\\ud83d" hashes as its UTF-16 code units (one per lone surrogate)."""
+    from agentfootprint.context._delivery import delivery_key, fnv1a
+
+    assert fnv1a("caf\ud83d") != fnv1a("caf")
+    assert fnv1a("\ud83d\ude00") == fnv1a("😀")  # a pair is the character it encodes
+    assert delivery_key("i", "user", "caf\ud83d") == delivery_key("i", "user", "caf\ud83d")
+
+
+async def test_seed_002_lone_surrogate_delivery_does_not_break_later_turns() -> None:
+    """A messages-slot injection carrying a lone surrogate is delivered, and the next turn reads
+    its key back from the history (the hash that used to raise) and does not deliver it again."""
+    from agentfootprint import define_instruction
+
+    hint = define_instruction(id="odd", prompt="caf\ud83d", slot="messages", role="assistant")
+    agent = Agent(provider=mock(reply="ok"), model="m", context=[hint])
+    first = await agent.run("hi")
+    assert any(m.get("injected_by") == "odd" for m in first.history)
+    second = await agent.follow_up("and again")
+    assert second.content == "ok"
+    assert sum(1 for m in second.history if m.get("injected_by") == "odd") == 1
+
+
+def test_seed_002_tail_wire_role_folds_tool_into_user() -> None:
+    """tailWireRole: none for an empty window, the tail's effective role otherwise."""
+    from agentfootprint.context._delivery import tail_wire_role
+
+    assert tail_wire_role([]) is None
+    assert tail_wire_role([{"role": "user", "content": "q"}]) == "user"
+    assert tail_wire_role([{"role": "tool", "content": "r", "tool_call_id": "c"}]) == "user"
+
+
+def test_seed_002_deferral_records_a_note_naming_what_blocked_it() -> None:
+    """A deferred delivery carries the tail role and a note naming the injection and cause."""
+    from agentfootprint.context._delivery import deliver
+
+    history: list[dict[str, Any]] = [{"role": "tool", "content": "r", "tool_call_id": "c"}]
+    _, deferred = deliver([("nudge", "steering", [{"role": "user", "content": "go on"}])],
+                          history, set(), 2)
+    (row,) = deferred
+    assert row["reason"] == "role-collision" and row["tail_role"] == "user"
+    assert "'nudge'" in row["note"] and "user turn" in row["note"]
+    assert "next boundary" in row["note"]

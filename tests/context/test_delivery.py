@@ -10,6 +10,7 @@ import pytest
 from agentfootprint import Agent, define_fact, define_injection, define_instruction, tool
 from agentfootprint.context import context_report
 from agentfootprint.context._delivery import (
+    deferral_note,
     deliver,
     delivery_key,
     effective_wire_role,
@@ -131,7 +132,10 @@ def test_unanswered_tool_call_defers_and_does_not_reorder() -> None:
     delivered, deferred = deliver(pending, history, set(), 2)
     assert delivered == []
     assert deferred == [{"injection_id": "notes", "flavor": "fact", "role": "assistant",
-                         "reason": "unanswered-tool-call", "iteration": 2}]
+                         "reason": "unanswered-tool-call", "tail_role": "assistant",
+                         "note": deferral_note("notes", "assistant", "unanswered-tool-call",
+                                               "assistant"),
+                         "iteration": 2}]
     assert history == before
 
 
@@ -302,7 +306,9 @@ async def test_user_fact_defers_forever_in_a_tool_loop() -> None:
     result = await agent.run("Where are A-1 and A-2?")
     expected = [{"iteration": i, "delivered": [],
                  "deferred": [{"injection_id": "vip", "flavor": "fact", "role": "user",
-                               "reason": "role-collision", "iteration": i}]}
+                               "reason": "role-collision", "tail_role": "user",
+                               "note": deferral_note("vip", "user", "role-collision", "user"),
+                               "iteration": i}]}
                 for i in (1, 2, 3)]
     assert deliveries(result) == expected
     assert result.recording.state["messages_delivery"] == expected[-1]

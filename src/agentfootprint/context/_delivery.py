@@ -15,7 +15,12 @@ The rules (pure functions over the conversation) follow the seed contract exactl
 
 Hash encoding: 32-bit FNV-1a over the UTF-16 code units of ``role + ":" + content`` (offset
 2166136261, prime 16777619), lower-case hex without padding — the reference's encoding, so
-keys match across implementations.
+keys match across implementations. A lone surrogate (valid in JSON, e.g. ``"caf\ud83d"``) is
+hashed as the one code unit it is, never refused.
+
+Every deferral is recorded with the effective role of the turn it would have landed behind
+(``tail_role``, :func:`tail_wire_role`) and a ``note``: a sentence saying what blocked it, so a
+reader need not rebuild the window to learn why a declaration is not on the wire yet.
 """
 
 from __future__ import annotations
@@ -29,7 +34,9 @@ __all__ = [
     "effective_wire_role",
     "fnv1a",
     "keys_in_window",
+    "deferral_note",
     "refusal_for_placement",
+    "tail_wire_role",
 ]
 
 Refusal = Literal["unanswered-tool-call", "role-collision"]
@@ -38,7 +45,7 @@ Refusal = Literal["unanswered-tool-call", "role-collision"]
 def fnv1a(text: str) -> str:
     """32-bit FNV-1a over UTF-16 code units, as unsigned lower-case hex."""
     value = 2166136261
-    data = text.encode("utf-16-le")
+    data = text.encode("utf-16-le", "surrogatepass")  # a lone surrogate is one code unit
     for i in range(0, len(data), 2):
         value ^= data[i] | (data[i + 1] << 8)
         value = (value * 16777619) & 0xFFFFFFFF
@@ -59,6 +66,24 @@ def keys_in_window(history: Iterable[Any]) -> set[str]:
     """The delivery key of every message already carrying an ``injected_by`` marker."""
     return {delivery_key(m["injected_by"], m["role"], m["content"])
             for m in history if m.get("injected_by") is not None}
+
+
+def tail_wire_role(history: Sequence[Any]) -> str | None:
+    """The effective role of the turn a delivery would land behind; ``None`` for no turns."""
+    return effective_wire_role(history[-1]["role"]) if history else None
+
+
+def deferral_note(injection_id: str, role: str, reason: Refusal, tail_role: str | None) -> str:
+    """One sentence on why ``injection_id``'s message waits, recorded with the deferral."""
+    if reason == "unanswered-tool-call":
+        why = ("a tool call in the window has no result yet, and a message placed now would "
+               "come between that call and its result")
+    else:
+        why = (f"it would follow a {tail_role or 'unknown'!s} turn as another {role} turn "
+               "(tool results count as user), and providers refuse two turns of one role in "
+               "a row")
+    return (f"{injection_id!r} was deferred: {why}. It is tried again, unchanged and in its "
+            "declared order, at the next boundary.")
 
 
 def refusal_for_placement(history: Sequence[Any], role: str) -> Refusal | None:
@@ -93,8 +118,11 @@ def deliver(pending: Sequence[tuple[str, str, Sequence[Any]]], history: list[Any
                 continue
             refusal = refusal_for_placement(history, role)
             if refusal is not None:
+                tail = tail_wire_role(history)
                 deferred.append({"injection_id": injection_id, "flavor": flavor, "role": role,
-                                 "reason": refusal, "iteration": iteration})
+                                 "reason": refusal, "tail_role": tail,
+                                 "note": deferral_note(injection_id, role, refusal, tail),
+                                 "iteration": iteration})
                 break  # later messages of this injection must not jump ahead
             history.append({"role": role, "content": content, "injected_by": injection_id})
             ledger.add(key)
