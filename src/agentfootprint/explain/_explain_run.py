@@ -13,18 +13,16 @@ Three cases, in this order:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..flow._redact import REDACTED
 from ..runs._recording import Recording
 from ..runs._view import RunView
 from ._backtrack import Backtrack, backtrack
 from ._failure import failure_of
-from ._kept import KeptProof, kept_proof, prove_command
+from ._kept import KeptProof, is_redacted, kept_proof, prove_command
 
-__all__ = ["NoAnswer", "explain_recording", "is_redacted"]
+__all__ = ["NoAnswer", "explain_recording", "follow_proof"]
 
 
 class NoAnswer(ValueError):
@@ -51,9 +49,9 @@ def explain_recording(recording: Recording, proofs: Sequence[Mapping[str, Any]] 
             "Prove it (isolated re-runs without each source; the proof is kept with the run):",
             f"  {prove_command(recording.run_id)}{factory}",
             "  (PHRASE: what makes the answer wrong, e.g. a word of it)", ""]
-        return "\n".join(head + [str(chain)])
+        return "\n".join([*head, str(chain)])
     lines = proof.lines()
-    chain, note = _follow(recording, proof)
+    chain, note = follow_proof(recording, proof)
     lines.append("")
     if proof.lead is not None:
         label = proof.causes[0].labels[0]
@@ -71,16 +69,10 @@ def explain_recording(recording: Recording, proofs: Sequence[Mapping[str, Any]] 
     return "\n".join(lines)
 
 
-def is_redacted(recording: Recording) -> bool:
-    """True when anything in the run was recorded masked (its re-run answers then are not
-    shown: the run's redaction never saw them)."""
-    return REDACTED in json.dumps(recording.log, ensure_ascii=False, default=str)
-
-
-def _follow(recording: Recording, proof: KeptProof) -> tuple[Backtrack, str]:
+def follow_proof(recording: Recording, proof: KeptProof | None) -> tuple[Backtrack, str]:
     """The chain to the proven cause; the proxy's chain (said so) when it did not reach the
     final call this backtrack reads."""
-    if proof.lead is None:
+    if proof is None or proof.lead is None:
         return backtrack(recording), ""
     try:
         return backtrack(recording, suspect=proof.lead), ""

@@ -146,8 +146,9 @@ def failure_of(source: Explainable) -> Failure | None:
                          else "tool" if is_stage(failing, trace.TOOL_CALLS) else "stage")
     before = [r for r in view.records if r.idx < failing.idx]
     if kind == "provider":
-        call: CallView | None = view.call(failing)
-        request = _request(call, failing)
+        failed = view.call(failing)
+        call: CallView | None = failed
+        request: FailedRequest | None = _request(failed, failing)
     else:
         call = view.call(before[-1]) if before else None
         request = None

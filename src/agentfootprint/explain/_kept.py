@@ -13,13 +13,17 @@ run was recorded under redaction, ``answer_without`` is withheld (``redacted=Tru
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..flow._redact import REDACTED
+from ..runs._recording import Recording
 from ._localize import ContextBugReport
 
-__all__ = ["KeptCause", "KeptProof", "KeptVerdict", "kept_proof", "prove_command"]
+__all__ = ["KeptCause", "KeptProof", "KeptVerdict", "is_redacted", "kept_proof",
+           "prove_command"]
 
 WITHHELD = ("(withheld: this run is recorded under redaction, and the re-run's answer was never "
             "masked by it)")
@@ -49,6 +53,9 @@ class KeptVerdict:
 
     id: str
     label: str
+    rank: int | None
+    score: float | None
+    """The proxy score the ranking gave it."""
     verdict: str | None
     runs: int | None
     flips: int | None
@@ -144,6 +151,12 @@ def kept_proof(source: ContextBugReport | Mapping[str, Any] | Sequence[Mapping[s
     return _read(local[-1], len(local), redacted)
 
 
+def is_redacted(recording: Recording) -> bool:
+    """True when anything in the run was recorded masked: its re-run answers are then not
+    shown (the run's redaction never saw them)."""
+    return REDACTED in json.dumps(recording.log, ensure_ascii=False, default=str)
+
+
 def prove_command(run_id: str, *, phrase: str | None = None) -> str:
     """The exact command that proves a stored run's cause and keeps the proof."""
     wrong = f"--wrong-if-contains {_shell_word(phrase)}" if phrase else \
@@ -162,7 +175,10 @@ def _read(proof: Mapping[str, Any], kept: int, redacted: bool) -> KeptProof:
     for row in _rows(proof.get("suspects")):
         sid = str(row.get("id"))
         labels.setdefault(sid, str(row.get("label") or sid))
-        verdicts.append(KeptVerdict(sid, str(row.get("label") or sid), _str(row.get("verdict")),
+        score = row.get("score")
+        verdicts.append(KeptVerdict(sid, str(row.get("label") or sid), _int(row.get("rank")),
+                                    float(score) if isinstance(score, int | float) else None,
+                                    _str(row.get("verdict")),
                                     _int(row.get("runs")), _int(row.get("flips")),
                                     str(row.get("why") or ""),
                                     without(row.get("answer_without"))))

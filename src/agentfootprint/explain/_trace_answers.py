@@ -13,6 +13,7 @@ from typing import Any, Final
 from ..flow._causal import CausalChain, CausalNode, causal_chain
 from ..flow._commitlog import Change, CommitRecord
 from ..flow._values import MISSING
+from ._failure import failure_of
 from ._trace_view import TraceLookupError, TraceView, descend, preview, render
 
 __all__ = ["Answer", "TraceAnswers", "clamp"]
@@ -67,6 +68,12 @@ class TraceAnswers:
                  f"{len(log)} commit records"
                  + (f", {len(subflows)} subflow namespace(s)" if subflows else ""),
                  "STAGES (run order · executions · step ids):"]
+        failure = failure_of(rec)
+        if failure is not None:
+            step = failure.runtime_stage_id
+            lines.insert(1, f"FAILED: {failure.error[:300]} — raised by {failure.where}; the run "
+                            "gave no answer, so explain the error"
+                            + (f": trace_node('{step}') shows that step" if step else ""))
         for stage_id, rids in list(view.runs_of.items())[:_LISTED]:
             info = view.stage(view.steps[rids[0]][0])
             kind = f" [{info.kind}]" if info.kind in ("decider", "selector", "subflow") else ""

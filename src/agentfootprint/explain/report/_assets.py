@@ -138,6 +138,16 @@ ul.tools { margin: 0; padding-left: 18px; font-size: 13px; }
 .banner.proxy { background: #fff8e1; border: 1px solid #f2d27a; }
 .banner.stable { background: #e8f5e9; border: 1px solid #a5d6a7; }
 .banner.unstable { background: var(--causal-soft); border: 1px solid #ef9a9a; }
+.banner.failed { background: var(--causal-soft); border: 2px solid var(--causal);
+  font-size: 14px; }
+.banner.failed b { color: var(--causal); }
+.proven-cause { border: 2px solid var(--causal); background: var(--causal-soft);
+  border-radius: 8px; padding: 8px 12px; margin: 8px 0; font-size: 13.5px; }
+.proven-cause .headline { font-weight: 750; }
+.proven-cause .why, .criterion { font-size: 12.5px; color: var(--muted); margin: 4px 0 0; }
+.without q { font-weight: 650; color: var(--ink); }
+li.suspect .without { margin: 6px 0 0; font-size: 12.5px; }
+pre.answer.failed { border-color: var(--causal); color: var(--causal); }
 ol.hops { list-style: none; margin: 0; padding: 0; display: grid; gap: 4px; }
 li.hop { display: grid; grid-template-columns: 84px 1fr; gap: 8px; font-size: 13px; }
 li.hop .hop-kind { font-weight: 800; color: var(--lit); letter-spacing: .04em; }

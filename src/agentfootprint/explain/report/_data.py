@@ -1,16 +1,19 @@
 """What the HTML report shows, read from a recording: plain data, no markup.
 
 Everything here comes from the recording's commit log (plus the ids, scores and verdicts of a
-backtrack and a localization report), so a value redacted at the source stays ``[REDACTED]``:
-the live answers a localization re-run produced, its question and its answer text are never
-read. Nested agents (compositions) are read in their own namespace, so every LLM call of a
-pipeline gets its view.
+backtrack and a localization proof — live, or kept in the run store), so a value redacted at
+the source stays ``[REDACTED]``. The answer a re-run gave without a proven cause is shown
+beside it, except for a run recorded under redaction (that answer never went through the
+run's policy). A failed run is shown as a failure: its error, the step that raised it and
+the context at that moment — no call is "the call that produced the answer". Nested agents
+(compositions) are read in their own namespace, so every LLM call of a pipeline gets its view.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -21,6 +24,9 @@ from ...runs import trace
 from ...runs._recording import Recording
 from ...runs._view import RunView
 from .._backtrack import Backtrack, Hop
+from .._explain_run import follow_proof
+from .._failure import Failure, failure_of
+from .._kept import KeptCause, KeptProof, is_redacted, kept_proof
 from .._localize import ContextBugReport
 from .._suspects import Suspect, is_stage
 
@@ -30,6 +36,7 @@ __all__ = [
     "ChartRun",
     "Culprit",
     "InjectionRow",
+    "Localization",
     "IterationGroup",
     "MessageView",
     "ReportData",
@@ -93,6 +100,8 @@ class CallView:
     answer: str
     asked_tools: tuple[str, ...]
     is_final: bool
+    failed: str | None = None
+    """The error, when this call is the one that raised (the run failed on it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +149,8 @@ class SuspectCard:
     verdict: str | None = None
     fraction: str | None = None
     why: str = ""
+    answer_without: str | None = None
+    """What the agent answered without this source (CAUSAL verdicts)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +181,15 @@ class Board:
     confidence: str | None
     notes: tuple[str, ...]
     reruns: int | None
+    causes: tuple[KeptCause, ...] = ()
+    """The proven causes, when a proof is given or kept."""
+    criterion: str | None = None
+    """How "wrong" was judged, in words (with a proof)."""
+    rule: str | None = None
+    """The verdict rule and its cost, in words (with a proof)."""
+    follow_note: str = ""
+    failure: Failure | None = None
+    """Set for a failed run: the board explains the error, not an answer."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,24 +208,35 @@ class ReportData:
     timeline: tuple[IterationGroup, ...]
     calls: tuple[CallView, ...]
     board: Board | None
+    failure: Failure | None = None
+    """Set for a failed run."""
+
+
+Localization = ContextBugReport | Mapping[str, Any] | Sequence[Mapping[str, Any]] | None
+"""A live report, one kept proof, or a run's proofs as ``store.proofs(run_id)`` returns them."""
 
 
 def build_report_data(recording: Recording, *, backtrack: Backtrack | None = None,
-                      localization: ContextBugReport | None = None) -> ReportData:
+                      localization: Localization = None) -> ReportData:
     """Read the report's content from ``recording`` (and the explanation objects given)."""
     log = recording.commit_log()
-    calls = _calls(log)
+    failure = failure_of(recording)
+    calls = _calls(log, failure)
     question = _text_or_none(_first_value(log, "user_message"))
-    if recording.kind == "agent" or calls:
-        answer = _answer(log, calls)
+    if failure is not None:
+        answer = ""
+        board: Board | None = _failure_board(recording, calls, failure, backtrack)
     else:
-        answer = _masked_output(recording.output, _redacted_keys(log))
+        if recording.kind == "agent" or calls:
+            answer = _answer(log, calls)
+        else:
+            answer = _masked_output(recording.output, _redacted_keys(log))
+        board = _board(recording, log, calls, backtrack, localization)
     return ReportData(
         run_id=recording.run_id, name=recording.name, kind=recording.kind,
         status=recording.status, created_at=recording.created_at, question=question,
         answer=answer, chart=recording.chart, chart_run=_chart_run(log),
-        timeline=_timeline(log, calls), calls=tuple(calls),
-        board=_board(recording, log, calls, backtrack, localization))
+        timeline=_timeline(log, calls), calls=tuple(calls), board=board, failure=failure)
 
 
 # -- the chart and the timeline ----------------------------------------------------------------
@@ -298,8 +329,11 @@ def _detail(log: CommitLog, record: CommitRecord) -> str:
 # -- the LLM calls -----------------------------------------------------------------------------
 
 
-def _calls(log: CommitLog) -> list[CallView]:
-    """One view per LLM call, in run order, with the injections ``context_report`` reads."""
+def _calls(log: CommitLog, failure: Failure | None = None) -> list[CallView]:
+    """One view per LLM call, in run order, with the injections ``context_report`` reads.
+
+    In a failed run no call produced an answer; the call that raised carries the error (and
+    no answer: what the log holds for it is the previous call's)."""
     run = RunView.of(log)
     if not run.records:
         return []
@@ -307,7 +341,10 @@ def _calls(log: CommitLog) -> list[CallView]:
     for ns in dict.fromkeys(record.ns for record in run.records):
         for entry in context_report(_namespace_log(log, ns)):
             reports[entry["runtime_stage_id"]] = entry
-    final_idx = run.final_record.idx if run.final_record is not None else -1
+    final_idx = run.final_record.idx if run.final_record is not None and failure is None \
+        else -1
+    raised = failure.runtime_stage_id if failure is not None and failure.kind == "provider" \
+        else None
     out = []
     for index, record in enumerate(run.records):
         call = run.call(record)
@@ -326,8 +363,12 @@ def _calls(log: CommitLog) -> list[CallView]:
             messages=_messages(log.value_at(trace.HISTORY, before, ns=ns, default=[])),
             tools=tools,
             injections=tuple(_injection_row(r) for r in entry.get("injections", ())),
-            answer=call.answer, asked_tools=_tool_names(call.tool_calls),
-            is_final=record.idx == final_idx))
+            answer="" if record.runtime_stage_id == raised else call.answer,
+            asked_tools=() if record.runtime_stage_id == raised
+            else _tool_names(call.tool_calls),
+            is_final=record.idx == final_idx,
+            failed=failure.error if failure is not None
+            and record.runtime_stage_id == raised else None))
     return out
 
 
@@ -404,45 +445,84 @@ def _answer(log: CommitLog, calls: list[CallView]) -> str:
 
 
 def _board(recording: Recording, log: CommitLog, calls: list[CallView],
-           chain: Backtrack | None, report: ContextBugReport | None) -> Board | None:
+           chain: Backtrack | None, localization: Localization) -> Board | None:
     if not calls:
         return None
+    kept = kept_proof(localization, redacted=is_redacted(recording))
+    note = ""
     if chain is None:
+        chain, note = follow_proof(recording, kept)
+    followed = chain.suspect
+    ranked: dict[str, Any] = {}
+    for item in chain.ranked:
+        ranked.setdefault(item.suspect.id, item)
+    cards: list[SuspectCard] = []
+    if kept is not None and kept.verdicts:
+        for position, verdict in enumerate(kept.verdicts, start=1):
+            item = ranked.get(verdict.id)
+            suspect = item.suspect if item is not None else None
+            cards.append(SuspectCard(
+                verdict.rank or position, verdict.label, verdict.id,
+                suspect.kind if suspect is not None else "", _finite(
+                    verdict.score if verdict.score is not None
+                    else item.score if item is not None else math.nan),
+                item.sentence if item is not None else "",
+                suspect.removable if suspect is not None else verdict.verdict is not None,
+                suspect is not None and _same(suspect, followed), verdict.verdict,
+                verdict.fraction, verdict.why, verdict.answer_without))
+    else:
+        for rank, item in enumerate(chain.ranked, start=1):
+            cards.append(SuspectCard(
+                rank, item.suspect.label, item.suspect.id, item.suspect.kind,
+                _finite(item.score), item.sentence, item.suspect.removable,
+                _same(item.suspect, followed)))
+    final = next((call for call in calls if call.is_final), calls[-1])
+    strategy = getattr(chain.ranked[0], "strategy", "lexical_overlap") if chain.ranked \
+        else "lexical_overlap"
+    return Board(
+        answer=chain.answer, hops=tuple(chain.hops), cards=tuple(cards), strategy=strategy,
+        call_index=final.index, culprit=_culprit(final, chain, kept),
+        baseline=kept.baseline if kept is not None else None,
+        confidence=_disagreement(chain, kept),
+        notes=kept.notes if kept is not None else (),
+        reruns=kept.reruns if kept is not None else None,
+        causes=kept.causes if kept is not None else (),
+        criterion=kept.criterion if kept is not None else None,
+        rule=kept.cost() if kept is not None else None, follow_note=note)
+
+
+def _failure_board(recording: Recording, calls: list[CallView], failure: Failure,
+                   chain: Backtrack | None) -> Board:
+    """The board of a failed run: the error's chain, the call it concerns, no suspects."""
+    if chain is None or chain.failure is None:
         from .._backtrack import backtrack
 
         chain = backtrack(recording)
-    followed = chain.suspect
-    cards: list[SuspectCard] = []
-    if report is not None:
-        for item in report.suspects:
-            cards.append(SuspectCard(
-                item.rank, item.label, item.suspect.id, item.suspect.kind,
-                _finite(item.score), item.sentence, item.suspect.removable,
-                _same(item.suspect, followed), item.verdict, item.fraction, item.why))
-    else:
-        for rank, ranked in enumerate(chain.ranked, start=1):
-            cards.append(SuspectCard(
-                rank, ranked.suspect.label, ranked.suspect.id, ranked.suspect.kind,
-                _finite(ranked.score), ranked.sentence, ranked.suspect.removable,
-                _same(ranked.suspect, followed)))
-    final = next((call for call in calls if call.is_final), calls[-1])
-    culprit = _culprit(final, chain, report)
-    strategy = report.strategy if report is not None else (
-        getattr(chain.ranked[0], "strategy", "lexical_overlap") if chain.ranked
-        else "lexical_overlap")
-    return Board(
-        answer=chain.answer, hops=tuple(chain.hops), cards=tuple(cards), strategy=strategy,
-        call_index=final.index, culprit=culprit,
-        baseline=None if report is None or report.baseline is None
-        else report.baseline.fraction,
-        confidence=report.confidence.reason if report is not None else None,
-        notes=tuple(report.notes) if report is not None else (),
-        reruns=report.runs_used if report is not None else None)
+    at = failure.call.runtime_stage_id if failure.call is not None else None
+    index = next((call.index for call in calls if call.runtime_stage_id == at), None)
+    return Board(answer="", hops=tuple(chain.hops), cards=(), strategy="lexical_overlap",
+                 call_index=index, culprit=None, baseline=None, confidence=None, notes=(),
+                 reruns=None, failure=failure)
 
 
-def _culprit(call: CallView, chain: Backtrack, report: ContextBugReport | None) -> Culprit | None:
-    """The proven cause when re-runs found one, else the backtrack's followed suspect."""
-    proven = report.causal[0] if report is not None and report.causal else None
+def _disagreement(chain: Backtrack, kept: KeptProof | None) -> str | None:
+    """Said when the proxy's leader is not what the re-runs proved; a proxy is never a winner
+    beside a proof."""
+    if kept is None or not kept.causes or not chain.ranked:
+        return None
+    leader = chain.ranked[0].suspect
+    if leader.id in kept.proven:
+        return None
+    names = ", ".join(c.labels[0] if c.kind == "single" else "{" + ", ".join(c.labels) + "}"
+                      for c in kept.causes)
+    return f"The proxy's leader, {leader.label}, is not the cause: the re-runs proved {names}."
+
+
+def _culprit(call: CallView, chain: Backtrack, kept: KeptProof | None) -> Culprit | None:
+    """The proven cause's sentence when re-runs found one, else the followed suspect's."""
+    lead = kept.lead if kept is not None else None
+    proven = next((item for item in chain.ranked if item.suspect.id == lead), None) \
+        if lead is not None else None
     if proven is not None:
         suspect, sentence = proven.suspect, proven.sentence
     elif chain.suspect is not None:

@@ -4,7 +4,8 @@ Every value from the run is escaped where it is written (``html.escape`` on text
 attributes); nothing from the run is ever placed inside the script, the stylesheet or a URL.
 Stable hooks for people and tests: ``#chart`` (``#chart-svg`` with ``.node.ran``), ``#timeline``
 (``button.step.llm[data-call]``), ``#model-view`` (``article.call-view`` with ``mark.inj``
-carrying ``data-source``), ``#board`` (``li.suspect``, ``.stamp``, ``mark.culprit``).
+carrying ``data-source``), ``#board`` (``li.suspect``, ``.stamp``, ``mark.culprit``,
+``#proven`` with ``.proven-cause`` and ``.without``; ``#failure`` for a failed run).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Iterable
 from html import escape
 from itertools import pairwise
 
+from .._failure import Failure
 from ._assets import CSS, JS, PALETTE_SIZE, content_security_policy
 from ._chart_svg import render_chart_svg
 from ._data import Board, CallView, Culprit, ReportData, Span, SuspectCard
@@ -65,10 +67,14 @@ def _header(data: ReportData) -> str:
     if data.question is not None:
         rows.append(("question", data.question))
     agent = data.kind == "agent" or bool(data.calls)
-    if agent or data.answer:
+    if data.failure is not None:
+        rows.append(("error", data.failure.error))
+        rows.append(("raised by", data.failure.where))
+    elif agent or data.answer:
         rows.append(("answer" if agent else "output", data.answer))
     items = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in rows)
-    title = (f"Why did {_e(data.name)} answer this?" if agent
+    title = (f"Why did {_e(data.name)} fail?" if data.failure is not None
+             else f"Why did {_e(data.name)} answer this?" if agent
              else f"What {_e(data.name)} did, and why")
     return (f'<header class="top"><h1>{title}</h1>'
             f"<dl>{items}</dl>"
@@ -130,12 +136,18 @@ def _model_section(data: ReportData, colours: _Colours) -> str:
             f'<article class="call-view" id="call-{call.index}" data-call-index="{call.index}" '
             f'data-rid="{_e(call.runtime_stage_id)}"{"" if call.index == shown else " hidden"}>'
             f"<header>{_e(_call_title(call))}"
-            f'{" — the call that produced the answer" if call.is_final else ""}</header>'
+            f"{_call_role(call)}</header>"
             + _call_body(call, colours, mark) + "</article>")
     return ('<section id="model-view"><h2>What the model saw</h2>'
             '<p class="legend">Exactly what each call sent, rebuilt from the recording. Each '
             "injected piece is marked with its source.</p>"
             f'<div class="call-tabs">{tabs}</div>{"".join(views)}</section>')
+
+
+def _call_role(call: CallView) -> str:
+    if call.failed is not None:
+        return " — the call that failed (the run has no answer)"
+    return " — the call that produced the answer" if call.is_final else ""
 
 
 def _call_title(call: CallView) -> str:
@@ -168,6 +180,10 @@ def _call_body(call: CallView, colours: _Colours, culprit: Culprit | None) -> st
                    '<table class="injections"><thead><tr><th>source</th><th>flavor</th>'
                    "<th>trigger</th><th>this call</th><th>why</th><th>landed</th></tr></thead>"
                    f"<tbody>{rows}</tbody></table>")
+    if call.failed is not None:
+        out.append("<h3>The call failed — the model gave no answer</h3>"
+                   f'<pre class="answer failed">{_e(call.failed)}</pre>')
+        return "".join(out)
     answer = call.answer or ("(asked for " + ", ".join(call.asked_tools) + ")"
                              if call.asked_tools else "")
     out.append(f'<h3>The model answered</h3><pre class="answer">{_e(answer)}</pre>')
@@ -248,32 +264,39 @@ def _board_section(data: ReportData, colours: _Colours) -> str:
     if board is None:
         return head + '<p class="empty">This run made no LLM call: there is no answer to ' \
                       "backtrack.</p></section>"
+    if board.failure is not None:
+        return head + _failure_board(data, board, board.failure, colours) + "</section>"
     out = [head, f'<p class="tiers">Scores are a <b>proxy</b> ({_e(board.strategy)}): they '
-                 "order the suspects for re-runs and convict no one. Only seeded re-runs "
-                 "stamp CAUSAL — a strict majority flipping against a stable baseline.</p>"]
+                 "order the suspects for re-runs and convict no one. Only isolated re-runs "
+                 "stamp CAUSAL — the answer flips without a source more often than with "
+                 "nothing removed, at a stated false-positive rate.</p>"]
     if board.reruns is None:
-        out.append('<div class="banner proxy">No re-runs were made for this report: every '
-                   "line below is a proxy. Prove a cause with "
-                   "<code>localize_context_bug(...)</code>.</div>")
+        out.append('<div class="banner proxy" id="not-proven">Nothing is proven yet: no '
+                   "re-runs are kept for this run, so every line below is a proxy. Prove a "
+                   f"cause with <code>agentfootprint prove {_e(data.run_id)} --budget 80 "
+                   "--wrong-if-contains PHRASE</code> (or <code>localize_context_bug(...)"
+                   "</code>).</div>")
     elif board.baseline is None:
         out.append('<div class="banner proxy">No suspect could be removed, so nothing was '
                    "re-run: every line below is a proxy.</div>")
     else:
-        flips, runs = board.baseline.split("/")
-        stable = flips == "0"
+        flips, _, runs = board.baseline.partition("/")
+        stable = not (flips.isdigit() and runs.isdigit() and int(flips) * 2 > int(runs))
         out.append(f'<div class="banner {"stable" if stable else "unstable"}" id="baseline">'
                    f"Baseline: {_e(board.baseline)} re-runs flipped with nothing removed — "
-                   + ("stable." if stable else "UNSTABLE: every verdict is INCONCLUSIVE.")
-                   + f" {_e(board.reruns)} seeded re-runs per suspect ({_e(runs)} for the "
-                     "baseline).</div>")
+                   + ("stable." if stable else "UNSTABLE: the answer is not reproducible, so "
+                      "nothing could be proven.")
+                   + (f" {_e(board.rule)}." if board.rule else "") + "</div>")
+    out.append(_proven(board))
     if board.confidence:
         out.append(f'<p class="note">{_e(board.confidence)}</p>')
-    out.append("<h3>The chain, from the answer back to where it was born</h3>")
-    out.append('<ol class="hops">' + "".join(
-        f'<li class="hop" data-kind="{_e(hop.kind)}"><span class="hop-kind">{_e(hop.kind)}'
-        f"</span><span>{_e(hop.text)}"
-        + (f" <code>{_e(hop.runtime_stage_id)}</code>" if hop.runtime_stage_id else "")
-        + "</span></li>" for hop in board.hops) + "</ol>")
+    heading = ("The chain, from the answer back to the proven cause" if board.causes
+               and board.culprit is not None and board.culprit.proven
+               else "The chain, from the answer back to where it was born")
+    out.append(f"<h3>{_e(heading)}</h3>")
+    if board.follow_note:
+        out.append(f'<p class="note">{_e(board.follow_note)}</p>')
+    out.append(_hops(board))
     out.append(f"<h3>Suspects ({len(board.cards)}) that reached the call</h3>")
     out.append('<ol class="suspects">'
                + "".join(_card(card, board) for card in board.cards) + "</ol>")
@@ -282,6 +305,54 @@ def _board_section(data: ReportData, colours: _Colours) -> str:
                    + "</ul>")
     out.append(_exact_prompt(data, board, colours))
     out.append("</section>")
+    return "".join(out)
+
+
+def _proven(board: Board) -> str:
+    """The proven causes, each with the answer the agent gave without it, and the criterion."""
+    if board.reruns is None or board.baseline is None:
+        return ""
+    items = []
+    for cause in board.causes:
+        without = (f'<p class="without">Without {"it" if cause.kind == "single" else "them"} '
+                   f"the agent answered: <q>{_e(cause.answer_without)}</q></p>"
+                   if cause.answer_without is not None else "")
+        items.append(f'<div class="proven-cause" data-members="{_e(" ".join(cause.members))}" '
+                     f'data-kind="{_e(cause.kind)}"><p class="headline">PROVEN: '
+                     f"{_e(cause.sentence())}.</p>"
+                     + (f'<p class="why">{_e(cause.why)}</p>' if cause.why else "")
+                     + without + "</div>")
+    if not items:
+        items.append('<div class="banner proxy">Nothing proven: no removal of the suspects '
+                     "changed the answer as judged.</div>")
+    criterion = (f'<p class="criterion">Judged wrong when {_e(board.criterion)}.</p>'
+                 if board.criterion else "")
+    return f'<div id="proven">{"".join(items)}{criterion}</div>'
+
+
+def _hops(board: Board) -> str:
+    return '<ol class="hops">' + "".join(
+        f'<li class="hop" data-kind="{_e(hop.kind)}"><span class="hop-kind">{_e(hop.kind)}'
+        f"</span><span>{_e(hop.text)}"
+        + (f" <code>{_e(hop.runtime_stage_id)}</code>" if hop.runtime_stage_id else "")
+        + "</span></li>" for hop in board.hops) + "</ol>"
+
+
+def _failure_board(data: ReportData, board: Board, failure: Failure,
+                   colours: _Colours) -> str:
+    """A failed run: the error, where it was raised, the context at that moment."""
+    out = [f'<div class="banner failed" id="failure"><b>RUN FAILED</b> — '
+           f"{_e(failure.error)} — raised by {_e(failure.where)}. The run gave no answer, so "
+           "there is none to trace and nothing to prove: the error is the explanation.</div>",
+           "<h3>The failure, and the context at that moment</h3>", _hops(board)]
+    call = next((c for c in data.calls if c.index == board.call_index), None)
+    if call is not None:
+        caption = ("the request that failed" if call.failed is not None
+                   else "the last LLM call before the failure")
+        out.append(f"<h3>The exact prompt of {_e(call.runtime_stage_id)} — {_e(caption)}</h3>"
+                   f'<div class="exact-prompt" data-for-call="{call.index}">'
+                   + _system_html(call, colours, None)
+                   + _messages_html(call, colours, None) + "</div>")
     return "".join(out)
 
 
@@ -303,6 +374,9 @@ def _card(card: SuspectCard, board: Board) -> str:
         stamp = f'<span class="stamp none">no verdict — {reason}</span>'
     sentence = f'<q class="sentence">{_e(card.sentence)}</q>' if card.sentence else ""
     why = f'<p class="why">{_e(card.why)}</p>' if card.why else ""
+    if card.answer_without is not None:
+        why += (f'<p class="without">Without it the agent answered: '
+                f"<q>{_e(card.answer_without)}</q></p>")
     followed = ' <span class="tier">followed</span>' if card.followed else ""
     return (f'<li class="{" ".join(css)}" data-source="{_e(card.source)}" '
             f'data-kind="{_e(card.kind)}" data-verdict="{_e(card.verdict or "")}">'
@@ -319,7 +393,11 @@ def _exact_prompt(data: ReportData, board: Board, colours: _Colours) -> str:
     if culprit is None:
         caption = "no culprit sentence could be placed in the prompt"
     elif culprit.proven:
-        caption = f"the proven cause, {culprit.source!r}, highlighted"
+        either = next((c for c in board.causes if culprit.source in c.members
+                       and c.kind == "either"), None)
+        caption = (f"the proven cause, {culprit.source!r}, highlighted" if either is None
+                   else f"{culprit.source!r} highlighted, one of the proven set "
+                        f"{{{', '.join(either.members)}}}")
     else:
         caption = (f"the best-ranked source, {culprit.source!r}, highlighted "
                    "(a proxy, not proven)")

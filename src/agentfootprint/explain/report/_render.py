@@ -6,19 +6,19 @@ from pathlib import Path
 
 from ...runs._recording import Recording
 from .._backtrack import Backtrack
-from .._localize import ContextBugReport
-from ._data import build_report_data
+from ._data import Localization, build_report_data
 from ._page import render_page
 
 __all__ = ["render_html_report", "write_html_report"]
 
 
 def render_html_report(recording: Recording, *, backtrack: Backtrack | None = None,
-                       localization: ContextBugReport | None = None) -> str:
+                       localization: Localization = None) -> str:
     """The report of ``recording`` as one HTML document (a string).
 
-    ``backtrack`` and ``localization`` should explain this same run (pass the results of
-    ``backtrack(...)`` and ``localize_context_bug(...)``).
+    ``backtrack`` and ``localization`` should explain this same run: the results of
+    ``backtrack(...)`` and ``localize_context_bug(...)``, or the proofs the run store keeps
+    (``store.proofs(run_id)``, the latest localization is shown).
     """
     if not isinstance(recording, Recording):
         raise TypeError(f"render_html_report needs a Recording, not {type(recording).__name__}; "
@@ -29,7 +29,7 @@ def render_html_report(recording: Recording, *, backtrack: Backtrack | None = No
 
 def write_html_report(recording: Recording, path: str | Path, *,
                       backtrack: Backtrack | None = None,
-                      localization: ContextBugReport | None = None) -> Path:
+                      localization: Localization = None) -> Path:
     """Write the report of ``recording`` to ``path`` (parents created); return the path."""
     target = Path(path)
     html = render_html_report(recording, backtrack=backtrack, localization=localization)
