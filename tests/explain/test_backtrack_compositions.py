@@ -12,9 +12,10 @@ from typing import Any
 
 from agentfootprint import Agent, define_fact
 from agentfootprint.compose import Conditional, Loop, Parallel, Sequence, swarm
-from agentfootprint.explain import backtrack
+from agentfootprint.explain import backtrack, trace_toolpack
 from agentfootprint.explain._backtrack import Backtrack
 from agentfootprint.explain._suspects import suspects_of
+from agentfootprint.explain._toolpack import call_trace_tool
 from agentfootprint.providers import LLMRequest, mock
 from agentfootprint.runs import Recording
 from agentfootprint.runs._view import RunView
@@ -94,6 +95,8 @@ async def test_the_recording_links_each_member_to_its_subflow() -> None:
     assert members["second"].answer == result.content
     fed, user = view.feeders(view.call())
     assert [m.name for m in fed] == ["first"] and not user
+    overview = call_trace_tool(trace_toolpack(result, max_chars=20000), "run_overview")
+    assert "MEMBERS (2; " in overview and f"first → {members['first'].ns}" in overview
 
 
 async def test_a_parallel_merge_backtracks_into_the_branch_that_said_it() -> None:
@@ -177,6 +180,8 @@ async def test_an_agent_used_as_a_tool_is_recorded_linked_and_crossed_into() -> 
     assert link.run_id in chain.hops[2].text and "tool 'researcher'" in chain.hops[2].text
     assert born(chain) == "define_fact('bad-fact')"
     offline = backtrack(Recording.from_json(Recording.of(result).to_json()))
+    overview = call_trace_tool(trace_toolpack(result, max_chars=20000), "run_overview")
+    assert f"c1 (researcher) → run {link.run_id}" in overview
     assert born(offline) == "define_fact('bad-fact')"
     labels = {s.id: s.label for s in suspects_of(result)}
     assert labels["bad-fact"] == "fact 'bad-fact' (in tool 'researcher')"

@@ -103,6 +103,7 @@ class TraceAnswers:
                      + (" …" if len(keys) > _LISTED else ""))
         if subflows:
             lines.append("SUBFLOW NAMESPACES: " + ", ".join(subflows[:10]))
+        lines.extend(self._links())
         secret = view.secret_keys
         if secret:
             lines.append(f"REDACTED KEYS: {', '.join(secret[:20])} — their values read "
@@ -113,6 +114,24 @@ class TraceAnswers:
         lines.append("NEXT: who_wrote('<key>') for a wrong value · find_in_trace('<text>') · "
                      "trace_slice('<step id>') · trace_node('<step id>')")
         return "\n".join(lines)
+
+    def _links(self) -> list[str]:
+        """Members (name → subflow) and agent-tools (call → inner run), to cross into."""
+        lines = []
+        members = list(self.view.run.members.values())
+        if members:
+            shown = ", ".join(f"{m.name} → {m.ns}" for m in members[:10])
+            more = f" … {len(members) - 10} more" if len(members) > 10 else ""
+            lines.append(f"MEMBERS ({len(members)}; each ran as a subflow, its steps prefixed "
+                         f"by its name): {shown}{more}")
+        subs = list(self.view.run.sub_runs.values())
+        if subs:
+            shown = ", ".join(f"{s.tool_call_id} ({s.tool}) → run {s.run_id}"
+                              + ("" if s.recording is not None else " (recording not kept)")
+                              for s in subs[:10])
+            lines.append(f"AGENT TOOLS ({len(subs)}; each an agent run of its own, kept under "
+                         f"'sub_recordings'): {shown}")
+        return lines
 
     def _chose(self, record: CommitRecord) -> str:
         decision = self.view.scrub(record.decision or {})
