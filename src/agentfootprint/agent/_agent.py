@@ -23,6 +23,7 @@ from ..flow._run import run_sync
 from ..flow._values import copy_value
 from ..providers._base import Message, Provider
 from ..runs import trace
+from ..runs._redaction import as_run_policy
 from ..tools._registry import ToolRegistry
 from ..tools._script_keys import LEDGER_KEY
 from ..tools._tool import Tool
@@ -137,7 +138,7 @@ class _Runner:
         self.events: EventDispatcher = spec.dispatcher
         self.watch = list(tracing.watch)
         self.observer_delivery = observer_delivery
-        self.redaction = tracing.redaction
+        self.redaction = as_run_policy(tracing.redaction)  # with the contract's repeat rules
         self.last: RunResult | None = None
 
     def __repr__(self) -> str:

@@ -8,6 +8,13 @@ with the kinds compiled into its key names and key prefixes once, at constructio
 keeps applying one key predicate as it writes and imports nothing above it. ``keys=`` and
 ``patterns=`` still add keys of the user's own charts.
 
+Some keys repeat what others hold: a paused tool batch repeats the tool calls, a memory's
+recall (next turn, too) repeats the conversation it was written from. Such a key is redacted
+whenever what it repeats is (``_REPEATS``), with its declared shape, so redacting the
+conversation is never undone by the paused batch or by the next turn's recall. The memory
+store itself keeps what the user wrote — it is the user's data, not a record — and the
+recording of every turn that recalls it shows it masked.
+
 A redacted key whose declared shape is known keeps its structure: a conversation stays a list of
 messages with their roles, tool names and injection ids, and only the content of a redacted kind
 reads ``[REDACTED]`` — so a redacted run can still be explained. A key named in ``keys=`` or
@@ -19,14 +26,51 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from ..errors import ConfigurationError
 from ..flow._redact import REDACTED
 from ..flow._redact import RedactionPolicy as KeyRedactionPolicy
 from . import trace
 
-__all__ = ["RedactionPolicy"]
+__all__ = ["RedactionPolicy", "as_run_policy"]
+
+_TOOL_CALLS: Final = (trace.LLM_TOOL_CALLS,)
+_WRITTEN_FROM: Final = (trace.NEW_MESSAGES,)
+"""What a memory stores: the turn's messages (a later turn recalls them)."""
+_REPEATS: Final[Mapping[str, tuple[str, ...]]] = {
+    trace.PAUSED_TOOL_BATCH: _TOOL_CALLS,
+    trace.PERMISSION_HALT: _TOOL_CALLS,
+    trace.ACT_LEDGER: _TOOL_CALLS,
+    trace.FINDINGS_LEDGER: _TOOL_CALLS,
+    trace.RUN_EVIDENCE: (trace.LLM_TOOL_CALLS, trace.HISTORY),
+    trace.WINDOW_EVICTED: (trace.HISTORY,),
+    **{key: _WRITTEN_FROM for key in (
+        trace.LOADED, trace.SELECTED, trace.PICK, trace.RECALL, trace.RETRIEVED, trace.WRITTEN,
+        trace.SUMMARIZE, trace.NEW_MESSAGE_EMBEDDINGS, trace.MEMORY_RECALL.prefix,
+        trace.MEMORY_RETRIEVED.prefix, trace.SYSTEM_SLOT, trace.DELIVERED_KEYS,
+        trace.MESSAGES_DELIVERY)},
+}
+"""Key (or family prefix) -> the keys whose content it repeats or is derived from."""
+
+
+def as_run_policy(policy: KeyRedactionPolicy | None) -> KeyRedactionPolicy | None:
+    """``policy`` as a run's policy: a plain key policy gains the contract's rules (a key that
+    repeats a redacted one is redacted too); a policy of another class is kept as it is."""
+    if policy is None or type(policy) is not KeyRedactionPolicy:
+        return policy
+    return RedactionPolicy(keys=policy.keys, patterns=policy.patterns,
+                           emit_patterns=policy.emit_patterns, text_patterns=policy.text_patterns)
+
+
+def _repeated(key: str) -> tuple[str, ...]:
+    found = _REPEATS.get(key)
+    if found is not None:
+        return found
+    declared = trace.declared_key(key)
+    if isinstance(declared, trace.KeyFamily):
+        return _REPEATS.get(declared.prefix, ())
+    return ()
 
 
 @dataclass(slots=True, eq=False)
@@ -53,6 +97,19 @@ class RedactionPolicy(KeyRedactionPolicy):
         self._keys = self._keys | names
         self._patterns = self._patterns + tuple(
             re.compile("^" + re.escape(prefix)) for prefix in prefixes)
+
+    def is_redacted(self, key: str) -> bool:
+        """Named by ``keys=``/``patterns=``, of a redacted kind, or repeating a redacted key."""
+        hit = self._cache.get(key)
+        if hit is None:
+            self._cache[key] = False  # a key never repeats itself, even through a cycle
+            hit = (key in self._keys or any(p.search(key) for p in self._patterns)
+                   or self._follows(key))
+            self._cache[key] = hit
+        return hit
+
+    def _follows(self, key: str) -> bool:
+        return any(self.is_redacted(source) for source in _repeated(key))
 
     def redact_value(self, key: str, value: object) -> Any:
         """``value`` with the content of the redacted kinds masked, its structure kept."""
@@ -81,7 +138,8 @@ class RedactionPolicy(KeyRedactionPolicy):
 
     def _shape(self, key: str) -> str:
         if key not in self._kind_keys and not any(
-                key.startswith(prefix) for prefix in self._kind_prefixes):
+                key.startswith(prefix) for prefix in self._kind_prefixes) \
+                and not self._follows(key):
             return "value"  # named by keys= or patterns=: masked whole
         found = trace.declared_key(key)
         return "value" if found is None else found.shape
