@@ -257,7 +257,7 @@ async def test_localize_names_a_stale_memory_entry_as_causal() -> None:
     result = await (await build()).run("Where will my order ship?")
     assert result.content == "Shipping to 1 Old Street."
     report = await localize_context_bug(
-        result, rebuild=build, is_wrong=lambda a: "Old Street" in a, reruns=3)
+        result, rebuild=build, is_wrong=lambda a: "Old Street" in a)
     culprit = report.find("memory:chat#msg-1-0")
     assert culprit.verdict == "CAUSAL"
     assert report.verdict_of("memory:chat#msg-2-0") == "NOT CONFIRMED"

@@ -40,13 +40,10 @@ def excluded_entries(ids: Iterable[str]) -> dict[str, set[str]]:
 def rebuild_memory(memory: MemoryDefinition, *, store: MemoryStore | None = None,
                    exclude: Iterable[str] = ()) -> MemoryDefinition:
     """The same memory on ``store`` (default: its own), recalling none of ``exclude`` either."""
-    from ..memory._define import define_memory
-
-    options: dict[str, Any] = dict(memory.rebuild_options)
-    if not options:  # built by hand, not by define_memory: nothing to rebuild from
+    if memory.remake is None:  # built by hand, not by define_memory/define_rag
         return memory
-    options["exclude"] = frozenset(options.get("exclude", ())) | frozenset(exclude)
-    return define_memory(store=store if store is not None else memory.store, **options)
+    return memory.remake(store if store is not None else memory.store,
+                         memory.exclude | frozenset(exclude))
 
 
 def agent_without(agent: Agent, ids: frozenset[str]) -> Agent:

@@ -251,7 +251,9 @@ class RerunSandbox:
         fork = getattr(provider, "fork", None)
         return agent._replace(
             provider=fork() if callable(fork) else provider,
-            memory=tuple(rebuild_memory(m, store=private(m.store)) for m in kwargs["memory"]),
+            # a memory that only reads (a RAG corpus, a read-only memory) keeps its store
+            memory=tuple(m if m.write is None else rebuild_memory(m, store=private(m.store))
+                         for m in kwargs["memory"]),
             tools=tuple(_replayed(t, queues, log) for t in kwargs["tools"]),
             tracing=quiet)
 

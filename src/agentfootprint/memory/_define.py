@@ -10,7 +10,7 @@ entries, from which turns.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,9 +58,12 @@ class MemoryDefinition:
     read: Chart
     write: Chart | None
     description: str | None = None
-    rebuild_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
-    """The ``define_memory`` arguments it was built from: a re-run rebuilds it with another
-    store (an isolated copy) or more ``exclude``d entries."""
+    exclude: frozenset[str] = frozenset()
+    """Entry ids it never recalls."""
+    remake: Callable[[MemoryStore, frozenset[str]], MemoryDefinition] | None = field(
+        default=None, repr=False)
+    """Builds it again on another store (an explanation's private copy) or recalling none of
+    more entries (``remake(store, exclude)``): how a re-run goes without one stored entry."""
 
     @property
     def injection_id(self) -> str:
@@ -146,10 +149,10 @@ def define_memory(
     read, write = _charts(id, type, strategy, store, tier, ttl_ms, frozenset(exclude))
     return MemoryDefinition(id=id, type=type, strategy=strategy, store=store, read=read,
                             write=None if read_only else write, description=description,
-                            rebuild_options={"type": type, "strategy": strategy, "id": id,
-                                             "read_only": read_only, "tier": tier,
-                                             "ttl_ms": ttl_ms, "description": description,
-                                             "exclude": frozenset(exclude)})
+                            exclude=frozenset(exclude), remake=lambda store, exclude: define_memory(
+                                type=type, strategy=strategy, store=store, id=id,
+                                read_only=read_only, tier=tier, ttl_ms=ttl_ms,
+                                description=description, exclude=exclude))
 
 
 def _strategy_named(name: str, options: dict[str, Any], memory_id: str) -> Strategy:

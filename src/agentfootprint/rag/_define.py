@@ -105,9 +105,15 @@ def define_rag(
               description="Render the hits as citable sources")
         .build(description=f"rag {id!r} recall")
     )
+    def remake(other: MemoryStore, more: frozenset[str]) -> MemoryDefinition:
+        return define_rag(id=id, store=other, identity=identity, embedder=embedder, k=k,
+                          threshold=threshold, max_chars=max_chars, window=window,
+                          exclude=more, header=header, description=description)
+
     return MemoryDefinition(id=id, type="semantic", strategy=strategy, store=store, read=read,
                             write=None,
-                            description=description or f"passages retrieved from {store.name}")
+                            description=description or f"passages retrieved from {store.name}",
+                            exclude=left_out, remake=remake)
 
 
 def render_sources(passages: list[dict[str, Any]], *, header: str = RAG_HEADER) -> list[str]:
