@@ -164,16 +164,19 @@ class Members:
         return ordered, user
 
     def _writers(self, key: str, ns: str, before: int) -> list[CommitRecord]:
-        """The last writer of ``key`` before ``before``; for a collected mapping (parallel
-        branches each adding their answer), every branch exit that added to it."""
+        """The last writer of ``key`` before ``before``; for a collection the members add to
+        (parallel branches merging their answers into a mapping, debaters appending to a
+        transcript), every member exit that added to it."""
         log = self.log
         out: list[CommitRecord] = []
         at = log.last_writer(key, before, ns=ns)
         while at is not None:
             record = log[at]
             out.append(record)
-            if record.kind != "subflow-exit" or not isinstance(
-                    log.value_at(key, at, ns=ns, default=None), Mapping):
+            change = next((c for c in record.changes if c.key == key), None)
+            collected = change is not None and (change.op == "append" or isinstance(
+                log.value_at(key, at, ns=ns, default=None), Mapping))
+            if record.kind != "subflow-exit" or not collected:
                 break
             at = log.last_writer(key, at, ns=ns)
         return out
