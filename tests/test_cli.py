@@ -45,7 +45,9 @@ def test_runs_list_and_explain_read_the_store(tmp_path: Path,
     assert "RefundsAgent" in listing
     assert main(["--store", str(store), "explain", run_id]) == 0
     explained = capsys.readouterr().out
-    assert explained.startswith('ANSWER   "Refund APPROVED')
+    assert explained.startswith("PROVEN: fact 'customer-profile' caused the answer.")
+    assert 'ANSWER   "Refund APPROVED' in explained
+    assert "without it the agent answered: \"Refund DENIED" in explained
     assert main(["--store", str(store), "explain", "nope"]) == 1
     assert "no run 'nope'" in capsys.readouterr().err
 
@@ -67,7 +69,7 @@ def test_report_writes_one_self_contained_html_file(tmp_path: Path,
     demo_out = capsys.readouterr().out
     pages = list((tmp_path / "reports").glob("*.html"))
     assert len(pages) == 1 and f"HTML report: {pages[0]}" in demo_out
-    assert "CAUSAL 3/3" in pages[0].read_text(encoding="utf-8")
+    assert "CAUSAL 1/1" in pages[0].read_text(encoding="utf-8")
     run_id = pages[0].stem
     target = tmp_path / "out" / "why.html"
     assert main(["--store", str(store), "report", run_id, "-o", str(target)]) == 0

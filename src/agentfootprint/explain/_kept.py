@@ -20,7 +20,7 @@ from typing import Any
 
 from ..flow._redact import REDACTED
 from ..runs._recording import Recording
-from ._localize import ContextBugReport
+from ._localize import DEFAULT_BUDGET, ContextBugReport
 
 __all__ = ["KeptCause", "KeptProof", "KeptVerdict", "is_redacted", "kept_proof",
            "prove_command"]
@@ -161,7 +161,7 @@ def prove_command(run_id: str, *, phrase: str | None = None) -> str:
     """The exact command that proves a stored run's cause and keeps the proof."""
     wrong = f"--wrong-if-contains {_shell_word(phrase)}" if phrase else \
         "--wrong-if-contains PHRASE"
-    return f"agentfootprint prove {run_id} --budget 40 {wrong}"
+    return f"agentfootprint prove {run_id} --budget {DEFAULT_BUDGET} {wrong}"
 
 
 def _read(proof: Mapping[str, Any], kept: int, redacted: bool) -> KeptProof:

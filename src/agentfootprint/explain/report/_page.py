@@ -16,6 +16,7 @@ from html import escape
 from itertools import pairwise
 
 from .._failure import Failure
+from .._kept import prove_command
 from ._assets import CSS, JS, PALETTE_SIZE, content_security_policy
 from ._chart_svg import render_chart_svg
 from ._data import Board, CallView, Culprit, ReportData, Span, SuspectCard
@@ -273,9 +274,8 @@ def _board_section(data: ReportData, colours: _Colours) -> str:
     if board.reruns is None:
         out.append('<div class="banner proxy" id="not-proven">Nothing is proven yet: no '
                    "re-runs are kept for this run, so every line below is a proxy. Prove a "
-                   f"cause with <code>agentfootprint prove {_e(data.run_id)} --budget 80 "
-                   "--wrong-if-contains PHRASE</code> (or <code>localize_context_bug(...)"
-                   "</code>).</div>")
+                   f"cause with <code>{_e(prove_command(data.run_id))}</code> (or "
+                   "<code>localize_context_bug(...)</code>).</div>")
     elif board.baseline is None:
         out.append('<div class="banner proxy">No suspect could be removed, so nothing was '
                    "re-run: every line below is a proxy.</div>")
