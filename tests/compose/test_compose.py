@@ -8,6 +8,7 @@ import pytest
 
 from agentfootprint import Agent, ConfigurationError, LLMCall, ProviderError, define_fact
 from agentfootprint.compose import Conditional, Loop, Parallel, Sequence
+from agentfootprint.errors import RunError
 from agentfootprint.explain import backtrack
 from agentfootprint.providers import LLMRequest, mock
 
@@ -48,7 +49,7 @@ async def test_parallel_runs_every_branch_on_the_same_message_and_merges() -> No
 async def test_conditional_routes_on_the_first_true_predicate_and_records_why() -> None:
     """The first predicate that holds wins; the decision and its inputs are on the record."""
     router = Conditional(("urgent", lambda i: i.message.startswith("URGENT"), fixed("u", "U")),
-                         ("never", lambda i: 1 / 0 > 0, fixed("n", "N")),
+                         ("never", lambda i: i.message == "never", fixed("n", "N")),
                          otherwise=fixed("o", "O"))
     urgent = await router.run("URGENT: now")
     assert urgent.content == "U"
@@ -57,9 +58,18 @@ async def test_conditional_routes_on_the_first_true_predicate_and_records_why() 
     route = next(r for r in calm.recording.log.records if r.stage_id == "route")
     rules = route.decision["evidence"]["rules"]
     assert [r["matched"] for r in rules] == [False, False]
-    assert rules[1]["error"].startswith("ZeroDivisionError")
-    assert "No rules matched (1 rule threw errors), fell back to default: otherwise." \
-        in calm.narrative()
+    assert "No rules matched, fell back to default: otherwise." in calm.narrative()
+
+
+async def test_a_conditional_predicate_that_raises_fails_the_run_naming_its_branch() -> None:
+    """A raising predicate is an error, never a silent route to ``otherwise``."""
+    router = Conditional(("vip", lambda i: i.message["tier"] == "gold", fixed("v", "V")),
+                         otherwise=fixed("o", "O"), name="Triage")
+    with pytest.raises(RunError) as caught:
+        await router.run("hello")
+    assert str(caught.value).startswith("Triage: the predicate of branch 'vip' raised "
+                                        "TypeError: ")
+    assert "return False when the branch does not apply" in str(caught.value)
 
 
 async def test_a_predicate_reads_the_pipelines_original_message_at_any_depth() -> None:

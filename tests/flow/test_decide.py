@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from agentfootprint.errors import ConfigurationError, StageError
+from agentfootprint.errors import ChartBuildError, ConfigurationError, RunError, StageError
 from agentfootprint.flow import Decision, Selection, decide, flow_chart, select
 from agentfootprint.flow._decide import OPERATORS
 
@@ -126,14 +126,28 @@ async def test_a_malformed_rule_is_refused_at_run_time(when: Any, message: str) 
         decide(None, [{"if": {"x": {"eq": 1}}, "then": "hit"}], default="no")
 
 
-async def test_missing_key_makes_the_condition_false() -> None:
-    """A key absent from state makes its condition false (even for ne / not_in)."""
+async def test_a_key_the_state_does_not_hold_fails_the_step_naming_the_keys() -> None:
+    """A filter on an absent key (a typo, most often) is refused with the keys there are and
+    the nearest one, never read as a non-match that sends the run down the default branch."""
     for op, threshold in (("eq", 1), ("ne", 1), ("not_in", [1]), ("lt", 5)):
-        decision = await decision_of(condition(op, threshold), {})
-        assert decision["chosen"] == "fallback"
-        (cond,) = decision["evidence"]["rules"][0]["conditions"]
-        assert cond["result"] is False
-        assert cond["actual"] == "(missing)"
+        with pytest.raises(StageError) as caught:
+            await decision_of([{"when": {"credit_scor": {op: threshold}}, "then": "hit"}],
+                              {"credit_score": 700, "amount": 5})
+        cause = caught.value.__cause__
+        assert isinstance(cause, ConfigurationError)
+        assert str(cause) == (
+            "rule 0 reads 'credit_scor', which the state does not hold (did you mean "
+            "'credit_score'?) (keys: 'amount', 'credit_score'); fix the key, or write it before "
+            "this step (None when it may be absent)")
+    decision = await decision_of(condition("ne", 1), {"x": None})  # written as None: a value
+    assert decision["chosen"] == "hit"
+
+
+def test_a_rule_with_an_unknown_key_is_refused() -> None:
+    """A misspelt rule key ('lable', 'than') is named with the keys a rule has."""
+    with pytest.raises(ChartBuildError, match=r"rule 0 has unknown key 'lable' \(did you mean "
+                                              r"'label'\?\); a rule's keys are 'when', 'then'"):
+        _loan_chart([{"when": {"x": {"eq": 1}}, "then": "reject", "lable": "X"}])
 
 
 async def test_type_errors_make_the_condition_false() -> None:
@@ -207,21 +221,19 @@ async def test_function_rule_captures_its_reads_as_evidence() -> None:
     assert rule["inputs"] == [{"key": "score", "value": "7"}, {"key": "vip", "value": "True"}]
 
 
-async def test_throwing_function_rule_is_unmatched_and_evaluation_continues() -> None:
-    """A predicate that raises is matched=false with the error text; later rules still run."""
+async def test_a_predicate_that_raises_fails_the_step() -> None:
+    """A predicate that raises is an error naming the rule, never a non-match that lets a
+    later rule or the default branch run."""
     rules = [
-        {"when": lambda s: s["missing"] > 1, "then": "broken"},
         {"when": lambda s: 1 / 0, "then": "broken"},
         {"when": {"x": {"eq": 1}}, "then": "ok"},
     ]
-    decision = await decision_of(rules, {"x": 1})
-    assert decision["chosen"] == "ok"
-    first, second, third = decision["evidence"]["rules"]
-    assert first["matched"] is False
-    assert first["error"].startswith("KeyError:")
-    assert second["matched"] is False
-    assert second["error"] == "ZeroDivisionError: division by zero"
-    assert third["matched"] is True
+    with pytest.raises(StageError) as caught:
+        await decision_of(rules, {"x": 1})
+    cause = caught.value.__cause__
+    assert isinstance(cause, RunError) and isinstance(cause.__cause__, ZeroDivisionError)
+    assert str(cause).startswith("rule 0 (to 'broken') raised ZeroDivisionError: division by "
+                                 "zero; fix its predicate")
 
 
 async def test_rule_reads_are_tracked_on_the_decider_record() -> None:
@@ -380,8 +392,14 @@ async def test_no_match_narrative_falls_back_to_default() -> None:
 
 
 async def test_no_match_narrative_counts_thrown_rules() -> None:
-    """Rules that raised are counted in the fallback sentence."""
-    chart = _loan_chart([{"when": lambda s: 1 / 0, "then": "reject"}])
+    """Rules recorded with an error (a decider's own evidence) are counted in the fallback
+    sentence."""
+    def route(scope: Any) -> Decision:
+        rule = {"rule": 0, "branch": "reject", "matched": False, "error": "KeyError: 'x'"}
+        return Decision("approve", {"chosen": "approve", "default": "approve", "rules": [rule]})
+
+    chart = (flow_chart("Receive", noop).decide("Route", route)
+             .branch("reject", "Reject", noop).branch("approve", "Approve", noop).end().build())
     run = await chart.run()
     assert (
         "  [Condition]: No rules matched (1 rule threw errors), fell back to default: Approve."
@@ -408,7 +426,7 @@ async def test_selector_narrative() -> None:
         .select("Pick", rules=[
             {"when": {"x": {"gt": 1}}, "then": "a", "label": "Big x"},
             {"when": lambda s: s["y"] == 2, "then": "b"},
-            {"when": {"z": {"eq": 1}}, "then": "c"},
+            {"when": {"x": {"eq": 1}}, "then": "c"},
         ])
         .branch("a", "A", noop)
         .branch("b", "B", noop)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Self
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, RunError
 from ..flow import Decision, Scope, flow_chart
 from ..flow._values import summarize
 from ..runs import trace
@@ -21,8 +21,8 @@ class Conditional(Composition):
 
     Predicates see an ``Input``: ``.message`` (the previous step's answer) and ``.original``
     (the message the pipeline was run with); the first that holds wins, and the decision is
-    recorded with the predicates it evaluated (a predicate that raises counts as false, with
-    its error on the record).
+    recorded with the predicates it evaluated. A predicate that raises fails the run with an
+    error naming its branch: read as false, a bug would silently route to ``otherwise``.
     """
 
     def __init__(self, *branches: tuple[str, Callable[[Input], bool], Runner],
@@ -53,7 +53,10 @@ class Conditional(Composition):
                 try:
                     rule["matched"] = bool(predicate(Input(message, original)))
                 except Exception as exc:
-                    rule["error"] = f"{type(exc).__name__}: {exc}"
+                    raise RunError(
+                        f"{name}: the predicate of branch {branch_id!r} raised "
+                        f"{type(exc).__name__}: {exc}; fix it — return False when the branch "
+                        "does not apply, rather than raise") from exc
                 rules.append(rule)
                 if rule["matched"]:
                     return Decision(branch_id, {"chosen": branch_id, "default": OTHERWISE,

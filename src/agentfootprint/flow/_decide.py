@@ -6,16 +6,22 @@ not_in, all ANDed; an empty filter never matches. A predicate is ``when(scope) -
 Values are read through the scope, so the reads are tracked like any other, and each rule
 leaves evidence: every condition's key, operator, threshold, actual value and result.
 ``decide`` takes the first matching rule; ``select`` takes all of them.
+
+A mistake never passes for a non-match, since the default branch would then run on a typo:
+a rule with a key other than ``when``/``then``/``label``, a filter on a key the state does
+not hold (the error names the key and the keys there are), and a predicate that raises all
+fail the step. A key that may legitimately be absent is written first (``None`` will do).
 """
 
 from __future__ import annotations
 
+import difflib
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from ..errors import ChartBuildError, ConfigurationError
+from ..errors import ChartBuildError, ConfigurationError, RunError
 from ._values import MISSING, summarize
 
 if TYPE_CHECKING:
@@ -24,6 +30,9 @@ if TYPE_CHECKING:
 __all__ = ["OPERATORS", "Decision", "Rule", "Selection", "check_rules", "decide", "select"]
 
 Rule = Mapping[str, Any]
+
+RULE_KEYS: Final = ("when", "then", "label")
+"""The keys a rule may have."""
 
 
 def _in(actual: Any, threshold: Any) -> bool:
@@ -114,6 +123,10 @@ def _check_shapes(rules: Sequence[Rule], where: str) -> None:
 def _shape_problem(index: int, rule: Any) -> str | None:
     if not isinstance(rule, Mapping) or "when" not in rule or "then" not in rule:
         return f"rule {index} must be a dict with 'when' and 'then'"
+    unknown = [key for key in rule if key not in RULE_KEYS]
+    if unknown:
+        return (f"rule {index} has unknown key {unknown[0]!r}{_nearest(unknown[0], RULE_KEYS)}; "
+                f"a rule's keys are {', '.join(map(repr, RULE_KEYS))}")
     when = rule["when"]
     if callable(when):
         return None
@@ -141,7 +154,10 @@ def _evaluate(scope: Any, index: int, rule: Rule) -> dict[str, Any]:
         try:
             out["matched"] = bool(when(scope))
         except Exception as exc:
-            out["error"] = f"{type(exc).__name__}: {exc}"
+            raise RunError(
+                f"rule {index} (to {rule.get('then')!r}) raised {type(exc).__name__}: {exc}; "
+                "fix its predicate — return False when the rule does not apply, rather than "
+                "raise") from exc
         finally:
             scope._watch(previous)
         out["inputs"] = [{"key": k, "value": _shown(scope, k, v)} for k, v in inputs]
@@ -153,6 +169,8 @@ def _evaluate(scope: Any, index: int, rule: Rule) -> dict[str, Any]:
         if not isinstance(ops, Mapping):
             continue
         actual = scope.get(key, MISSING)
+        if actual is MISSING:
+            raise ConfigurationError(_missing_key(scope, index, key))
         for op, threshold in ops.items():
             check = OPERATORS.get(op)
             result = False
@@ -171,6 +189,28 @@ def _evaluate(scope: Any, index: int, rule: Rule) -> dict[str, Any]:
     out["conditions"] = conditions
     out["matched"] = matched and bool(conditions)
     return out
+
+
+def _missing_key(scope: Any, index: int, key: str) -> str:
+    known = sorted(_state_keys(scope))
+    shown = ", ".join(map(repr, known[:20])) + (", ..." if len(known) > 20 else "")
+    return (f"rule {index} reads {key!r}, which the state does not hold"
+            f"{_nearest(key, known)} (keys: {shown or 'none'}); fix the key, or write it "
+            "before this step (None when it may be absent)")
+
+
+def _state_keys(scope: Any) -> set[str]:
+    """Every key the scope can read: committed state plus this step's own writes."""
+    frame = getattr(scope, "_frame", None)
+    keys = set(getattr(frame, "state", {}) or {})
+    for key, value in (getattr(scope, "_staged", None) or {}).items():
+        (keys.discard if value is MISSING else keys.add)(key)
+    return keys
+
+
+def _nearest(word: str, known: Sequence[str] | set[str]) -> str:
+    close = difflib.get_close_matches(word, list(known), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _shown(scope: Any, key: str, value: Any) -> str:
