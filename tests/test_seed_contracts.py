@@ -210,3 +210,74 @@ def test_seed_002_deferral_records_a_note_naming_what_blocked_it() -> None:
     assert row["reason"] == "role-collision" and row["tail_role"] == "user"
     assert "'nudge'" in row["note"] and "user turn" in row["note"]
     assert "next boundary" in row["note"]
+
+
+# -- 001 causal snapshots -------------------------------------------------------------------------
+
+
+async def test_seed_001_snapshot_decisions_are_the_turns_route_choices() -> None:
+    """Under an Agent a causal snapshot keeps the route's choices, one per iteration."""
+    from agentfootprint.memory import InMemoryStore, top_k
+    from agentfootprint.memory.embedding import mock_embedder
+
+    @tool
+    def lookup(order: str) -> str:
+        """Look an order up."""
+        return f"{order} shipped"
+
+    store = InMemoryStore()
+    causal = define_memory(id="why", type="causal", store=store,
+                           strategy=top_k(k=1, embedder=mock_embedder(64)))
+    agent = Agent(provider=mock(script=[
+        {"tool_calls": [{"id": "c1", "name": "lookup", "args": {"order": "A-1"}}]},
+        "A-1 has shipped."]), model="m", tools=[lookup], memory=[causal], identity=CONV)
+    await agent.run("Where is A-1?")
+    snapshot = await store.get(CONV, "snap-1")
+    assert snapshot is not None and isinstance(snapshot.value, dict)
+    decisions = snapshot.value["decisions"]
+    assert [(d["stage_id"], d["chosen"], d["iteration"]) for d in decisions] == [
+        ("route", "tool-calls", 1), ("route", "final", 2)]
+    assert decisions[0]["rule"] == "the model asked for tools"
+
+
+# -- events ---------------------------------------------------------------------------------------
+
+
+async def test_seed_events_memory_written_is_emitted_per_write(tmp_path: Path) -> None:
+    """memory.written is declared, so a memory write says what it put where, under which turn."""
+    from agentfootprint.events._catalogue import payload_model
+
+    seen: list[Any] = []
+    with SQLiteStore(tmp_path / "m.db") as store:
+        chat = define_memory(id="chat", type="episodic", strategy=window(5), store=store)
+        agent = Agent(provider=mock(reply="ok"), model="m", memory=[chat], identity=CONV)
+        agent.on("memory.written", seen.append)
+        await agent.run("hi")
+    (event,) = seen
+    payload = payload_model("memory.written").model_validate(event.payload)
+    assert payload.model_dump() == {"store": store.name, "ids": ["msg-1-0", "msg-1-1"],
+                                    "turn": 1}
+
+
+async def test_seed_events_pause_events_have_payload_models() -> None:
+    """pause.requested and pause.check_in_settled can be listened to and validate."""
+    @tool(check_in=lambda args: True)
+    def refund(order: str) -> str:
+        """Refund an order."""
+        return f"refunded {order}"
+
+    def respond(request: LLMRequest) -> Any:
+        if any(m["role"] == "tool" for m in request.messages):
+            return "refunded"
+        return {"tool_calls": [{"id": "c1", "name": "refund", "args": {"order": "A-1"}}]}
+
+    agent = Agent(provider=mock(respond=respond), model="m", tools=[refund])
+    seen: list[Any] = []
+    agent.on("pause.requested", seen.append)
+    agent.on("pause.check_in_settled", seen.append)
+    paused = await agent.run("refund A-1")
+    await agent.resume(paused.checkpoint, check_in_approved(by="lead"))
+    requested, settled = (event.model() for event in seen)
+    assert (requested.kind, requested.tool_name, requested.tool_call_id) == (
+        "check_in", "refund", "c1")
+    assert (settled.approved, settled.by, settled.tool_call_id) == (True, "lead", "c1")

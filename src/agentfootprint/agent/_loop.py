@@ -374,6 +374,7 @@ class _Stages(MemoryStages, ToolBatchStages):
                 _emit(scope, "skill.steps_unfinished", {
                     "skill_id": pointer["skill"], "remaining": pointer["total"] - pointer["step"]
                     + 1, "total": pointer["total"], "iteration": iteration})
+        self.note_decision(scope, chosen, rationale)
         _emit(scope, "agent.route_decided",
               {"iteration": iteration, "chosen": chosen, "rationale": rationale})
         inputs = [{"key": "llm_tool_calls", "value": f"({len(calls)} requested)"},

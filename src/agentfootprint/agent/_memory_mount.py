@@ -135,6 +135,14 @@ class MemoryStages:
                              "rank": miss["rank"]})
         return rows
 
+    def note_decision(self, scope: Scope, chosen: str, rationale: str) -> None:
+        """Keep a route choice for this turn's causal snapshot (only when one is written)."""
+        if not any(m.type == "causal" and m.write is not None for m in self.spec.memories):
+            return
+        scope[trace.ROUTE_DECISIONS] = [*(scope.get(trace.ROUTE_DECISIONS) or ()), {
+            "stage_id": trace.ROUTE, "chosen": chosen, "rule": rationale,
+            "iteration": scope[trace.ITERATION]}]
+
     def _run_evidence(self, scope: Scope, iteration: int) -> dict[str, Any]:
         """What a causal snapshot keeps of this turn: tool calls, route choices, cost."""
         calls: dict[str, dict[str, Any]] = {}
@@ -146,7 +154,9 @@ class MemoryStages:
                 text = str(message["content"])
                 calls[message["tool_call_id"]]["result_preview"] = (
                     text if len(text) <= 200 else text[:199] + "…")
-        return {"iterations": iteration, "tool_calls": list(calls.values()), "decisions": [],
+        decisions = list(scope.get(trace.ROUTE_DECISIONS) or ())
+        return {"iterations": iteration, "tool_calls": list(calls.values()),
+                "decisions": decisions,
                 "token_usage": {"input": scope[trace.INPUT_TOKENS],
                                 "output": scope[trace.OUTPUT_TOKENS]}}
 

@@ -225,9 +225,20 @@ def _build_events() -> dict[str, type[BaseModel]]:
         question: str | None = None
         error: str | None = None
 
-    class PauseRequest(_Payload):
-        reason: str
-        question: Any = None
+    class PauseRequested(_Payload):
+        kind: str
+        tool_name: str
+        tool_call_id: str
+        iteration: int
+        data: Any = None
+
+    class CheckInSettled(_Payload):
+        tool_name: str
+        tool_call_id: str
+        iteration: int
+        approved: bool
+        by: str
+        note: str | None = None
 
     return {
         PREFIX + "agent.turn_start": TurnStart,
@@ -259,7 +270,8 @@ def _build_events() -> dict[str, type[BaseModel]]:
         PREFIX + "permission.check": PermissionCheck,
         PREFIX + "permission.halt": PermissionHalt,
         PREFIX + "act.decision": ActDecision,
-        PREFIX + "pause.request": PauseRequest,
+        PREFIX + "pause.requested": PauseRequested,
+        PREFIX + "pause.check_in_settled": CheckInSettled,
     }
 
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from agentfootprint.memory._entry import MemoryEntry, MemorySource, Tier, now_ms, turn_of
 from agentfootprint.memory._stages import (
     Stage,
+    emit_written,
     entry_record,
     identity_from,
     last_user_text,
@@ -109,6 +110,7 @@ def write_snapshot(
         )
         await store.put(identity, entry)
         scope[trace.WRITTEN] = [entry.id]
+        emit_written(scope, store, [entry.id], turn)
 
     return stage
 

@@ -15,6 +15,7 @@ from agentfootprint.memory._entry import MemoryEntry, MemorySource, Tier, now_ms
 from agentfootprint.memory._stages import (
     Stage,
     content_of,
+    emit_written,
     identity_from,
     turn_from,
     value_of,
@@ -75,6 +76,7 @@ def extract_beats(
         ]
         if entries:
             await store.put_many(identity, entries)
+            emit_written(scope, store, [e.id for e in entries], turn)
         scope[trace.WRITTEN] = [e.id for e in entries]
 
     return stage

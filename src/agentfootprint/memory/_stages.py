@@ -40,6 +40,7 @@ __all__ = [
     "embed_messages",
     "entry_record",
     "format_memory",
+    "emit_written",
     "identity_from",
     "identity_from_record",
     "identity_record",
@@ -75,6 +76,13 @@ def identity_record(identity: MemoryIdentity) -> dict[str, str | None]:
         "principal": identity.principal,
         "tenant": identity.tenant,
     }
+
+
+def emit_written(scope: Scope, store: MemoryStore, ids: Sequence[str], turn: int) -> None:
+    """``memory.written``: what a write stage put in which store, under which turn."""
+    from agentfootprint.events._catalogue import PREFIX
+
+    scope.emit(PREFIX + "memory.written", {"store": store.name, "ids": list(ids), "turn": turn})
 
 
 def identity_from_record(raw: object) -> MemoryIdentity | None:
@@ -183,6 +191,7 @@ def write_messages(
             for message in messages:
                 await store.record_signature(identity, signature_from(message))
         scope[trace.WRITTEN] = [entry.id for entry in entries]
+        emit_written(scope, store, scope[trace.WRITTEN], turn)
 
     return stage
 

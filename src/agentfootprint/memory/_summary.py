@@ -17,6 +17,7 @@ from agentfootprint.memory._entry import MemoryEntry, MemorySource, Tier
 from agentfootprint.memory._stages import (
     Stage,
     content_of,
+    emit_written,
     entry_record,
     identity_from,
     value_of,
@@ -122,6 +123,7 @@ def summarize_loaded(
             "source": MemorySource.model_validate({"turn": last, "identity": identity}),
         })
         await store.put(identity_from(scope), entry)
+        emit_written(scope, store, [entry.id], last)
         scope[trace.LOADED] = [*summaries, entry_record(entry), *tail]
         scope[trace.SUMMARIZE] = {"applied": True, "summary_id": entry.id,
                               "covered_ids": [e["id"] for e in span]}
