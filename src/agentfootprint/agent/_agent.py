@@ -171,6 +171,7 @@ class _Runner:
                    ledger: Any = None) -> RunResult:
         if not isinstance(message, str):
             raise ConfigurationError(f"run() takes the user's message as a str, got {message!r}")
+        _check_text(message)
         args: dict[str, Any] = {trace.MESSAGE: message,
                                 trace.HISTORY: [dict(m) for m in history or ()]}
         if self.spec.memories:
@@ -458,6 +459,18 @@ class LLMCall(_Runner):
 
     def run_sync(self, message: str, **options: Any) -> RunResult:
         return run_sync(self.run(message, **options))
+
+
+def _check_text(message: str) -> None:
+    """Refuse, before the model is asked, a message no store can keep: a lone surrogate (a str
+    that is not valid Unicode) used to fail the memory write after the answer, losing it."""
+    try:
+        message.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ConfigurationError(
+            f"run()'s message holds a lone surrogate at position {exc.start}, which is not "
+            "valid Unicode text and cannot be stored; decode the input with errors='replace' "
+            "(or fix its source) before passing it") from None
 
 
 _RESUMABLE_KEYS = frozenset((
