@@ -165,7 +165,11 @@ def test_demo_report_in_chromium(browser: Any, demo_report: Path, tmp_path: Path
         assert culprit.count() == 1 and culprit.inner_text() == CULPRIT
         assert culprit.is_visible()
         causal = board.locator('li.suspect.causal[data-source="customer-profile"]')
-        assert causal.locator(".stamp").inner_text().upper() == "CAUSAL 3/3"
+        assert causal.locator(".stamp").inner_text().upper() == "CAUSAL 1/1"
+        assert causal.locator(".without q").inner_text().startswith("Refund DENIED")
+        proven = board.locator('#proven .proven-cause[data-members="customer-profile"]')
+        assert proven.is_visible() and "PROVEN" in proven.inner_text()
+        assert "Clear winner" not in board.inner_text()
         assert causal.locator(".score .tier").inner_text().lower() == "proxy"
 
         page.locator('#chart-svg .node[data-stage-id="tool_calls"]').click()
