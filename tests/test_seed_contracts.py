@@ -281,3 +281,43 @@ async def test_seed_events_pause_events_have_payload_models() -> None:
     assert (requested.kind, requested.tool_name, requested.tool_call_id) == (
         "check_in", "refund", "c1")
     assert (settled.approved, settled.by, settled.tool_call_id) == (True, "lead", "c1")
+
+
+# -- others: a system-role delivery records where it was sent -------------------------------------
+
+
+async def test_seed_others_anthropic_system_role_delivery_records_the_system_prompt() -> None:
+    """Anthropic sends a system-role message in its system prompt, so the delivery says that
+    (sent_to, no wire_index) instead of a position among the messages; a provider that keeps
+    it in place records its position."""
+    anthropic = pytest.importorskip("anthropic")
+    import importlib
+    import json
+
+    from agentfootprint import define_instruction
+    from agentfootprint.providers import with_retry
+    from agentfootprint.providers._anthropic import AnthropicProvider
+
+    base = next(c for c in anthropic.DefaultAsyncHttpxClient.__mro__ if c.__name__ == "AsyncClient")
+    sdk_httpx = importlib.import_module(base.__module__.partition(".")[0])
+    reply = (Path(__file__).parent / "providers/fixtures_anthropic/message_text.json").read_text()
+    bodies: list[dict[str, Any]] = []
+
+    def server(request: Any) -> Any:
+        bodies.append(json.loads(request.content))
+        return sdk_httpx.Response(200, text=reply, headers={"content-type": "application/json"})
+
+    client = anthropic.AsyncAnthropic(api_key="test", max_retries=0, http_client=sdk_httpx
+                                      .AsyncClient(transport=sdk_httpx.MockTransport(server)))
+    hint = define_instruction(id="cite", prompt="Cite your sources.", slot="messages",
+                              role="system")
+    claude = with_retry(AnthropicProvider(client=client, model="claude-sonnet-4-6"))
+    result = await Agent(provider=claude, model="claude-sonnet-4-6", context=[hint]).run("hi")
+    (row,) = result.recording.state["messages_delivery"]["delivered"]
+    assert (row["sent_to"], row["wire_index"], row["history_index"]) == ("system_prompt", None, 1)
+    assert "Cite your sources." in bodies[0]["system"]
+    assert all("Cite your sources." not in json.dumps(m) for m in bodies[0]["messages"])
+
+    kept = await Agent(provider=mock(reply="ok"), model="m", context=[hint]).run("hi")
+    (row,) = kept.recording.state["messages_delivery"]["delivered"]
+    assert row["wire_index"] == 1 and "sent_to" not in row

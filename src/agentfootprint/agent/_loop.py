@@ -18,7 +18,7 @@ import contextvars
 from collections.abc import Callable
 from typing import Any
 
-from ..context._delivery import deliver, keys_in_window
+from ..context._delivery import deliver, keys_in_window, moves_system_messages
 from ..context._injection import Injection, InjectionContext, Trigger, evaluate_injections
 from ..context._skills import SKIP_STEP, step_sentence
 from ..context._slots import compose_system, compose_tools
@@ -177,12 +177,14 @@ class _Stages(MemoryStages, ToolBatchStages):
         pending = [(i.id, i.flavor, i.messages) for i in self._active(scope) if i.messages]
         ledger = set(scope.get(trace.DELIVERED_KEYS) or ()) | keys_in_window(history)
         before = len(ledger)
-        delivered, deferred = deliver(pending, history, ledger, scope[trace.ITERATION])
+        delivered, deferred = deliver(pending, history, ledger, scope[trace.ITERATION],
+                                      system_to_prompt=moves_system_messages(spec.provider))
         if delivered:
             scope[trace.HISTORY] = history
             for row in delivered:
                 _emit(scope, "context.injected", {
-                    "injection_id": row["injection_id"], "slot": "messages",
+                    "injection_id": row["injection_id"],
+                    "slot": "system" if row.get("sent_to") == "system_prompt" else "messages",
                     "trigger": self._trigger(row["injection_id"]),
                     "iteration": scope[trace.ITERATION]})
         if len(ledger) != before:

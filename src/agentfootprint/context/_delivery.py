@@ -34,6 +34,7 @@ __all__ = [
     "effective_wire_role",
     "fnv1a",
     "keys_in_window",
+    "moves_system_messages",
     "deferral_note",
     "refusal_for_placement",
     "tail_wire_role",
@@ -100,13 +101,30 @@ def refusal_for_placement(history: Sequence[Any], role: str) -> Refusal | None:
     return None
 
 
+def moves_system_messages(provider: object) -> bool:
+    """Whether ``provider`` (or the one a retry or circuit wrapper holds) sends system-role
+    messages in its system prompt rather than where they sit (``system_role_messages``)."""
+    seen: set[int] = set()
+    while provider is not None and id(provider) not in seen:
+        seen.add(id(provider))
+        placement = getattr(type(provider), "system_role_messages", None)
+        if placement is not None:
+            return bool(placement == "system_prompt")
+        provider = getattr(provider, "inner", None)
+    return False
+
+
 def deliver(pending: Sequence[tuple[str, str, Sequence[Any]]], history: list[Any],
-            ledger: set[str], iteration: int
+            ledger: set[str], iteration: int, *, system_to_prompt: bool = False
             ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Append what may be delivered now to ``history`` (in place); return (delivered, deferred).
 
     ``pending`` is ``(injection_id, flavor, messages)`` for each active injection, in order.
     ``ledger`` (keys delivered this run, united with ``keys_in_window(history)``) grows.
+    With ``system_to_prompt`` (the provider sends system-role messages in its system prompt,
+    see :func:`moves_system_messages`) a system-role delivery is recorded where it was sent:
+    ``sent_to`` is ``"system_prompt"`` and it has no ``wire_index`` among the messages;
+    ``history_index`` is where it sits in the conversation either way.
     """
     delivered: list[dict[str, Any]] = []
     deferred: list[dict[str, Any]] = []
@@ -126,7 +144,10 @@ def deliver(pending: Sequence[tuple[str, str, Sequence[Any]]], history: list[Any
                 break  # later messages of this injection must not jump ahead
             history.append({"role": role, "content": content, "injected_by": injection_id})
             ledger.add(key)
-            delivered.append({"injection_id": injection_id, "flavor": flavor, "role": role,
-                              "wire_index": len(history) - 1, "key": key,
-                              "iteration": iteration})
+            row = {"injection_id": injection_id, "flavor": flavor, "role": role,
+                   "wire_index": len(history) - 1, "key": key, "iteration": iteration}
+            if system_to_prompt and role == "system":
+                row.update(wire_index=None, sent_to="system_prompt",
+                           history_index=len(history) - 1)
+            delivered.append(row)
     return delivered, deferred

@@ -105,6 +105,10 @@ _CONTEXT_PHRASES = ("prompt is too long", "exceed context limit", "context windo
 class AnthropicProvider(Provider):
     """Claude models through ``anthropic.AsyncAnthropic``."""
 
+    system_role_messages = "system_prompt"
+    """System-role messages are sent in the system prompt (see the module docstring), so a
+    delivery records that, not a position among the messages."""
+
     streams = True
     model: str
 
