@@ -116,7 +116,8 @@ class RunResult:
                                  "history": history}
         if ledger:
             saved[LEDGER_KEY] = copy_value(ledger)
-        return saved
+        secrets = self.recording.secrets  # no kept text repeats what the run masked
+        return secrets.scrub(saved) if secrets is not None else saved
 
 
 class _Runner:

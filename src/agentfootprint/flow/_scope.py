@@ -182,6 +182,11 @@ class Scope:
             for hook in hooks:
                 hook(event)
 
+    def recorded(self, value: object) -> Any:
+        """``value`` as this run's record may show it: no string repeats what the run's
+        redaction masked so far (for a stage that writes a record of its own elsewhere)."""
+        return self._frame.secrets.scrub(value)
+
     def break_(self, reason: str | None = None) -> None:
         """Stop after this stage: it finishes, its writes commit, nothing after it runs."""
         step = self._step

@@ -354,8 +354,8 @@ def _call_view(log: CommitLog, record: CommitRecord) -> CallView:
     ns, idx, before = record.ns, record.idx, record.idx - 1
     system = log.value_at(trace.SYSTEM_PROMPT, before, ns=ns, default="")
     system = system if isinstance(system, str) else ""
-    history = log.value_at(trace.HISTORY, before, ns=ns, default=[])
-    history = history if isinstance(history, list) else []
+    recorded = log.value_at(trace.HISTORY, before, ns=ns, default=[])
+    history = recorded if isinstance(recorded, list) else []
     window = log.value_at(trace.WINDOW, before, ns=ns, default=None)
     window = window if isinstance(window, Mapping) else None
     wrapped = bool(log.value_at(trace.WRAP_UP_ASKED, before, ns=ns, default=False))
@@ -366,11 +366,16 @@ def _call_view(log: CommitLog, record: CommitRecord) -> CallView:
     answer = log.value_at(trace.LLM_CONTENT, idx, ns=ns, default="")
     asked = log.value_at(trace.LLM_TOOL_CALLS, idx, ns=ns, default=[])
     system_pieces, rows = _system_pieces(log, record, system)
+    message_pieces = _message_pieces(log, record, history, window)
+    if recorded == REDACTED:  # masked whole: the user's part of it stands as the marker
+        seeded = next((r.runtime_stage_id for r in log.records[:idx] if r.ns == ns
+                       and any(c.key == trace.HISTORY for c in r.changes)), None)
+        message_pieces.append(Piece("user", "user", REDACTED, None, "messages", seeded, False))
     return CallView(
         record=record, iteration=log.value_at(trace.ITERATION, before, ns=ns, default=None),
         system=system, messages=windowed_messages(history, window),
         tools=tools if isinstance(tools, list) else [], history=history, window=window,
-        pieces=tuple(system_pieces + _message_pieces(log, record, history, window)),
+        pieces=tuple(system_pieces + message_pieces),
         system_pieces=rows, evaluation=evaluation,
         evaluation_writer=log[evaluator].runtime_stage_id if evaluator is not None else None,
         answer=str(answer), tool_calls=asked if isinstance(asked, list) else [],
@@ -391,7 +396,7 @@ def _system_pieces(log: CommitLog, call: CommitRecord, system: str) -> tuple[lis
     pieces = []
     slot_rows = _rows(rows)
     for row in slot_rows:
-        text = system[row["start"]:row["end"]]
+        text = REDACTED if system == REDACTED else system[row["start"]:row["end"]]
         position = row.get("position")
         if row["source"] == "base":
             pieces.append(Piece("base", "base", text, "base", "system", writer, False, position))
