@@ -21,6 +21,7 @@ from agentfootprint.explain import (
     wrong_if,
 )
 from agentfootprint.explain._explain_run import explain_recording
+from agentfootprint.explain._localize import DEFAULT_BUDGET
 from agentfootprint.flow._redact import RedactionPolicy
 from agentfootprint.providers import mock
 from agentfootprint.runs import Recording, RunStore
@@ -82,11 +83,12 @@ def test_explain_without_a_proof_says_so_and_offers_the_command(
     assert main(["--store", str(path), "explain", result.run_id]) == 0
     out = capsys.readouterr().out
     assert out.startswith("NOT PROVEN YET: no re-runs are kept with this run")
-    assert (f"  agentfootprint prove {result.run_id} --budget 80 --wrong-if-contains PHRASE "
-            "--factory MODULE:FUNCTION") in out
+    assert (f"  agentfootprint prove {result.run_id} --budget {DEFAULT_BUDGET} "
+            "--wrong-if-contains PHRASE --factory MODULE:FUNCTION") in out
     assert "PROVEN:" not in out.replace("NOT PROVEN", "")
     assert main(["--store", str(path), "explain", other]) == 0
-    assert f"prove {other} --budget 80 --wrong-if-contains PHRASE\n" in capsys.readouterr().out
+    assert f"prove {other} --budget {DEFAULT_BUDGET} --wrong-if-contains PHRASE\n" in \
+        capsys.readouterr().out
 
 
 def test_the_report_from_the_store_equals_the_live_one(demo_store: tuple[Path, str, Any],
@@ -121,7 +123,7 @@ def test_a_report_without_a_proof_offers_the_command() -> None:
     board = by_id(parse(render_html_report(recording)), "board")
     banner = by_id(board, "not-proven")
     assert "Nothing is proven yet" in banner.text
-    assert f"agentfootprint prove {recording.run_id} --budget 80" in banner.text
+    assert f"agentfootprint prove {recording.run_id} --budget {DEFAULT_BUDGET}" in banner.text
     assert board.find_all("div", cls="proven-cause") == []
 
 

@@ -45,4 +45,8 @@ def test_an_agent_with_a_run_store_records_every_run_even_a_failed_one(
         with pytest.raises(ConfigurationError, match="cannot save runs"):
             Agent(provider=mock(reply="x"), tracing=Tracing(run_store="runs.db"))
     assert main(["--store", str(path), "explain", done.run_id]) == 0
-    assert capsys.readouterr().out.startswith('ANSWER   "Refund approved."')
+    explained = capsys.readouterr().out
+    assert explained.startswith("NOT PROVEN YET") and 'ANSWER   "Refund approved."' in explained
+    failed = next(run_id for run_id in rows if run_id != done.run_id)
+    assert main(["--store", str(path), "explain", failed]) == 0
+    assert "ProviderError: down" in capsys.readouterr().out

@@ -286,7 +286,8 @@ def _board_section(data: ReportData, colours: _Colours) -> str:
                    f"Baseline: {_e(board.baseline)} re-runs flipped with nothing removed — "
                    + ("stable." if stable else "UNSTABLE: the answer is not reproducible, so "
                       "nothing could be proven.")
-                   + (f" {_e(board.rule)}." if board.rule else "") + "</div>")
+                   + (f" {_e(board.rule[:1].upper() + board.rule[1:])}." if board.rule
+                      else "") + "</div>")
     out.append(_proven(board))
     if board.confidence:
         out.append(f'<p class="note">{_e(board.confidence)}</p>')
