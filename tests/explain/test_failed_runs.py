@@ -179,3 +179,38 @@ def test_a_failed_flow_without_a_model_call_is_explained_too(
     assert any(h.kind == "STATE" and "amount = 240" in h.text for h in chain.hops)
     assert main(["--store", str(path), "explain", raised.value.run.run_id]) == 0
     assert "RUN FAILED" in capsys.readouterr().out
+
+
+async def test_a_member_of_a_composition_that_fails_is_named_with_its_request() -> None:
+    """In a Sequence the failing member's call is named, with the message it was handed."""
+    from agentfootprint import ProviderError
+    from agentfootprint.compose import Sequence
+
+    first = Agent(provider=mock(reply="sky: blue"), model="m")
+    second = Agent(provider=mock(script=[ProviderError("rate limited", status=429,
+                                                       provider="mock")]), model="m2")
+    with pytest.raises(ProviderError) as raised:
+        await Sequence(("first", first), ("second", second)).run("What colour is the sky?")
+    chain = backtrack(raised.value.run)
+    assert chain.failure is not None and chain.failure.scope.startswith("second")
+    assert chain.hops[0].text.endswith("in second")
+    assert "model 'm2'" in chain.hops[1].text and '(user): "sky: blue"' in chain.hops[1].text
+    html = render_html_report(Recording.of(raised.value.run))
+    assert "RUN FAILED" in html and "the call that produced the answer" not in html
+
+
+async def test_a_timeout_names_the_run_error_not_a_bare_cancellation() -> None:
+    """A run stopped by its timeout: the run's own error, and the step that was under way."""
+    import asyncio
+
+    async def slow(request: Any) -> str:
+        await asyncio.sleep(2)
+        return "late"
+
+    with pytest.raises(RunError) as raised:
+        await Agent(provider=mock(respond=slow), model="m").run("hi", timeout=0.1)
+    failure = backtrack(raised.value.run).failure
+    assert failure is not None
+    assert "timed out after 0.1s" in failure.error and "under way was cancelled" in failure.error
+    assert failure.runtime_stage_id is not None
+    assert failure.runtime_stage_id.startswith("call_llm#")

@@ -136,6 +136,9 @@ def failure_of(source: Explainable) -> Failure | None:
     error = (failing.error if failing is not None else None) or recorded or (
         "no step recorded an error: the run was stopped from outside (a timeout or a "
         "cancellation)")
+    if error.startswith("CancelledError"):  # the step under way when the run was stopped
+        error = (f"{recorded} (the step under way was cancelled)" if recorded else
+                 "CancelledError: the run was cancelled or timed out while this step ran")
     view = RunView.of(log)
     if failing is None:
         last = view.records[-1] if view.records else None
