@@ -39,7 +39,8 @@ def _main(argv: Sequence[str] | None) -> int:
     listing.add_argument("--limit", type=_count, default=20,
                          help="how many runs to list, newest first (1 or more; default 20)")
     explain = commands.add_parser("explain", parents=[store_option],
-                                  help="backtrack a recorded run's answer")
+                                  help="explain a recorded run: its kept proof (or its failure), "
+                                       "then the backtrack")
     explain.add_argument("run_id")
     report = commands.add_parser("report", parents=[store_option],
                                  help="write a recorded run's HTML report")
@@ -57,8 +58,8 @@ def _main(argv: Sequence[str] | None) -> int:
                        help="the answer is wrong when REGEX is found in it")
     wrong.add_argument("--wrong-if", metavar="MODULE:FUNCTION",
                        help="the answer is wrong when FUNCTION(answer) is true")
-    prove.add_argument("--budget", type=int, default=80, metavar="N",
-                       help="at most N re-runs of the agent (default 80)")
+    prove.add_argument("--budget", type=int, default=160, metavar="N",
+                       help="at most N re-runs of the agent (default 160)")
     prove.add_argument("--alpha", type=float, default=0.01,
                        help="false-positive rate of a CAUSAL verdict on a sampling model")
     prove.add_argument("--factory", metavar="MODULE:FUNCTION", default=None,
