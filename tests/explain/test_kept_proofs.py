@@ -67,6 +67,7 @@ def test_explain_leads_with_the_kept_proof(demo_store: tuple[Path, str, Any],
     assert ("The proxy's leader, tool 'lookup_order', is not the cause: the re-runs proved "
             "fact 'customer-profile'.") in out
     assert "Clear winner" not in out and "NOT PROVEN" not in out
+    assert out.rstrip().endswith("also kept with the run: 1 'dropped' proof(s)")
 
 
 def test_explain_without_a_proof_says_so_and_offers_the_command(

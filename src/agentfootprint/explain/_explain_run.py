@@ -13,6 +13,7 @@ Three cases, in this order:
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -66,6 +67,10 @@ def explain_recording(recording: Recording, proofs: Sequence[Mapping[str, Any]] 
     lines.extend(_ranking(chain, proof))
     for kept in proof.notes:
         lines.append(f"⚠ {kept}")
+    others = Counter(str(p.get("kind")) for p in proofs if p.get("kind") != "localize")
+    if others:
+        lines.append("also kept with the run: " + ", ".join(
+            f"{count} {kind!r} proof(s)" for kind, count in sorted(others.items())))
     return "\n".join(lines)
 
 
