@@ -18,7 +18,7 @@ from ._redact import REDACTED, redacted_values, scrub
 from ._values import MISSING, copy_value, freeze, summarize, thaw
 
 if TYPE_CHECKING:
-    from ._engine import Frame, Step
+    from ._frame import Frame, Step
 
 __all__ = ["ReadView", "Scope"]
 
