@@ -176,3 +176,15 @@ def test_a_history_redacted_whole_stays_explainable(tmp_path: Path) -> None:
         assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
         assert "AttributeError" not in done.stdout + done.stderr
     assert REDACTED in (tmp_path / "r.html").read_text()
+
+
+def test_streamed_tokens_of_a_redacted_answer_are_masked() -> None:
+    """A token is a piece of the answer: when the answer is redacted, so is every token
+    delivered to a stream.token listener; the caller still gets the real answer."""
+    tokens: list[str] = []
+    agent = Agent(provider=mock(reply=f"Your key is {SECRET}."), model="m", stream=True,
+                  tracing=Tracing(redaction=RedactionPolicy(kinds={"model_text"})))
+    agent.on("stream.token", lambda event: tokens.append(event.payload["content"]))
+    result = agent.run_sync("which key?")
+    assert result.content == f"Your key is {SECRET}."
+    assert tokens and set(tokens) == {REDACTED}

@@ -24,6 +24,7 @@ from ..context._skills import SKIP_STEP, step_sentence
 from ..context._slots import compose_system, compose_tools
 from ..events._catalogue import PREFIX
 from ..flow import Chart, Decision, FlowEvent, Scope, flow_chart
+from ..flow._redact import REDACTED
 from ..providers._base import LLMRequest, LLMResponse, Message, wire_messages
 from ..providers._resilience import resilience_reports
 from ..runs import trace
@@ -332,6 +333,7 @@ class _Stages(MemoryStages, ToolBatchStages):
                 return await spec.provider.complete(request)
             response: LLMResponse | None = None
             wants = spec.dispatcher.wants(PREFIX + "stream.token")
+            masked = scope.redacts(trace.LLM_CONTENT)  # a token is a piece of the answer
             async for chunk in spec.provider.stream(request):
                 if chunk.done:
                     response = chunk.response
@@ -339,7 +341,8 @@ class _Stages(MemoryStages, ToolBatchStages):
                     live(FlowEvent("emit", scope.run_id, scope.runtime_stage_id, "call_llm",
                                    "CallLLM", PREFIX + "stream.token",
                                    {"iteration": iteration, "index": chunk.index,
-                                    "content": chunk.content}))
+                                    "content": REDACTED if masked
+                                    else scope.recorded(chunk.content)}))
             if response is None:  # a stream that never finished: ask once more, whole
                 response = await spec.provider.complete(request)
             return response

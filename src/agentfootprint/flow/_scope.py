@@ -182,6 +182,10 @@ class Scope:
             for hook in hooks:
                 hook(event)
 
+    def redacts(self, key: str) -> bool:
+        """Whether this run records ``key`` masked (its redaction policy names it)."""
+        return self._frame.redacts(key)
+
     def recorded(self, value: object) -> Any:
         """``value`` as this run's record may show it: no string repeats what the run's
         redaction masked so far (for a stage that writes a record of its own elsewhere)."""
