@@ -10,6 +10,10 @@ it, the run pauses BEFORE the tool runs and ``RunResult.pause["data"]`` is the e
   (a proxy score, no model call);
 * ``trail`` — how the run got here.
 
+The pack is a record too (it is in the checkpoint and in the ``pause.requested`` event): under
+a redaction policy what the policy masks reads ``[REDACTED]`` in it, as in the recording. The
+checkpoint's resume state keeps the real arguments, so an approved call runs with them.
+
 ``agent.resume(checkpoint, check_in_approved(by=...))`` runs the tool;
 ``check_in_declined(by=..., note=...)`` does not, and the model reads the note and adapts.
 Both are recorded (``pause.check_in_settled``) with who decided.
