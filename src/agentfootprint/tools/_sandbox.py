@@ -6,7 +6,7 @@ call. Linux gives each of those a kernel mechanism; Debian's ``bubblewrap`` (``b
 them up, and util-linux's ``prlimit`` and ``setpriv`` finish the job inside:
 
 * own PID, network, mount, IPC and UTS namespaces (the agent's processes and ``/proc`` entries
-  do not exist there, loopback and every other network is unreachable); when the PID
+  do not exist there; the only network is an empty loopback of its own); when the PID
   namespace's first process ends, the kernel kills everything left in it;
 * a filesystem of a read-only ``/usr`` (and the ``/bin``-style links), the interpreter's own
   prefixes read-only, a fresh ``/proc`` and ``/dev``, and a size-limited tmpfs scratch
@@ -170,7 +170,8 @@ def _sandbox(interpreter: str) -> Confinement:
            f"as the agent's uid {uid} mapped to an unprivileged user ({NOBODY}) inside a user "
            "namespace")
     summary = (f"in a bubblewrap sandbox {who}, in its own PID, network, mount, IPC and hostname "
-               "namespaces, with no capabilities and no network at all (not even loopback), a "
+               "namespaces, with no capabilities and no network (only a loopback of its own: the "
+               "host's network and loopback services are unreachable), a "
                "read-only system, and only its scratch directory (the current directory, also "
                f"{_TMP}) writable; everything it starts is killed when it ends")
     confinement = Confinement("sandbox", summary, uid, interpreter, tuple(prefix), as_root)
