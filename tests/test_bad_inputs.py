@@ -100,6 +100,12 @@ async def _redis_on_a_closed_port(_: Path) -> None:
         await store.aclose()
 
 
+async def _recording_without_idx(_: Path) -> None:
+    data = json.loads(Recording.of(await flow_chart("Receive", _noop).build().run()).to_json())
+    del data["log"]["records"][0]["idx"]
+    Recording.from_json(json.dumps(data))
+
+
 def _sqlite_store(make: Callable[[Path], Path]) -> Callable[[Path], Any]:
     return lambda tmp: SQLiteStore(make(tmp))
 
@@ -129,6 +135,14 @@ REFUSALS = [
     pytest.param(Refusal(_surrogate_message, ConfigurationError,
                          ("message", "lone surrogate at position 4", "errors='replace'")),
                  id="user-message-lone-surrogate"),
+    pytest.param(Refusal(lambda _: Recording.from_json(b"\xff\xfe{"), RunError,
+                         ("not a recording", "not UTF-8 text (byte 0xff at position 0)",
+                          "exactly as they were written")),
+                 id="recording-file-non-utf8-bytes"),
+    pytest.param(Refusal(_recording_without_idx, RunError,
+                         ("malformed", "Field required at log.records.0.idx",
+                          "restore the original")),
+                 id="recording-file-missing-idx"),
     pytest.param(Refusal(_sqlite_store(_directory), MemoryStoreError,
                          ("memory.db", "it is a directory", "pass a file path")),
                  id="sqlite-store-on-a-directory"),

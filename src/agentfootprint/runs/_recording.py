@@ -143,9 +143,13 @@ class Recording(BaseModel):
     def from_json(cls, text: str | bytes) -> Recording:
         """Read a recording of any known format; a newer or unknown one is refused by name."""
         try:
-            data = json.loads(text)
+            data = json.loads(text.decode("utf-8") if isinstance(text, bytes) else text)
         except json.JSONDecodeError as exc:
             raise RunError(f"this is not a recording: it is not JSON ({exc})") from exc
+        except UnicodeDecodeError as exc:  # a recording is always written as UTF-8
+            raise RunError(f"this is not a recording: it is not UTF-8 text (byte "
+                           f"{exc.object[exc.start]:#04x} at position {exc.start}); pass the "
+                           "file's bytes exactly as they were written") from exc
         if not isinstance(data, dict):
             raise RunError("this is not a recording: its JSON is not an object")
         found = data.get("format")
