@@ -2,8 +2,9 @@
 
 This module owns one traversal: ``_Engine`` walks nodes, calls stages, deciders, selectors,
 parallel children and subflows in their ``Frame`` (``frame.py``), commits each step to the log
-(no recorded string repeating what the run's redaction masked), and resumes a paused level. Starting and finishing a run (options, ``FlowRun``, checkpoints, timeouts) is ``run.py``,
-which imports this module, never the other way round.
+(no recorded string repeating what the run's redaction masked), and resumes a paused level.
+Starting and finishing a run (options, ``FlowRun``, checkpoints, timeouts) is ``run.py``, which
+imports this module, never the other way round.
 
 Linear hops and loop back edges are followed iteratively, so a 10,000-stage run uses no more
 stack than a 10-stage one; only real nesting (a decider with its own ``next``, parallel

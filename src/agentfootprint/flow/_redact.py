@@ -198,15 +198,17 @@ class RunSecrets:
     one more (:meth:`add`: a recalled memory written from redacted content); every string the
     record then takes — a commit's values, an error message, a decision's evidence, a pause's
     data, the output — is passed through :meth:`scrub`, which puts :data:`REDACTED` where a
-    learned value or a ``text_patterns`` match stood. Only strings are rewritten (a masked
-    number would blank out counters and ids everywhere). Unchanged values come back as the
-    same object, so the log keeps sharing them with the state.
+    learned value or a ``text_patterns`` match stood. Only strings are rewritten in the log (a
+    masked number would blank out counters and ids everywhere); an emitted payload also loses
+    a number equal to a masked one (``numbers=True``). Unchanged values come back as the same
+    object, so the log keeps sharing them with the state.
     """
 
-    __slots__ = ("_order", "_patterns", "_shortest", "_texts")
+    __slots__ = ("_numbers", "_order", "_patterns", "_shortest", "_texts")
 
     def __init__(self, policy: RedactionPolicy | None) -> None:
         self._texts: set[str] = set()
+        self._numbers: set[int | float] = set()
         self._order: tuple[str, ...] = ()
         self._shortest = 0
         self._patterns = policy._text if policy is not None else ()
@@ -220,19 +222,24 @@ class RunSecrets:
         """Remember what ``shown`` (the record's form of ``value``) masked of it."""
         found: set[Any] = set()
         _masked_into(found, value, shown)
-        self._grow(t for t in found if isinstance(t, str))
+        self._grow(found)
 
     def learn_state(self, policy: RedactionPolicy, state: Mapping[str, Any]) -> None:
         """Remember what ``policy`` masks of every redacted key of ``state``."""
-        found = redacted_values(policy, state)
-        self._grow(t for t in found if isinstance(t, str))
+        self._grow(redacted_values(policy, state))
 
     def add(self, text: str) -> None:
         """Never show ``text`` in this run's record (shorter than 4 characters: ignored)."""
         if isinstance(text, str) and len(text) >= MIN_SCRUBBED_CHARS:
             self._grow((text,))
 
-    def _grow(self, texts: Iterable[str]) -> None:
+    def _grow(self, found: Iterable[Any]) -> None:
+        texts = []
+        for item in found:
+            if isinstance(item, str):
+                texts.append(item)
+            elif isinstance(item, int | float) and not isinstance(item, bool):
+                self._numbers.add(item)
         fresh = [t for t in texts if t not in self._texts and t != REDACTED]
         if fresh:
             self._texts.update(fresh)
@@ -249,20 +256,24 @@ class RunSecrets:
             value = pattern.sub(REDACTED, value)
         return value
 
-    def scrub(self, value: Any) -> Any:
-        """``value`` with its strings masked; the same object when nothing changed."""
-        if not self.active:
+    def scrub(self, value: Any, *, numbers: bool = False) -> Any:
+        """``value`` with its strings (and, with ``numbers``, masked numbers) masked; the same
+        object when nothing changed."""
+        masked = self._numbers if numbers else None
+        if not (self.active or masked):
             return value
-        return self._clean(value)
+        return self._clean(value, masked)
 
-    def _clean(self, value: Any) -> Any:
+    def _clean(self, value: Any, numbers: set[int | float] | None) -> Any:
         if isinstance(value, str):
             shown = self.text(value)
             return value if shown == value else shown
+        if numbers and isinstance(value, int | float) and not isinstance(value, bool):
+            return REDACTED if value in numbers else value
         if isinstance(value, Mapping):
-            out = {k: self._clean(v) for k, v in value.items()}
+            out = {k: self._clean(v, numbers) for k, v in value.items()}
             return value if all(out[k] is v for k, v in value.items()) else out
         if isinstance(value, list | tuple):
-            items = [self._clean(v) for v in value]
+            items = [self._clean(v, numbers) for v in value]
             return value if all(a is b for a, b in zip(items, value, strict=True)) else items
         return value

@@ -14,7 +14,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
 from ._recorders import FlowEvent
-from ._redact import REDACTED, redacted_values, scrub
+from ._redact import REDACTED
 from ._values import MISSING, copy_value, freeze, summarize, thaw
 
 if TYPE_CHECKING:
@@ -168,11 +168,11 @@ class Scope:
         policy = frame.redaction
         shown = REDACTED if policy is not None and policy.is_redacted_emit(name) else payload
         if policy is not None and shown is not REDACTED and policy.has_key_rules:
-            secrets = redacted_values(policy, frame.state, {
+            # state's redacted values were learned as they were committed: only this step's
+            # own writes are new
+            frame.secrets.learn_state(policy, {
                 k: v for k, v in self._staged.items() if v is not MISSING})
-            if secrets:
-                shown = scrub(shown, secrets)
-        shown = frame.secrets.scrub(shown)  # what the run masked before, and text patterns
+        shown = frame.secrets.scrub(shown, numbers=True)
         self._emits.append((name, shown))
         hooks = frame.dispatch.h_emit
         if hooks:
