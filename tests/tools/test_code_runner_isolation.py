@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import platform
 import sys
 from collections.abc import Iterator
 
@@ -43,6 +44,8 @@ def test_the_sandbox_starts_on_this_host(fresh_detection: None) -> None:
     assert confinement.level == "sandbox"
     if os.geteuid() == 0:
         assert confinement.uid == 65534 and "uid 65534, not the agent's" in confinement.summary
+    if platform.machine() in ("x86_64", "aarch64"):
+        assert "a seccomp filter refuses ptrace" in confinement.summary
     tool = code_runner()
     assert tool.isolation == confinement.summary
     assert "bubblewrap sandbox" in tool.description and "no network" in tool.description

@@ -410,3 +410,28 @@ async def test_the_signal_exit_status_reads_as_a_signal() -> None:
     """A program killed by a signal reports a negative exit code, as a plain subprocess does."""
     ran = await escape("import os, signal\nos.kill(os.getpid(), signal.SIGTERM)")
     assert ran.exit_code == -signal.SIGTERM
+
+
+async def test_kernel_surface_calls_are_refused_and_ordinary_ones_work() -> None:
+    """The seccomp layer: a new user namespace, mount and ptrace fail with EPERM; threads,
+    subprocesses and a multiprocessing pool (clone without namespace flags) still work."""
+    ran = await escape(
+        "import ctypes, multiprocessing, subprocess, sys, threading\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "print('unshare', libc.unshare(0x10000000), ctypes.get_errno())\n"  # CLONE_NEWUSER
+        "print('mount', libc.mount(b'none', b'/scratch', b'tmpfs', 0, None), ctypes.get_errno())\n"
+        "print('ptrace', libc.ptrace(0, 0, None, None), ctypes.get_errno())\n"  # TRACEME
+        "print('seccomp', [l.split()[1] for l in open('/proc/self/status')\n"
+        "                  if l.startswith('Seccomp:')][0])\n"
+        "box = []\nt = threading.Thread(target=box.append, args=(1,))\nt.start()\nt.join()\n"
+        "print('thread', box)\n"
+        "print('child', subprocess.run([sys.executable, '-c', 'print(7)'],\n"
+        "                              capture_output=True, text=True).stdout.strip())\n"
+        "if __name__ == '__main__':\n"
+        "    with multiprocessing.Pool(2) as pool:\n"
+        "        print('pool', pool.map(abs, [-1, -2]))\n")
+    report = lines(ran)
+    for call in ("unshare", "mount", "ptrace"):
+        assert report[call] == "-1 1", (call, report)  # EPERM
+    assert report["seccomp"] == "2"
+    assert (report["thread"], report["child"], report["pool"]) == ("[1]", "7", "[1, 2]")

@@ -137,18 +137,13 @@ async def run_python(code: str, *, limits: RunLimits | None = None, python: str 
                 [confinement.python, "-I", "-X", "utf8", "main.py"], limits, cwd=workdir,
                 env=_environment(workdir, env, os.environ.get("PATH", os.defpath)),
                 preexec_fn=_limiter(limits) if _POSIX else None, pass_fds=())
-    with tempfile.TemporaryFile() as program:  # unlinked: bwrap copies it into the scratch
-        program.write(code.encode("utf-8", "surrogatepass"))
-        program.flush()
-        program.seek(0)
-        argv = confinement.command(
-            Limits(cpu_seconds=cpu_seconds(limits.timeout), memory_mb=limits.memory_mb,
-                   max_processes=limits.max_processes, disk_mb=limits.disk_mb),
-            program_fd=program.fileno())
-        path = os.pathsep.join([os.path.dirname(confinement.python), "/usr/local/bin",
-                                "/usr/bin", "/bin"])
+    rlimits = Limits(cpu_seconds=cpu_seconds(limits.timeout), memory_mb=limits.memory_mb,
+                     max_processes=limits.max_processes, disk_mb=limits.disk_mb)
+    path = os.pathsep.join([os.path.dirname(confinement.python), "/usr/local/bin", "/usr/bin",
+                            "/bin"])
+    with confinement.launch(code.encode("utf-8", "surrogatepass"), rlimits) as (argv, fds):
         return await _execute(argv, limits, cwd=None, env=_environment(SCRATCH, env, path),
-                              preexec_fn=None, pass_fds=(program.fileno(),), shell_status=True)
+                              preexec_fn=None, pass_fds=fds, shell_status=True)
 
 
 async def _execute(argv: list[str], limits: RunLimits, *, cwd: str | None,
@@ -479,18 +474,21 @@ class ScriptDispatch:
 
 async def dispatch_script_call(registry: ToolRegistry, call: ToolCall, ctx: ToolContext,
                                scope: ScriptScope, *, turn: int,
-                               dispatch: int | None = None) -> ScriptDispatch:
+                               dispatch: int | None = None,
+                               proposed: object = ABSENT) -> ScriptDispatch:
     """Dispatch one call; for a declared code-running tool, file its row with the one writer.
 
-    ``dispatch`` names the paused dispatch this call settles. No row is filed for a tool that
-    runs no code, a call whose program is not a string, or a call dropped from a full turn
-    (counted in ``scripts_dropped``).
+    ``dispatch`` names the paused dispatch this call settles; ``proposed`` is the program as
+    the model proposed it, before any rule rewrote ``call`` (default: ``call``'s own). No row
+    is filed for a tool that runs no code, a call whose program is not a string, or a call
+    dropped from a full turn (counted in ``scripts_dropped``).
     """
     found = registry.tools.get(call["name"])
     script = script_of(found) if found is not None else None
     if script is None:
         return ScriptDispatch(await registry.dispatch(call, ctx))
-    proposed = program_in(script, call.get("args"))
+    if proposed is ABSENT:
+        proposed = program_in(script, call.get("args"))
     slot = _CallSlot()
     token = _call_slot.set(slot)
     try:

@@ -25,6 +25,7 @@ user must ask for by name; its summary says plainly what it does not protect.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import math
@@ -32,11 +33,14 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
 from ..errors import ConfigurationError
+from ._seccomp import seccomp_filter
 
 __all__ = ["ISOLATION_LEVELS", "SCRATCH", "Confinement", "Isolation", "Limits",
            "confinement_for", "cpu_seconds", "forbid_same_uid_reads"]
@@ -80,13 +84,34 @@ class Confinement:
     python: str
     _bwrap_prefix: tuple[str, ...] = ()
     _as_root: bool = False
+    _seccomp: bytes | None = None
 
-    def command(self, limits: Limits, *, program_fd: int) -> list[str]:
-        """The argv that runs ``main.py`` (read from ``program_fd``) under this confinement.
+    @contextlib.contextmanager
+    def launch(self, code: bytes, limits: Limits) -> Iterator[tuple[list[str], tuple[int, ...]]]:
+        """The argv that runs ``code`` as ``main.py`` here, and the descriptors to pass it.
 
         Only for ``sandbox``; the caller runs a ``process`` child itself. The exit status is
-        a shell's: ``128 + N`` when signal ``N`` killed the program.
+        a shell's: ``128 + N`` when signal ``N`` killed the program. Nothing is left on the
+        host's disk: the program travels in an unlinked file, the filter in a pipe.
         """
+        with tempfile.TemporaryFile() as program:
+            program.write(code)
+            program.flush()
+            program.seek(0)
+            fds = [program.fileno()]
+            if self._seccomp is not None:  # a few hundred bytes: the pipe holds them all
+                read, write = os.pipe()
+                os.write(write, self._seccomp)
+                os.close(write)
+                fds.append(read)
+            try:
+                yield self._command(limits, *fds), tuple(fds)
+            finally:
+                for fd in fds[1:]:
+                    os.close(fd)
+
+    def _command(self, limits: Limits, program_fd: int, seccomp_fd: int | None = None
+                 ) -> list[str]:
         rlimits = [f"--cpu={limits.cpu_seconds}:{limits.cpu_seconds + 1}", "--core=0:0",
                    f"--nproc={limits.max_processes}:{limits.max_processes}"]
         if limits.memory_mb is not None:
@@ -96,8 +121,9 @@ class Confinement:
         if self._as_root:
             drop = [f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
                     "--bounding-set=-all", *drop]
+        seccomp = [] if seccomp_fd is None else ["--seccomp", str(seccomp_fd)]
         return [
-            *self._bwrap_prefix,
+            *self._bwrap_prefix, *seccomp,
             "--perms", "1777", "--size", str(limits.disk_mb * 1024 * 1024), "--tmpfs", SCRATCH,
             "--perms", "0644", "--file", str(program_fd), f"{SCRATCH}/main.py",
             "--symlink", SCRATCH, _TMP, "--chdir", SCRATCH, "--",
@@ -169,12 +195,16 @@ def _sandbox(interpreter: str) -> Confinement:
     who = (f"as an unprivileged user (uid {NOBODY}, not the agent's)" if as_root else
            f"as the agent's uid {uid} mapped to an unprivileged user ({NOBODY}) inside a user "
            "namespace")
+    seccomp = seccomp_filter()
+    calls = ("; a seccomp filter refuses ptrace, namespace, mount, keyring, bpf, perf and "
+             "io_uring calls" if seccomp is not None else "")
     summary = (f"in a bubblewrap sandbox {who}, in its own PID, network, mount, IPC and hostname "
                "namespaces, with no capabilities and no network (only a loopback of its own: the "
                "host's network and loopback services are unreachable), a "
                "read-only system, and only its scratch directory (the current directory, also "
-               f"{_TMP}) writable; everything it starts is killed when it ends")
-    confinement = Confinement("sandbox", summary, uid, interpreter, tuple(prefix), as_root)
+               f"{_TMP}) writable{calls}; everything it starts is killed when it ends")
+    confinement = Confinement("sandbox", summary, uid, interpreter, tuple(prefix), as_root,
+                              seccomp)
     _prove(confinement)
     return confinement
 
@@ -224,26 +254,17 @@ def _prefixes(interpreter: str) -> list[str]:
 def _prove(confinement: Confinement) -> None:
     """Start the interpreter in the sandbox once; it must find the same prefix as on the host."""
     expected = _host_prefix(confinement.python)
-    check = b"import sys; print(sys.prefix)"
-    read, write = os.pipe()
-    try:
-        os.write(write, check)
-        os.close(write)
-        write = -1
-        argv = confinement.command(Limits(cpu_seconds=math.ceil(_PROBE_SECONDS), memory_mb=None,
-                                          max_processes=16, disk_mb=1), program_fd=read)
+    limits = Limits(cpu_seconds=math.ceil(_PROBE_SECONDS), memory_mb=None, max_processes=16,
+                    disk_mb=1)
+    with confinement.launch(b"import sys; print(sys.prefix)", limits) as (argv, fds):
         try:
-            done = subprocess.run(argv, pass_fds=(read,), stdin=subprocess.DEVNULL,  # noqa: S603
+            done = subprocess.run(argv, pass_fds=fds, stdin=subprocess.DEVNULL,  # noqa: S603
                                   capture_output=True, timeout=_PROBE_SECONDS, check=False,
                                   env={"PATH": os.defpath, "LANG": "C.UTF-8"})
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise ConfigurationError(
                 f"code_runner isolation='sandbox' could not start bubblewrap on this host "
                 f"({exc}); {_INSTALL}") from exc
-    finally:
-        os.close(read)
-        if write >= 0:
-            os.close(write)
     seen = done.stdout.decode(errors="replace").strip()
     if done.returncode != 0 or seen != expected:
         why = (done.stderr.decode(errors="replace").strip().splitlines() or
