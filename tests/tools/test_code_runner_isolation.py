@@ -7,15 +7,23 @@ way to the weaker level, and says so in the tool's description.
 
 from __future__ import annotations
 
+import asyncio
+import ctypes
 import importlib
+import json
 import os
 import platform
 import sys
+import time
+import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from agentfootprint import ConfigurationError
+from agentfootprint import Agent, ConfigurationError
+from agentfootprint.providers import mock
+from agentfootprint.runs import Recording
 from agentfootprint.tools._code_runner import RunLimits, code_runner, run_python
 
 sandbox = importlib.import_module("agentfootprint.tools._sandbox")
@@ -96,3 +104,61 @@ def test_an_interpreter_that_is_not_there_is_refused_at_start() -> None:
     """``python=`` naming no executable fails when the tool is built."""
     with pytest.raises(ConfigurationError, match="/nonexistent/python3"):
         code_runner(python="/nonexistent/python3")
+
+
+async def test_the_recording_states_the_isolation_in_force() -> None:
+    """The tool description the model was given — with the level — is in the run's recording."""
+    provider = mock(script=[
+        {"tool_calls": [{"name": "run_code", "args": {"code": "print(2 + 2)"}}]}, "It is 4."])
+    tool = code_runner()
+    result = await Agent(provider=provider, model="m", tools=[tool]).run("2 + 2?")
+    recorded = json.dumps(Recording.of(result).model_dump(mode="json"))
+    assert json.dumps(tool.isolation)[1:-1] in recorded
+    assert "bubblewrap sandbox" in recorded and "fresh, isolated process" not in recorded
+
+
+async def test_a_process_level_run_makes_the_agent_non_dumpable(
+        fresh_detection: None) -> None:
+    """At the weaker level the child shares the agent's uid: the agent's /proc is closed to it."""
+    await run_python("print(1)", isolation="process", limits=RunLimits(timeout=5))
+    libc = ctypes.CDLL(None, use_errno=True)
+    assert libc.prctl(3, 0, 0, 0, 0) == 0  # PR_GET_DUMPABLE
+
+
+async def test_killing_the_agent_kills_its_sandbox() -> None:
+    """An agent killed mid-call (kill -9) leaves no sandboxed process running."""
+    marker = "orphan-" + uuid.uuid4().hex
+    agent = await asyncio.create_subprocess_exec(
+        sys.executable, "-c",
+        "import asyncio, sys\n"
+        "from agentfootprint.tools._code_runner import RunLimits, run_python\n"
+        "asyncio.run(run_python(sys.argv[1], limits=RunLimits(timeout=60)))\n",
+        "import subprocess, sys, time\n"
+        f"subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)', {marker!r}])\n"
+        "time.sleep(60)\n")
+    try:
+        deadline = time.monotonic() + 30
+        while not _holding(marker) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert _holding(marker), "the sandboxed program never started"
+        agent.kill()
+        await agent.wait()
+        deadline = time.monotonic() + 5
+        while _holding(marker) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert not _holding(marker), "the sandbox outlived its agent"
+    finally:
+        if agent.returncode is None:
+            agent.kill()
+            await agent.wait()
+
+
+def _holding(marker: str) -> bool:
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and marker.encode() in (entry / "cmdline").read_bytes() \
+                    and (entry / "stat").read_text().split(")")[-1].split()[0] != "Z":
+                return True
+        except OSError:
+            continue
+    return False
