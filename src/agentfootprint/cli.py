@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -18,8 +19,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _main(argv)
     except AgentFootprintError as exc:
-        print(f"agentfootprint: {exc}", file=sys.stderr)
+        print(f"agentfootprint: {_plain(str(exc))}", file=sys.stderr)
         return 1
+
+
+def _plain(text: str) -> str:
+    """``text`` with every control character shown escaped (``\\x1b``, ``\\n``): what a
+    recording holds (a run id, a name, an answer) never drives the terminal."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
+
+
+def _plain_lines(text: str) -> str:
+    return "\n".join(_plain(line) for line in text.split("\n"))
+
+
+def _report_name(run_id: str) -> str:
+    """The default report file for ``run_id``: a plain file name in the working directory,
+    whatever the id holds (``../../x`` or a control character never leaves it)."""
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", run_id).lstrip(".") or "run"
+    return f"{name[:128]}.html"
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -90,13 +110,14 @@ def _main(argv: Sequence[str] | None) -> int:
             print(f"no runs recorded in {store_path}")
         for run in found:
             when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.created_at))
-            print(f"{run.run_id}  {when}  {run.kind:<5} {run.status:<6} {run.name}: "
-                  f"{run.preview[:60]}")
+            print(_plain(f"{run.run_id}  {when}  {run.kind:<5} {run.status:<6} {run.name}: "
+                         f"{run.preview[:60]}"))
         return 0
     if options.command == "prove":
         return _prove(store_path, options)
     if options.command == "report":
-        return _report(store_path, options.run_id, options.output or f"{options.run_id}.html")
+        return _report(store_path, options.run_id,
+                       options.output or _report_name(options.run_id))
     from .explain._explain_run import NoAnswer, explain_recording
 
     with RunStore(store_path) as store:
@@ -104,12 +125,12 @@ def _main(argv: Sequence[str] | None) -> int:
             recording = store.load(options.run_id)
             proofs = store.proofs(options.run_id)
         except KeyError as exc:
-            print(exc.args[0], file=sys.stderr)
+            print(_plain(exc.args[0]), file=sys.stderr)
             return 1
     try:
-        print(explain_recording(recording, proofs))
+        print(_plain_lines(explain_recording(recording, proofs)))
     except NoAnswer as exc:
-        print(exc, file=sys.stderr)
+        print(_plain(str(exc)), file=sys.stderr)
         return 1
     return 0
 
@@ -158,16 +179,16 @@ def _report(store_path: Path, run_id: str, output: str) -> int:
             recording = store.load(run_id)
             proofs = store.proofs(run_id)
         except KeyError as exc:
-            print(exc.args[0], file=sys.stderr)
+            print(_plain(exc.args[0]), file=sys.stderr)
             return 1
     target = Path(output)
     try:
         written = write_html_report(recording, target, localization=proofs)
     except OSError as exc:
-        print(f"cannot write the report to {str(target)!r} ({exc}); pass -o with a writable "
-              "path", file=sys.stderr)
+        print(_plain(f"cannot write the report to {str(target)!r} ({exc}); pass -o with a "
+                     "writable path"), file=sys.stderr)
         return 1
-    print(written)
+    print(_plain(str(written)))
     return 0
 
 

@@ -49,8 +49,9 @@ from ._verdict import DEFAULT_ALPHA
 __all__ = ["ContextBugReport", "LocalizedSuspect", "localize_context_bug"]
 
 PROXY_HEADER = "scores are a correlational proxy; only re-runs say CAUSAL"
-DEFAULT_BUDGET = 80
-"""Agent re-runs one explanation may spend by default."""
+DEFAULT_BUDGET = 160
+"""Agent re-runs one explanation may spend by default (a deterministic model needs a
+handful; a sampling one about eight per probe, sixteen for the baseline)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -312,8 +313,9 @@ async def localize_context_bug(
                      "removed by a rebuild; only the proxy ranking is shown.")
     notes = runner.notes + notes + search.notes
     if search.uncovered and baseline is not None:
-        notes.append(f"[not-covered] {len(search.uncovered)} suspect(s) got no verdict before the "
-                     f"budget ran out: {', '.join(search.uncovered)} — not innocent.")
+        notes.append(f"[not-covered] {len(search.uncovered)} suspect(s) got no verdict (the "
+                     f"budget ran out, or re-runs gave no clear answer): "
+                     f"{', '.join(search.uncovered)} — not innocent.")
     single_causal = [c for c in search.causes if c.kind == "single" and c.verdict == "CAUSAL"]
     if len(single_causal) > 1:
         names = ", ".join(known[c.members[0]].label for c in single_causal)

@@ -312,10 +312,12 @@ class Rerunner:
         self.order.append(base)
         return base
 
-    async def judge(self, removed: frozenset[str], label: str) -> Probe:
-        """An adaptive probe judged against the baseline by the sequential rule (cached)."""
+    async def judge(self, removed: frozenset[str], label: str, *, fresh: bool = False
+                    ) -> Probe:
+        """An adaptive probe judged against the baseline by the sequential rule (cached;
+        ``fresh`` re-runs it anyway — a second opinion on a sampling model)."""
         cached = self.cache.get(removed)
-        if cached is not None:
+        if cached is not None and not (fresh and not self.deterministic):
             return cached
         base = await self.baseline()
         if self.max_probes is not None and len(self.cache) >= self.max_probes:
@@ -473,11 +475,13 @@ def message_of(result: AgentRun, message: str | None) -> str:
         if not isinstance(message, str):
             raise ConfigurationError(f"message={message!r} must be a str")
         return message
-    state = getattr(getattr(result, "recording", None), "state", None)
-    found = state.get(trace.USER_MESSAGE) if isinstance(state, dict) else None
-    if found is None and getattr(result, "recording", None) is not None:
+    found = None
+    if getattr(result, "recording", None) is not None:
         log = log_of(result)
-        found = log.value_at(trace.USER_MESSAGE, len(log.records), default=None)
+        for key in (trace.USER_MESSAGE, trace.ORIGINAL, trace.MESSAGE):  # agent, composition
+            found = log.value_at(key, len(log.records), default=None)
+            if isinstance(found, str):
+                break
     if not isinstance(found, str):
         raise ConfigurationError(
             "cannot read the original user message from result.recording.state; pass message=")

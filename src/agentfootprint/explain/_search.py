@@ -98,23 +98,27 @@ async def find_causes(runner: Rerunner, ids: Sequence[str], labels: Mapping[str,
         held_left = await judge(frozenset(left))
         held_right = await judge(frozenset(right))
         for part, probe in ((left, held_left), (right, held_right)):
-            if probe.flipped:
-                await explore(part)
+            if probe.flipped or (probe.decision == "undecided" and probe.runs):
+                await explore(part)  # looking closer costs re-runs, never a conviction
             elif probe.decision == "held":
                 cover(part, probe)
-        if held_left.flipped or held_right.flipped:
-            return
         if held_left.decision != "held" or held_right.decision != "held":
-            found.notes.append(
-                f"[undecided] removing {name(left)} or {name(right)} gave no clear answer "
-                "(re-runs could not complete, or too few); their part of the cause is unknown.")
+            if not (held_left.runs and held_right.runs):
+                found.notes.append(
+                    f"[undecided] removing {name(left)} or {name(right)} gave no answer "
+                    "(re-runs could not complete); their part of the cause is unknown.")
             return
         joint = await minimize(members, frozenset())
+        # a sampling model can make a lone cause look like a set: each member must be needed
+        for member in list(joint):
+            if len(joint) > 1 and (await runner.judge(
+                    frozenset(joint) - {member}, f"without {name(set(joint) - {member})}",
+                    fresh=True)).flipped:
+                joint.remove(member)
         probe = await judge(frozenset(joint))
-        if len(joint) == 1:  # a single source after all: the halves contradicted monotonicity
-            found.notes.append(f"[non-monotone] removing {name(joint)} alone flips the answer, "
-                               "but removing a larger set containing it did not; "
-                               f"{MONOTONICITY}, which these answers contradict.")
+        if len(joint) == 1:  # a single source after all (the halves were judged wrongly)
+            verdict, why = verdict_for(probe, base, name(joint), alpha=runner.alpha)
+            found.causes.append(Cause("single", tuple(joint), probe, verdict, why))
             return
         if not probe.flipped:
             found.notes.append(
@@ -130,7 +134,7 @@ async def find_causes(runner: Rerunner, ids: Sequence[str], labels: Mapping[str,
         if ids:
             everything = await judge(frozenset(ids))
             found.full = everything
-            if everything.flipped:
+            if everything.flipped or (everything.decision == "undecided" and everything.runs):
                 await explore(list(ids))
             elif everything.decision == "held":
                 cover(ids, everything)

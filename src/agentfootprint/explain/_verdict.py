@@ -5,11 +5,11 @@ of re-runs with nothing removed. A re-run *flips* when its answer is no longer w
 
 * **Sampling model** (every real one): the two flip rates are compared with Fisher's exact test,
   one-sided (is the flip rate without the source higher?). The probe runs adaptively, in looks
-  of ``LOOKS`` re-runs; the false-positive rate ``alpha`` is split evenly over the looks
+  of ``LOOKS`` re-runs (4, 8, 16, 32); the false-positive rate ``alpha`` is split evenly over the looks
   (Bonferroni), so however early a probe stops, an innocent source is called CAUSAL with
   probability at most ``alpha``. A probe stops early as *held* when its flips are too few for a
-  cause (at most a quarter of its re-runs after the first look, at most half after the second):
-  a source that flips 90 % of re-runs stops there with probability under 0.5 %.
+  cause (none of the first four, at most a quarter of the first eight): a source that flips
+  90 % of re-runs stops there with probability under 0.01 %.
 * **Deterministic model** (``provider.deterministic``: the same request always gets the same
   reply): one re-run per probe is the whole distribution, so the rule reduces to "flips every
   time; baseline never" and the false-positive rate is zero — as long as the baseline holds; a
@@ -25,7 +25,7 @@ from typing import Literal
 __all__ = ["DEFAULT_ALPHA", "LOOKS", "Decision", "fisher_greater", "look_decision"]
 
 DEFAULT_ALPHA = 0.01
-LOOKS: tuple[int, ...] = (4, 8, 16)
+LOOKS: tuple[int, ...] = (4, 8, 16, 32)
 """Cumulative re-runs at which a sampling probe is judged."""
 BASELINE_RUNS = 8
 """Re-runs of the unchanged agent on a sampling model (one on a deterministic model)."""
@@ -61,7 +61,8 @@ def look_decision(flips: int, runs: int, base_flips: int, base_runs: int, *, alp
     p = fisher_greater(flips, runs, base_flips, base_runs)
     if p <= alpha / len(LOOKS):
         return LookResult("flipped", p)
-    if final or (runs >= LOOKS[0] and 4 * flips <= runs) or (runs >= LOOKS[1] and
-                                                              2 * flips <= runs):
+    if (runs >= LOOKS[1] and 4 * flips <= runs) or (runs >= LOOKS[0] and flips == 0):
         return LookResult("held", p)
+    if final:  # out of looks: most flipped but not significantly → undecided, never acquitted
+        return LookResult("undecided" if 2 * flips > runs else "held", p)
     return LookResult("undecided", p)
