@@ -5,8 +5,8 @@ of re-runs with nothing removed. A re-run *flips* when its answer is no longer w
 
 * **Sampling model** (every real one): the two flip rates are compared with Fisher's exact test,
   one-sided (is the flip rate without the source higher?). The probe runs adaptively, in looks
-  of ``LOOKS`` re-runs (4, 8, 16, 32); the false-positive rate ``alpha`` is split evenly over the looks
-  (Bonferroni), so however early a probe stops, an innocent source is called CAUSAL with
+  of ``LOOKS`` re-runs (4, 8, 16, 32); the false-positive rate ``alpha`` is split evenly over
+  the looks (Bonferroni), so however early a probe stops, an innocent source is called CAUSAL with
   probability at most ``alpha``. A probe stops early as *held* when its flips are too few for a
   cause (none of the first four, at most a quarter of the first eight): a source that flips
   90 % of re-runs stops there with probability under 0.01 %.
