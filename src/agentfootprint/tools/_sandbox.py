@@ -14,8 +14,11 @@ them up, and util-linux's ``prlimit`` and ``setpriv`` finish the job inside:
 * a separate unprivileged uid (65534) on the host when the agent runs as root; otherwise the
   agent's uid mapped to 65534 inside a user namespace (a user cannot switch uid without
   privilege) — :attr:`Confinement.summary` says which;
-* no capabilities, ``no_new_privs`` (no setuid gain, no ptrace of anything outside), and
-  rlimits on CPU seconds, address space, process count (fork bombs) and core dumps.
+* no capabilities, ``no_new_privs`` (no setuid gain, no ptrace of anything outside), a
+  seccomp filter (:mod:`._seccomp`: ptrace, namespaces, mounts, keyrings, bpf, io_uring), and
+  rlimits on CPU seconds, address space, process count (fork bombs) and core dumps;
+* the program's parent is a shell inside the sandbox, so ``/proc/<ppid>`` is nothing of the
+  agent's.
 
 :func:`confinement_for` detects the mechanism once per interpreter and proves it by starting
 that interpreter inside; when it is missing or broken the caller gets a ``ConfigurationError``
@@ -83,6 +86,8 @@ class Confinement:
     """The host uid the program runs as."""
     python: str
     _bwrap_prefix: tuple[str, ...] = ()
+    _helpers: tuple[str, ...] = ()
+    """``prlimit``, ``setpriv`` and ``sh``, found when the sandbox was detected."""
     _as_root: bool = False
     _seccomp: bytes | None = None
 
@@ -122,15 +127,16 @@ class Confinement:
             drop = [f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
                     "--bounding-set=-all", *drop]
         seccomp = [] if seccomp_fd is None else ["--seccomp", str(seccomp_fd)]
+        prlimit, setpriv, sh = self._helpers
         return [
             *self._bwrap_prefix, *seccomp,
             "--perms", "1777", "--size", str(limits.disk_mb * 1024 * 1024), "--tmpfs", SCRATCH,
             "--perms", "0644", "--file", str(program_fd), f"{SCRATCH}/main.py",
             "--symlink", SCRATCH, _TMP, "--chdir", SCRATCH, "--",
-            _tool("prlimit"), *rlimits, "--",
-            _tool("setpriv"), *drop, "--",
+            prlimit, *rlimits, "--",
+            setpriv, *drop, "--",
             # a parent inside the sandbox, so the program's parent is no agent (nor root)
-            _tool("sh"), "-c", '"$0" -I -X utf8 main.py; exit $?', self.python]
+            sh, "-c", '"$0" -I -X utf8 main.py; exit $?', self.python]
 
 
 def confinement_for(isolation: str, python: str | None = None) -> Confinement:
@@ -203,8 +209,9 @@ def _sandbox(interpreter: str) -> Confinement:
                "host's network and loopback services are unreachable), a "
                "read-only system, and only its scratch directory (the current directory, also "
                f"{_TMP}) writable{calls}; everything it starts is killed when it ends")
-    confinement = Confinement("sandbox", summary, uid, interpreter, tuple(prefix), as_root,
-                              seccomp)
+    helpers = (_tool("prlimit"), _tool("setpriv"), _tool("sh"))
+    confinement = Confinement("sandbox", summary, uid, interpreter, tuple(prefix), helpers,
+                              as_root, seccomp)
     _prove(confinement)
     return confinement
 
