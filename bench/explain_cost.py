@@ -19,9 +19,16 @@ the mock provider and no network:
 * **demo**, the offline refunds demo of ``agentfootprint._demo``: ``make_refund_agent().run(
   QUESTION)`` timed on a prebuilt agent and with the agent built inside the timer (what each
   re-run of a localization does), ``backtrack(result)``, and ``localize_context_bug(result,
-  rebuild=..., is_wrong=..., reruns=3)`` with ``rebuild`` and ``is_wrong`` as in the demo:
-  median wall time, the number of re-runs it made (``report.runs_used``, checked against a
-  count of ``rebuild`` calls), and the time per re-run.
+  rebuild=..., is_wrong=...)`` with ``rebuild`` and ``is_wrong`` as in the demo: median wall
+  time, the number of re-runs it made (``report.runs_used``, checked against a count of
+  ``rebuild`` calls), and the time per re-run;
+* **proof cost**, what a proof spends in re-runs (agent runs) and model calls for ``n`` = 5, 15
+  and 50 facts with one planted culprit, and with two redundant culprits (either suffices),
+  against the reference's ``3n + 3`` re-runs: on a deterministic model (one scenario per
+  shape, exact counts; target ≤ 2·log2(n) + 8 re-runs for one culprit at n = 50, no false
+  CAUSAL) and on a sampling model whose every answer flips with probability 0.1 (``SEEDS``
+  seeded scenarios per shape: median and p95 of re-runs, how often the culprits were found,
+  innocents convicted).
 
 Method: each configuration is warmed up, then run in a loop for a fixed time budget (at least
 a minimum number of repetitions); every repetition is timed alone with
@@ -49,6 +56,9 @@ from __future__ import annotations
 import asyncio
 import gc
 import importlib.metadata
+import math
+import random
+import statistics
 import sys
 import tempfile
 from dataclasses import asdict, dataclass
@@ -79,7 +89,8 @@ from agentfootprint.providers import mock
 from agentfootprint.runs import Recording, RunStore
 
 N = 50
-RERUNS = 3
+SIZES = (5, 15, 50)
+SEEDS = 20
 RESULTS = Path(__file__).resolve().parent / "results" / "explain_cost.jsonl"
 
 QUESTION = "Keep adding one until you are told to stop, then say what you got."
@@ -245,16 +256,14 @@ async def bench_demo(budget: Budget) -> tuple[list[Row], Sizes, int]:
                           time_sync(backtrack, budget, lambda: result)))
 
     rebuild = Rebuilds()
-    report = await localize_context_bug(result, rebuild=rebuild, is_wrong=is_wrong,
-                                        reruns=RERUNS)
+    report = await localize_context_bug(result, rebuild=rebuild, is_wrong=is_wrong)
     causal = [item.suspect.id for item in report.suspects if item.verdict == "CAUSAL"]
     expect(causal == [DEMO_CULPRIT], f"localize_context_bug convicted {causal!r}")
     expect(rebuild.calls == report.runs_used,
            f"rebuild ran {rebuild.calls} times, report.runs_used = {report.runs_used}")
 
     async def localize(counter: Rebuilds) -> object:
-        return await localize_context_bug(result, rebuild=counter, is_wrong=is_wrong,
-                                          reruns=RERUNS)
+        return await localize_context_bug(result, rebuild=counter, is_wrong=is_wrong)
 
     counters: list[Rebuilds] = []
 
@@ -265,8 +274,78 @@ async def bench_demo(budget: Budget) -> tuple[list[Row], Sizes, int]:
     samples = await time_async(localize, budget, prepare_localize)
     expect(all(c.calls == report.runs_used for c in counters),
            f"re-run counts varied: {sorted({c.calls for c in counters})}")
-    rows.append(summarize("demo", f"localize_context_bug(reruns={RERUNS})", samples))
+    rows.append(summarize("demo", "localize_context_bug", samples))
     return rows, sizes, report.runs_used
+
+
+# --------------------------------------------------------------------------- proof cost
+
+
+@dataclass(frozen=True, slots=True)
+class ProofCost:
+    """What proving costs for one shape: ``n`` facts, ``culprits`` planted (1, or 2 redundant)."""
+
+    model: str  # "deterministic" or "noisy(0.1)"
+    n: int
+    culprits: int
+    scenarios: int
+    reruns_median: float
+    reruns_p95: float
+    model_calls_median: float
+    found: int
+    """Scenarios whose culprit(s) were all proven CAUSAL."""
+    innocents_convicted: int
+    innocents_probed: int
+
+    @property
+    def reference(self) -> int:
+        return 3 * self.n + 3
+
+
+def _planted_agent(n: int, culprits: tuple[int, ...], noise: float, seed: int
+                   ) -> tuple[Agent, list[str]]:
+    rng = random.Random(seed * 7919 + n)
+
+    def respond(request: Any) -> str:
+        wrong = "override-zq" in (request.system or "")
+        if noise and rng.random() < noise:
+            wrong = not wrong
+        return "WRONG: escalate." if wrong else "Handled by policy."
+
+    facts = [define_fact(id=f"f{i}", data=(f"Note {i}: override-zq applies." if i in culprits
+                                             else f"Note {i}: the usual rules apply to team {i}."))
+             for i in range(n)]
+    return (Agent(provider=mock(respond=respond, deterministic=not noise), model="m",
+                  context=facts), [f"f{i}" for i in culprits])
+
+
+async def _prove_once(n: int, culprits: tuple[int, ...], noise: float, seed: int
+                      ) -> tuple[int, int, bool, int, int]:
+    agent, guilty = _planted_agent(n, culprits, noise, seed)
+    result = await agent.run("Ticket 42?")
+    while "WRONG" not in result.content:
+        result = await agent.run("Ticket 42?")
+    report = await localize_context_bug(result, is_wrong=lambda a: "WRONG" in a)
+    found = all(report.verdict_of(g) == "CAUSAL" for g in guilty)
+    innocent = [s for s in report.suspects if s.suspect.removable and s.suspect.id not in guilty]
+    probed = [s for s in innocent if s.verdict is not None]
+    return (report.runs_used, report.model_calls, found,
+            sum(s.verdict == "CAUSAL" for s in probed), len(probed))
+
+
+async def bench_proof_cost(seeds: int) -> list[ProofCost]:
+    out = []
+    for noise, runs in ((0.0, 1), (0.1, seeds)):
+        for n in SIZES:
+            for culprits in ((n // 2,), (1, n - 2)):
+                done = [await _prove_once(n, culprits, noise, seed) for seed in range(runs)]
+                reruns = sorted(d[0] for d in done)
+                out.append(ProofCost(
+                    "deterministic" if not noise else f"noisy({noise})", n, len(culprits), runs,
+                    statistics.median(reruns), reruns[max(0, math.ceil(0.95 * runs) - 1)],
+                    statistics.median(d[1] for d in done), sum(d[2] for d in done),
+                    sum(d[3] for d in done), sum(d[4] for d in done)))
+    return out
 
 
 # --------------------------------------------------------------------------- profiling
@@ -346,16 +425,34 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  backtrack(result): {backtrack_us / 1000:.2f} ms, "
           f"{ratios['backtrack_over_run']:.3f}× run")
 
-    localize_us = by[("demo", f"localize_context_bug(reruns={RERUNS})")]
+    localize_us = by[("demo", "localize_context_bug")]
     rerun_us = localize_us / runs_used
     rebuilt_run_us = by[("demo", "make_refund_agent() + run")]
     print()
     print(f"demo ({demo_sizes.iterations} iterations):")
     print(f"  recording: {demo_sizes.recording_bytes} bytes, "
           f"{demo_sizes.bytes_per_iteration:.1f} bytes/iteration")
-    print(f"  localize_context_bug(reruns={RERUNS}): {localize_us / 1000:.2f} ms median, "
+    print(f"  localize_context_bug: {localize_us / 1000:.2f} ms median, "
           f"{runs_used} re-runs, {rerun_us:.1f} µs per re-run "
           f"({rerun_us / rebuilt_run_us:.2f}× one make_refund_agent() + run)")
+
+    gc.collect()
+    costs = asyncio.run(bench_proof_cost(3 if args.quick else SEEDS))
+    print()
+    print("proof cost (re-runs = agent runs; the reference spends 3n+3):")
+    print_table(f"{'model':<14} {'n':>3} {'culprits':>8} {'runs':>4} {'re-runs med':>11} "
+                f"{'p95':>5} {'calls med':>9} {'3n+3':>5} {'ratio':>6} {'found':>7} "
+                f"{'innocent CAUSAL':>15}",
+                [f"{c.model:<14} {c.n:>3} {c.culprits:>8} {c.scenarios:>4} "
+                 f"{c.reruns_median:>11.1f} {c.reruns_p95:>5.0f} {c.model_calls_median:>9.1f} "
+                 f"{c.reference:>5} {c.reruns_median / c.reference:>6.2f} "
+                 f"{c.found:>3}/{c.scenarios:<3} {c.innocents_convicted:>7}/"
+                 f"{c.innocents_probed:<7}" for c in costs])
+    target = next(c for c in costs if c.model == "deterministic" and c.n == 50
+                  and c.culprits == 1)
+    print(f"  target, deterministic, one culprit, n = 50: ≤ {2 * math.log2(50) + 8:.1f} re-runs; "
+          f"measured {target.reruns_median:.0f} "
+          f"({'met' if target.reruns_median <= 2 * math.log2(50) + 8 else 'MISSED'})")
 
     if not args.no_write:
         meta = run_meta(args.quick, versions={
@@ -365,10 +462,12 @@ def main(argv: list[str] | None = None) -> int:
                    s.bytes_per_iteration} for s in (loop_sizes, demo_sizes)]
         lines += [{**meta, "kind": "ratio", "scenario": "loop50", "what": what, "value": value}
                   for what, value in ratios.items()]
-        lines.append({**meta, "kind": "localize", "scenario": "demo", "reruns": RERUNS,
+        lines.append({**meta, "kind": "localize", "scenario": "demo",
                       "runs_used": runs_used, "median_us": localize_us,
                       "median_us_per_rerun": rerun_us,
                       "rerun_over_build_and_run": rerun_us / rebuilt_run_us})
+        lines += [{**meta, "kind": "proof_cost", **asdict(c), "reference": c.reference}
+                  for c in costs]
         append_results(RESULTS, lines)
 
     if args.profile:
