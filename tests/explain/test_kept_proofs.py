@@ -196,3 +196,25 @@ def test_a_proof_naming_a_source_the_chain_cannot_follow_is_said_so() -> None:
     assert "the proven cause 'ghost' is not among the sources this chain reads" in text
     assert "ANSWER" in text
     assert str(backtrack(recording)).splitlines()[0] in text
+
+
+def test_a_kept_proof_that_proved_nothing_says_so() -> None:
+    """Re-runs kept but no cause found: NOTHING PROVEN, and the chain is labelled a proxy."""
+    recording = Recording.of(make_refund_agent().run_sync(QUESTION))
+    proof = {"kind": "localize", "version": 1, "answer": "x", "model": "sampling",
+             "alpha": 0.01, "baseline": {"runs": 8, "flips": 1}, "causes": [],
+             "criterion": {"matches": "APPROVED", "describe": "the answer matches /APPROVED/"},
+             "uncovered": ["style"], "reruns": 80,
+             "suspects": [{"id": "style", "label": "fact 'style'", "rank": 6, "score": 0.0,
+                           "verdict": None}]}
+    text = explain_recording(recording, [proof])
+    lines = text.splitlines()
+    assert lines[0] == "NOTHING PROVEN: the kept re-runs changed the answer by removing no " \
+                       "suspect (baseline 1/8 flipped)."
+    assert "judged wrong when: the answer matches /APPROVED/ · sampling model: CAUSAL at " \
+           "α = 0.01; 80 re-run(s)" in lines[1]
+    assert "not covered before the budget ran out (not innocent): fact 'style'" in text
+    assert "BACKTRACK (follows the best proxy score — not a cause" in text
+    board = by_id(parse(render_html_report(recording, localization=proof)), "board")
+    assert "Nothing proven" in by_id(board, "proven").text
+    assert board.find_all("div", cls="proven-cause") == []
