@@ -188,3 +188,30 @@ def test_streamed_tokens_of_a_redacted_answer_are_masked() -> None:
     result = agent.run_sync("which key?")
     assert result.content == f"Your key is {SECRET}."
     assert tokens and set(tokens) == {REDACTED}
+
+
+def test_a_decision_quoting_a_redacted_value_is_masked_in_record_and_event() -> None:
+    """A decider's evidence holds the values its rules read; one that repeats a redacted
+    value shows the marker, in the record and in the decision event a recorder gets."""
+    from agentfootprint.flow import decide
+
+    seen: list[Any] = []
+
+    class Decisions:
+        def on_decision(self, event: Any) -> None:
+            seen.append(event.data)
+
+    def load(scope: Any) -> None:
+        scope["token"] = SECRET
+        scope["copy"] = f"token {SECRET}"
+
+    chart = (flow_chart("Load", load)
+             .decide("Route", lambda s: decide(s, [
+                 {"when": {"copy": {"ne": ""}}, "then": "ok", "label": "has a copy"}],
+                 default="stop"), id="route")
+             .branch("ok", "Ok", lambda s: None)
+             .branch("stop", "Stop", lambda s: None)
+             .end().build())
+    run = chart.run_sync(redaction=KeyPolicy(keys=["token"]), recorders=[Decisions()])
+    assert seen and SECRET not in json.dumps(seen) and REDACTED in json.dumps(seen)
+    assert SECRET not in Recording.of(run).to_json()

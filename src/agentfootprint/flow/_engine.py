@@ -251,7 +251,8 @@ class _Engine:
             decision["fallback"] = node.default
         self.commit(scope, node, frame, "decider", parent, control, passes, decision=decision)
         if self.dispatch.h_decision:
-            self.fire(self.dispatch.h_decision, "decision", rid, node, data=decision)
+            self.fire(self.dispatch.h_decision, "decision", rid, node,
+                      data=frame.secrets.scrub(decision))
         self.executed(node, rid, frame, scope)
         return branch, rid
 
@@ -278,7 +279,8 @@ class _Engine:
             raise StageError(message, stage_id=node.id, runtime_stage_id=rid)
         self.commit(scope, node, frame, "selector", parent, control, passes, decision=decision)
         if self.dispatch.h_selected:
-            self.fire(self.dispatch.h_selected, "selected", rid, node, data=decision)
+            self.fire(self.dispatch.h_selected, "selected", rid, node,
+                      data=frame.secrets.scrub(decision))
         self.executed(node, rid, frame, scope)
         return chosen, rid
 
