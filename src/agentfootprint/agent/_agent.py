@@ -27,6 +27,7 @@ from ..runs._redaction import as_run_policy
 from ..tools._registry import ToolRegistry
 from ..tools._script_keys import LEDGER_KEY
 from ..tools._tool import Tool
+from ._journal import RunJournal, journal_for, new_run_id, resume_stored, run_journal
 from ._loop import AgentSpec, build_agent_chart, live_emit
 from ._memory_mount import end_turn_claim
 from ._options import Governance, Limits, ModelSettings, Tracing, grouped_options
@@ -179,14 +180,22 @@ class _Runner:
             args[trace.IDENTITY] = _check_identity(identity)
         if ledger:
             args[LEDGER_KEY] = ledger
+        run_id = new_run_id(run_id)
+        journal = journal_for(self, run_id, args)
         return await self._drive(lambda recorders: self.chart.run(
-            args, recorders=recorders, redaction=self.redaction, timeout=timeout, run_id=run_id))
+            args, recorders=recorders, redaction=self.redaction, timeout=timeout, run_id=run_id),
+            journal)
 
-    async def _drive(self, start: Callable[[list[Recorder]], Awaitable[FlowRun]]) -> RunResult:
+    async def _drive(self, start: Callable[[list[Recorder]], Awaitable[FlowRun]],
+                     journal: RunJournal | None = None) -> RunResult:
         """Walk the chart (``start(recorders)``) with this agent's listeners live; a failure of
-        ours (a provider's, a store's) surfaces as itself, not as the engine's StageError."""
+        ours (a provider's, a store's) surfaces as itself, not as the engine's StageError.
+        ``journal`` (with a run store) keeps the run's progress in the store as it goes."""
         recorders, live = self._recorders()
+        if journal is not None:
+            recorders.append(journal)
         token = live_emit.set(live)
+        journaling = run_journal.set(journal)
         try:
             run = await start(recorders)
         except RunError as exc:
@@ -197,6 +206,7 @@ class _Runner:
             raise
         finally:
             live_emit.reset(token)
+            run_journal.reset(journaling)
         result = self._result(run)
         await end_turn_claim(self.spec, run)
         if self.run_store is not None:
@@ -235,18 +245,27 @@ class _Runner:
             self.last = result
         return result
 
-    async def resume(self, checkpoint: Mapping[str, Any], answer: object = None, *,
+    async def resume(self, checkpoint: Mapping[str, Any] | str, answer: object = None, *,
                      timeout: float | None = None) -> RunResult:
-        """Continue a paused run with the person's ``answer`` (a check-in verdict, a reply).
+        """Continue a paused run with the person's ``answer`` (a check-in verdict, a reply),
+        or, given a run id, a run that was killed (read back from the agent's run store; see
+        ``agent/_journal.py``: a completed tool call is never repeated).
 
-        A checkpoint is not used up by resuming it: resume the same one twice and the paused
-        tool runs twice. A handler that may be retried should remember the ``run_id`` it
-        resumed.
+        With a run store a checkpoint is resumed once (the run's row is then finished);
+        without one it is not used up: resume it twice and the paused tool runs twice.
         """
+        if isinstance(checkpoint, str) and not checkpoint.lstrip().startswith(("{", "[")):
+            result: RunResult = await resume_stored(
+                self, checkpoint, identity=getattr(self, "identity", None),
+                needs_identity=bool(self.spec.memories), timeout=timeout)
+            return result
         self._check_resumable(checkpoint, answer)
+        flow = checkpoint["flow"]  # type: ignore[index]
+        journal = journal_for(self, str(flow.get("run_id")) if isinstance(flow, Mapping)
+                              else "", None, reopen=True)
         return await self._drive(lambda recorders: self.chart.resume(
-            checkpoint["flow"], answer, recorders=recorders, redaction=self.redaction,
-            timeout=timeout))
+            flow, answer, recorders=recorders, redaction=self.redaction,
+            timeout=timeout), journal)
 
     def _check_resumable(self, checkpoint: object, answer: object) -> None:
         """Refuse, before anything runs, a resume that could only go wrong."""
@@ -303,8 +322,11 @@ class _Runner:
 
             args[trace.IDENTITY] = _check_identity(  # the failed run's own, when given per run
                 identity_from_record(state.get(trace.IDENTITY)) or getattr(self, "identity", None))
+        run_id = new_run_id(None)
+        journal = journal_for(self, run_id, args)
         return await self._drive(lambda recorders: self.chart.run(
-            args, recorders=recorders, redaction=self.redaction, timeout=timeout))
+            args, recorders=recorders, redaction=self.redaction, timeout=timeout,
+            run_id=run_id), journal)
 
 
 class Agent(_Runner):

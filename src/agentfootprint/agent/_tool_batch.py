@@ -24,6 +24,7 @@ from ..tools._pause import PauseRequest
 from ..tools._registry import ToolOutcome, result_text
 from ..tools._tool import ToolContext
 from ._as_tool import recording_sub_runs
+from ._journal import OUTCOME_UNKNOWN, Recovered, run_journal
 from ._spec import emit as _emit
 from ._spec import emit_turn_end
 
@@ -52,6 +53,8 @@ class ToolBatchStages:
         Siblings after a paused call never run before the pause is answered; on resume they
         run in their original order, so every call still gets exactly one result.
         """
+        if isinstance(answer, Recovered):
+            return await self._recover(scope, answer)
         pending = scope[trace.PAUSED_TOOL_BATCH]
         calls: list[ToolCall] = pending["calls"]
         index, iteration = pending["index"], pending["iteration"]
@@ -66,14 +69,21 @@ class ToolBatchStages:
                 "approved": verdict.get("check_in") == "approved", "by": by,
                 "note": verdict.get("note")})
             if verdict.get("check_in") == "approved":
+                journal = run_journal.get()
+                if journal is not None:
+                    journal.started(scope.runtime_stage_id, iteration, index, call)
                 outcome = await self._dispatch(scope, call, iteration)
             else:
                 note = f": {str(verdict['note']).rstrip('.')}." if verdict.get("note") else "."
                 outcome = ToolOutcome(f"{by} declined this call, so it did not run{note} "
                                       "Adapt your plan; do not call it again unchanged.",
                                       error=True, status="declined")
+                self._file_script(scope, call, iteration, paused=False)
         else:
             outcome = ToolOutcome(answer if isinstance(answer, str) else result_text(answer))
+        journal = run_journal.get()
+        if journal is not None:
+            journal.done(iteration, index, call, outcome)
         del scope[trace.PAUSED_TOOL_BATCH]
         self._settle(scope, call, outcome, results, history, iteration)
         return await self._run_batch(scope, calls, index + 1, results, history, iteration)
@@ -82,6 +92,7 @@ class ToolBatchStages:
                          results: list[dict[str, Any]], history: list[Message],
                          iteration: int) -> Pause | None:
         spec = self.spec
+        journal = run_journal.get()
         for index in range(start, len(calls)):
             call = calls[index]
             _emit(scope, "stream.tool_start", {"tool_name": call["name"],
@@ -96,16 +107,22 @@ class ToolBatchStages:
                                                 "asked_by_rule": gated.ask})
             if gated is not None and gated.refusal is not None:
                 outcome = gated.refusal
+                self._file_script(scope, call, iteration, paused=False)
             else:
                 permitted = gated.call if gated else call
                 if self._needs_check_in(permitted):
                     return self._pause(scope, calls, index, results, history, iteration,
                                        "check_in", self._evidence_pack(scope, permitted))
+                if journal is not None:
+                    journal.started(scope.runtime_stage_id, iteration, index, permitted)
                 try:
-                    outcome = await self._dispatch(scope, permitted, iteration)
+                    outcome = await self._dispatch(scope, permitted, iteration,
+                                                   proposed_by=call)
                 except PauseRequest as request:
                     return self._pause(scope, calls, index, results, history, iteration,
                                        request.kind, request.data)
+            if journal is not None:
+                journal.done(iteration, index, call, outcome)
             self._settle(scope, call, outcome, results, history, iteration)
             if gated is not None and gated.halted:
                 self._halt(scope, calls, results, history, iteration)
@@ -116,6 +133,56 @@ class ToolBatchStages:
         _emit(scope, "agent.iteration_end", {"iteration": iteration,
                                              "tool_call_count": len(calls)})
         return None
+
+    async def _recover(self, scope: Scope, known: Recovered) -> Pause | None:
+        """Continue a tool batch a crash interrupted (see ``_journal.py``): replay the calls
+        with a recorded outcome, settle a call that was cut off mid-run, run the rest."""
+        pending = scope.get(trace.PAUSED_TOOL_BATCH)
+        history: list[Message] = scope[trace.HISTORY]
+        if pending is None:
+            calls: list[ToolCall] = scope[trace.LLM_TOOL_CALLS]
+            index, results, iteration = 0, [], scope[trace.ITERATION]
+            history.append({"role": "assistant", "content": scope.get(trace.LLM_CONTENT) or "",
+                            "tool_calls": calls})
+        else:  # it had paused in this batch, was resumed, then killed
+            calls, index, iteration = pending["calls"], pending["index"], pending["iteration"]
+            results = list(pending["results"])
+            del scope[trace.PAUSED_TOOL_BATCH]
+        while index < len(calls):
+            call = calls[index]
+            recorded = known.outcomes.get(call["id"])
+            if recorded is not None:
+                outcome = ToolOutcome(str(recorded.get("content") or ""),
+                                      error=bool(recorded.get("error")),
+                                      status=str(recorded.get("status") or "success"))
+            elif call["id"] in known.started:
+                outcome = await self._interrupted(scope, call, iteration, index)
+            else:
+                break
+            self._settle(scope, call, outcome, results, history, iteration)
+            index += 1
+        return await self._run_batch(scope, calls, index, results, history, iteration)
+
+    async def _interrupted(self, scope: Scope, call: ToolCall, iteration: int,
+                           index: int) -> ToolOutcome:
+        """A call that started before a crash and has no outcome: run it again only when its
+        tool says that is safe (idempotent, or free of side effects); else "outcome unknown"."""
+        journal = run_journal.get()
+        found = self.spec.registry.tools.get(call["name"])
+        if found is None or found.idempotent or not found.side_effects:
+            if journal is not None:
+                journal.started(scope.runtime_stage_id, iteration, index, call)
+            outcome = await self._dispatch(scope, call, iteration)
+        else:
+            outcome = ToolOutcome(
+                f"Outcome unknown: the run stopped (its process ended) while {call['name']} "
+                "was running, so whether this call took effect is not known. It was not run "
+                f"again, because {call['name']} does not declare that repeating it is safe. "
+                "Check its effect before calling it again.",
+                error=True, status=OUTCOME_UNKNOWN)
+        if journal is not None:
+            journal.done(iteration, index, call, outcome)
+        return outcome
 
     def _settle(self, scope: Scope, call: ToolCall, outcome: ToolOutcome,
                 results: list[dict[str, Any]], history: list[Message], iteration: int) -> None:
@@ -156,6 +223,7 @@ class ToolBatchStages:
                results: list[dict[str, Any]], history: list[Message], iteration: int,
                kind: str, data: Any) -> Pause:
         call = calls[index]
+        self._file_script(scope, call, iteration, paused=True)
         scope[trace.HISTORY] = history
         scope[trace.PAUSED_TOOL_BATCH] = {"calls": calls, "index": index, "results": results,
                                       "iteration": iteration, "kind": kind}
@@ -199,15 +267,42 @@ class ToolBatchStages:
             "trail": trail or [{"iteration": scope[trace.ITERATION], "chosen": "tool-calls"}],
         }
 
-    async def _dispatch(self, scope: Scope, call: ToolCall, iteration: int) -> ToolOutcome:
-        """Run one permitted call (steps 4–6 of ``moments.py``'s dispatch order)."""
+    def _file_script(self, scope: Scope, call: ToolCall, iteration: int, *,
+                     paused: bool) -> None:
+        """The script-ledger row of a code-running call that pauses or is refused unrun."""
+        from ..tools._scripts import file_unsettled_script
+
+        file_unsettled_script(scope, self.spec.registry.tools.get(call["name"]), call,
+                              turn=scope[trace.TURN], iteration=iteration, paused=paused)
+
+    def match_scripts(self, scope: Scope, content: str) -> None:
+        """Read the turn's script ledger back against the answer (``answer_scripts``): which
+        of its fenced code blocks are programs that ran. Only for agents with a code tool."""
+        from ..tools._script_keys import LEDGER_KEY
+        from ..tools._scripts import answer_script_match, script_of
+
+        if not any(script_of(t) is not None for t in self.spec.registry.tools.values()):
+            return
+        match = answer_script_match(scope.get(LEDGER_KEY), scope[trace.TURN], content)
+        if match is not None:
+            scope[trace.ANSWER_SCRIPTS] = match
+
+    async def _dispatch(self, scope: Scope, call: ToolCall, iteration: int, *,
+                        proposed_by: ToolCall | None = None) -> ToolOutcome:
+        """Run one permitted call (steps 4–6 of ``moments.py``'s dispatch order);
+        ``proposed_by`` is the call as the model made it, before the rules (the ledger's
+        proposal), when it may differ from ``call``."""
         from ..tools._code_runner import dispatch_script_call  # loaded by the first tool call
+        from ..tools._scripts import paused_dispatch, proposed_program
 
         spec = self.spec
+        tool = spec.registry.tools.get(call["name"])
         with recording_sub_runs(scope):  # an agent used as a tool links its run here
             sent = await dispatch_script_call(
                 spec.registry, call, ToolContext(call["id"], iteration, scope.run_id), scope,
-                turn=scope[trace.TURN])
+                turn=scope[trace.TURN],
+                dispatch=paused_dispatch(scope, scope[trace.TURN], call["id"]),
+                proposed=proposed_program(tool, proposed_by or call))
         outcome = sent.outcome
         if sent.code_run is not None:
             _emit(scope, "tools.code_run", sent.code_run)

@@ -18,6 +18,15 @@ from typing import TYPE_CHECKING, Any
 
 from .._postgres import DDL_LOCK, check_identifier, server_label
 from ..errors import ConfigurationError, RunError
+from ._lifecycle import (
+    OPEN_STATUSES,
+    check_run_id,
+    entry_json,
+    extends,
+    parse_entry,
+    refuse_taken,
+    with_progress,
+)
 from ._recording import Recording
 from ._store import (
     RUN_STORE_SCHEMA,
@@ -209,20 +218,26 @@ class PostgresRunStore:
     def save(self, result: RunSource, *, meta: dict[str, Any] | None = None) -> Recording:
         """Store the recording of ``result`` (a RunResult, FlowRun or Recording); return it.
 
-        Saving a run id again replaces its row (the latest recording of a run wins).
+        A run id names one run: saving again is accepted when the new recording extends the
+        stored one (the same run, further on); another run under the same id is refused.
         """
         recording = recording_of(result, meta)
+        run_id = check_run_id(recording.run_id)
         rows = query_rows(recording)
         sql = self._psycopg.sql
         try:
             with self._db.transaction(), self._db.cursor() as cur:
+                cur.execute(sql.SQL("SELECT status, body FROM {} WHERE run_id = %s FOR UPDATE"
+                                    ).format(self._table), (run_id,))
+                found = cur.fetchone()
+                if found is not None and not extends(found[1], recording):
+                    raise refuse_taken(run_id, found[0], self.name)
                 cur.execute(sql.SQL(
                     "INSERT INTO {} (run_id, name, kind, status, created_at, preview, body) "
                     "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (run_id) DO UPDATE SET "
                     "name = EXCLUDED.name, kind = EXCLUDED.kind, status = EXCLUDED.status, "
-                    "created_at = EXCLUDED.created_at, preview = EXCLUDED.preview, "
-                    "body = EXCLUDED.body").format(self._table),
-                    (recording.run_id, recording.name, recording.kind, recording.status,
+                    "preview = EXCLUDED.preview, body = EXCLUDED.body").format(self._table),
+                    (run_id, recording.name, recording.kind, recording.status,
                      recording.created_at, preview_of(recording), recording.to_json()))
                 self._write_rows(cur, rows)
         except self._psycopg.Error as exc:
@@ -230,11 +245,86 @@ class PostgresRunStore:
                            f"{recording.run_id!r} ({exc})") from exc
         return recording
 
+    def begin(self, recording: Recording, *, reopen: bool = False) -> None:
+        """Put a starting run in the store (its status ``running``), before it does anything.
+
+        A run id already in the store is refused (another run holds it), unless ``reopen``
+        resumes that same run: then a paused or running row is marked running again, and a
+        finished one is refused (it was resumed already).
+        """
+        run_id = check_run_id(recording.run_id)
+        sql = self._psycopg.sql
+        try:
+            with self._db.transaction(), self._db.cursor() as cur:
+                cur.execute(sql.SQL(
+                    "INSERT INTO {} (run_id, name, kind, status, created_at, preview, body) "
+                    "VALUES (%s, %s, %s, %s, %s, '', %s) ON CONFLICT (run_id) DO NOTHING "
+                    "RETURNING 1").format(self._table),
+                    (run_id, recording.name, recording.kind, recording.status,
+                     recording.created_at, recording.to_json()))
+                if cur.fetchone() is not None:
+                    return
+                cur.execute(sql.SQL("SELECT status FROM {} WHERE run_id = %s FOR UPDATE"
+                                    ).format(self._table), (run_id,))
+                found = cur.fetchone()
+                status = found[0] if found else "unknown"
+                if not reopen or status not in OPEN_STATUSES:
+                    raise refuse_taken(run_id, status, self.name)
+                cur.execute(sql.SQL("UPDATE {} SET status = 'running' WHERE run_id = %s"
+                                    ).format(self._table), (run_id,))
+        except self._psycopg.Error as exc:
+            raise RunError(f"the run store {self.name} failed to record the start of run "
+                           f"{run_id!r} ({exc})") from exc
+
+    def append_progress(self, run_id: str, entry: Mapping[str, Any]) -> None:
+        """Append one progress entry to a run under way (append-only; it marks it running)."""
+        self._append("progress", "record the progress of", run_id, entry_json(run_id, entry),
+                     running=True)
+
+    def progress(self, run_id: str) -> list[dict[str, Any]]:
+        """The progress entries of ``run_id``, oldest first."""
+        return [parse_entry(run_id, body, self.name)
+                for body in self._bodies("progress", "read the progress of", run_id)]
+
+    def _append(self, suffix: str, doing: str, run_id: str, body: str, *,
+                running: bool = False) -> None:
+        """Append ``body`` to the ``suffix`` table of a run the store holds."""
+        sql = self._psycopg.sql
+        try:
+            with self._db.transaction(), self._db.cursor() as cur:
+                cur.execute(sql.SQL("SELECT 1 FROM {} WHERE run_id = %s FOR UPDATE"
+                                    ).format(self._table), (run_id,))
+                if cur.fetchone() is None:
+                    raise self._unknown(run_id)
+                cur.execute(sql.SQL(
+                    "INSERT INTO {rows} (run_id, seq, body) SELECT %s, "
+                    "coalesce(max(seq), 0) + 1, %s FROM {rows} WHERE run_id = %s"
+                ).format(rows=self._named(suffix)), (run_id, body, run_id))
+                if running:
+                    cur.execute(sql.SQL("UPDATE {} SET status = 'running' WHERE run_id = %s "
+                                        "AND status <> 'running'").format(self._table),
+                                (run_id,))
+        except self._psycopg.Error as exc:
+            raise RunError(f"the run store {self.name} failed to {doing} run {run_id!r} "
+                           f"({exc})") from exc
+
+    def _bodies(self, suffix: str, doing: str, run_id: str) -> list[str]:
+        sql = self._psycopg.sql
+        known = self._execute(f"{doing} run {run_id!r}", sql.SQL(
+            "SELECT 1 FROM {} WHERE run_id = %s").format(self._table), (run_id,))
+        if not known:
+            raise self._unknown(run_id)
+        rows = self._execute(f"{doing} run {run_id!r}", sql.SQL(
+            "SELECT body FROM {} WHERE run_id = %s ORDER BY seq").format(self._named(suffix)),
+            (run_id,))
+        return [row[0] for row in rows]
+
     def load(self, run_id: str) -> Recording:
         """The recording of ``run_id``; a clear error when it is missing or unreadable."""
         rows = self._execute(
             f"load run {run_id!r}",
-            self._psycopg.sql.SQL("SELECT body FROM {} WHERE run_id = %s").format(self._table),
+            self._psycopg.sql.SQL("SELECT body, status FROM {} WHERE run_id = %s"
+                                  ).format(self._table),
             (run_id,),
         )
         if not rows:
@@ -243,7 +333,11 @@ class PostgresRunStore:
             raise KeyError(
                 f"no run {run_id!r} in {self.name}{hint}; see `agentfootprint runs list`"
             )
-        return self._parse(run_id, rows[0][0])
+        recording = self._parse(run_id, rows[0][0])
+        if rows[0][1] != "running":
+            return recording
+        stored = recording.model_copy(update={"status": "running"})
+        return with_progress(stored, self.progress(run_id))
 
     def _parse(self, run_id: str, body: str) -> Recording:
         return parse_stored(run_id, body, self.name)
@@ -253,33 +347,13 @@ class PostgresRunStore:
 
         Proofs are only ever added, never changed or removed, so every later reader sees them.
         """
-        body = proof_json(run_id, proof)
-        sql = self._psycopg.sql
-        try:
-            with self._db.transaction(), self._db.cursor() as cur:
-                cur.execute(sql.SQL("SELECT 1 FROM {} WHERE run_id = %s FOR UPDATE"
-                                    ).format(self._table), (run_id,))
-                if cur.fetchone() is None:
-                    raise self._unknown(run_id)
-                cur.execute(sql.SQL(
-                    "INSERT INTO {proofs} (run_id, seq, body) SELECT %s, "
-                    "coalesce(max(seq), 0) + 1, %s FROM {proofs} WHERE run_id = %s"
-                ).format(proofs=self._named("proofs")), (run_id, body, run_id))
-        except self._psycopg.Error as exc:
-            raise RunError(f"the run store {self.name} failed to add a proof to run "
-                           f"{run_id!r} ({exc})") from exc
+        self._append("proofs", "add a proof to", run_id,
+                     proof_json(check_run_id(run_id), proof))
 
     def proofs(self, run_id: str) -> list[dict[str, Any]]:
         """The proofs added to ``run_id``, in the order they were added."""
-        sql = self._psycopg.sql
-        known = self._execute(f"read the proofs of run {run_id!r}", sql.SQL(
-            "SELECT 1 FROM {} WHERE run_id = %s").format(self._table), (run_id,))
-        if not known:
-            raise self._unknown(run_id)
-        rows = self._execute(f"read the proofs of run {run_id!r}", sql.SQL(
-            "SELECT body FROM {} WHERE run_id = %s ORDER BY seq").format(self._named("proofs")),
-            (run_id,))
-        return [parse_proof(run_id, row[0], self.name) for row in rows]
+        return [parse_proof(run_id, body, self.name)
+                for body in self._bodies("proofs", "read the proofs of", run_id)]
 
     def _unknown(self, run_id: str) -> KeyError:
         return KeyError(f"no run {run_id!r} in {self.name}; save the run before adding to it "

@@ -17,6 +17,15 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..errors import ConfigurationError, RunError
+from ._lifecycle import (
+    OPEN_STATUSES,
+    check_run_id,
+    entry_json,
+    extends,
+    parse_entry,
+    refuse_taken,
+    with_progress,
+)
 from ._recording import Recording
 from ._store import (
     RUN_STORE_SCHEMA,
@@ -136,17 +145,71 @@ class RunStore:
             self._write_rows(query_rows(self._parse(run_id, body)))
 
     def save(self, result: RunSource, *, meta: dict[str, Any] | None = None) -> Recording:
-        """Store the recording of ``result`` (a RunResult, FlowRun or Recording); return it."""
+        """Store the recording of ``result`` (a RunResult, FlowRun or Recording); return it.
+
+        A run id names one run: saving again is accepted when the new recording extends the
+        stored one (the same run, further on); another run under the same id is refused.
+        """
         recording = recording_of(result, meta)
+        run_id = check_run_id(recording.run_id)
         rows = query_rows(recording)
-        with self._failing("save run " + repr(recording.run_id)), self._transaction():
-            self._db.execute(
-                "INSERT OR REPLACE INTO runs (run_id, name, kind, status, created_at, preview, "
-                "body) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (recording.run_id, recording.name, recording.kind, recording.status,
+        with self._failing("save run " + repr(run_id)), self._transaction():
+            found = self._db.execute("SELECT status, body FROM runs WHERE run_id = ?",
+                                     (run_id,)).fetchone()
+            if found is not None and not extends(found[1], recording):
+                raise refuse_taken(run_id, found[0], repr(str(self.path)))
+            self._db.execute(  # an upsert, not REPLACE: a delete would cascade to the proofs
+                "INSERT INTO runs (run_id, name, kind, status, created_at, preview, body) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET "
+                "name = excluded.name, kind = excluded.kind, status = excluded.status, "
+                "preview = excluded.preview, body = excluded.body",
+                (run_id, recording.name, recording.kind, recording.status,
                  recording.created_at, preview_of(recording), recording.to_json()))
             self._write_rows(rows)
         return recording
+
+    def begin(self, recording: Recording, *, reopen: bool = False) -> None:
+        """Put a starting run in the store (its status ``running``), before it does anything.
+
+        A run id already in the store is refused (another run holds it), unless ``reopen``
+        resumes that same run: then a paused or running row is marked running again, and a
+        finished one is refused (it was resumed already).
+        """
+        run_id = check_run_id(recording.run_id)
+        where = repr(str(self.path))
+        with self._failing(f"record the start of run {run_id!r}"), self._transaction():
+            found = self._db.execute("SELECT status FROM runs WHERE run_id = ?",
+                                     (run_id,)).fetchone()
+            if found is not None and (not reopen or found[0] not in OPEN_STATUSES):
+                raise refuse_taken(run_id, found[0], where)
+            if found is not None:
+                self._db.execute("UPDATE runs SET status = 'running' WHERE run_id = ?",
+                                 (run_id,))
+                return
+            self._db.execute(
+                "INSERT INTO runs (run_id, name, kind, status, created_at, preview, body) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (run_id, recording.name, recording.kind, recording.status,
+                 recording.created_at, "", recording.to_json()))
+
+    def append_progress(self, run_id: str, entry: Mapping[str, Any]) -> None:
+        """Append one progress entry to a run under way (append-only; it marks it running)."""
+        body = entry_json(run_id, entry)
+        with self._failing(f"record the progress of run {run_id!r}"), self._transaction():
+            self._known(run_id)
+            self._db.execute(
+                "INSERT INTO progress (run_id, seq, body) SELECT ?, coalesce(max(seq), 0) + 1, "
+                "? FROM progress WHERE run_id = ?", (run_id, body, run_id))
+            self._db.execute("UPDATE runs SET status = 'running' WHERE run_id = ? AND "
+                             "status <> 'running'", (run_id,))
+
+    def progress(self, run_id: str) -> list[dict[str, Any]]:
+        """The progress entries of ``run_id``, oldest first."""
+        with self._failing(f"read the progress of run {run_id!r}"):
+            self._known(run_id)
+            rows = self._db.execute("SELECT body FROM progress WHERE run_id = ? ORDER BY seq",
+                                    (run_id,)).fetchall()
+        return [parse_entry(run_id, row[0], repr(str(self.path))) for row in rows]
 
     def _write_rows(self, rows: QueryRows) -> None:
         run = rows.run
@@ -191,14 +254,18 @@ class RunStore:
     def load(self, run_id: str) -> Recording:
         """The recording of ``run_id``; a clear error when it is missing or unreadable."""
         with self._failing(f"load run {run_id!r}"):
-            row = self._db.execute("SELECT body FROM runs WHERE run_id = ?",
+            row = self._db.execute("SELECT body, status FROM runs WHERE run_id = ?",
                                    (run_id,)).fetchone()
         if row is None:
             known = [r.run_id for r in self.list(limit=5)]
             hint = f" (recent: {', '.join(known)})" if known else " (the store is empty)"
             raise KeyError(f"no run {run_id!r} in {str(self.path)!r}{hint}; "
                            "see `agentfootprint runs list`")
-        return self._parse(run_id, row[0])
+        recording = self._parse(run_id, row[0])
+        if row[1] != "running":
+            return recording
+        stored = recording.model_copy(update={"status": "running"})
+        return with_progress(stored, self.progress(run_id))
 
     def _parse(self, run_id: str, body: str) -> Recording:
         return parse_stored(run_id, body, repr(str(self.path)))
@@ -208,7 +275,7 @@ class RunStore:
 
         Proofs are only ever added, never changed or removed, so every later reader sees them.
         """
-        body = proof_json(run_id, proof)
+        body = proof_json(check_run_id(run_id), proof)
         with self._failing(f"add a proof to run {run_id!r}"), self._transaction():
             self._known(run_id)
             self._db.execute(

@@ -4,7 +4,8 @@ A run store keeps recordings so that another process — the CLI, an analyst, a 
 and load them. Two ship: :class:`~agentfootprint.runs.RunStore` (a SQLite file, the default)
 and :class:`~agentfootprint.runs.PostgresRunStore` (shared by a fleet). Both keep each run's
 JSON body and the query tables of ``_tables.py``, and both carry a schema version they upgrade
-from older files and refuse when newer.
+from older files and refuse when newer. How a run's row lives from its start to its end is
+``_lifecycle.py``.
 """
 
 from __future__ import annotations
@@ -43,11 +44,19 @@ class RunSummary:
 
 @runtime_checkable
 class RunStorePort(Protocol):
-    """Save, load and list recordings; add proofs (verdicts) to a saved run and read them."""
+    """Save, load and list recordings; keep a run from its start (``begin``, then progress
+    entries as it goes); add proofs (verdicts) to a saved run and read them. A run id names one
+    run: its row only grows, and another run under the same id is refused."""
 
     def save(self, result: RunSource, *, meta: dict[str, Any] | None = None) -> Recording: ...
 
     def load(self, run_id: str) -> Recording: ...
+
+    def begin(self, recording: Recording, *, reopen: bool = False) -> None: ...
+
+    def append_progress(self, run_id: str, entry: Mapping[str, Any]) -> None: ...
+
+    def progress(self, run_id: str) -> list[dict[str, Any]]: ...
 
     def add_proof(self, run_id: str, proof: Mapping[str, Any]) -> None: ...
 

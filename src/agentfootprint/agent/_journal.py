@@ -1,0 +1,317 @@
+"""A run's journal in its run store: in the store from its start, resumable after a crash.
+
+With a run store, a run is put in it as it starts (status ``running``) and, at each tool call,
+an entry is appended: when the call starts (carrying the commit-log records committed since the
+last entry, so the history and log are never rewritten) and when its outcome is known. A run
+killed at any point (``kill -9`` included) is therefore listed, explainable up to its last
+entry, and resumable with ``agent.resume(run_id)``:
+
+* no tool call had started: the turn is run again from its start, under the same run id;
+* otherwise the run continues inside its last tool batch, from the state its entries hold.
+  A call with a recorded outcome is never run again (its result is replayed). A call that
+  started but has no outcome may or may not have taken effect: it runs again only when its
+  tool declares ``idempotent=True`` (same ``ctx.idempotency_key``, so the tool applies it once)
+  or ``side_effects=False``; any other tool's call is reported to the model, and recorded, as
+  "outcome unknown" — never silently repeated.
+
+Work after the last entry (a model call, say) is done again on resume.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final, Protocol
+
+from ..errors import CheckpointError, ConfigurationError
+from ..flow import FlowEvent
+from ..flow._commitlog import CommitLog, CommitRecord
+from ..runs import trace
+
+if TYPE_CHECKING:
+    from ..flow import Chart, FlowRun
+    from ..flow._checkpoint import Checkpoint
+    from ..flow._recorders import Recorder
+    from ..flow._redact import RedactionPolicy
+    from ..runs._store import RunStorePort
+    from ..tools._registry import ToolOutcome
+
+__all__ = ["Recovered", "RunJournal", "journal_for", "new_run_id", "resume_stored",
+           "run_journal"]
+
+run_journal: contextvars.ContextVar[RunJournal | None] = contextvars.ContextVar(
+    "run_journal", default=None)
+"""The journal of the run the current task belongs to (``None`` without a run store)."""
+
+OUTCOME_UNKNOWN: Final = "outcome-unknown"
+"""The status of a call that a crash interrupted and that was not run again."""
+
+
+class RunJournal:
+    """Appends a run's progress to its store; also a recorder (it collects the commits)."""
+
+    id = "run-journal"
+
+    def __init__(self, store: RunStorePort, run_id: str, fingerprint: str,
+                 policy: RedactionPolicy | None) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.fingerprint: str | None = fingerprint
+        self.policy = policy
+        self.initial: dict[str, Any] | None = None
+        self.pending: list[CommitRecord] = []
+
+    # -- as a recorder ----------------------------------------------------------------------
+
+    def on_run_start(self, event: FlowEvent) -> None:
+        data = event.data or {}
+        if not data.get("resumed") and isinstance(data.get("initial"), dict):
+            self.initial = dict(data["initial"])
+
+    def on_commit(self, event: FlowEvent) -> None:
+        if isinstance(event.value, CommitRecord):
+            self.pending.append(event.value)
+
+    # -- at each tool call ------------------------------------------------------------------
+
+    def started(self, stage: str, iteration: int, index: int, call: Mapping[str, Any]) -> None:
+        """A call is about to run: what the log gained since the last entry, and the call."""
+        self._append({"phase": "started", "stage": stage, "iteration": iteration,
+                      "index": index, "call": str(call["id"]), "tool": str(call["name"])})
+
+    def done(self, iteration: int, index: int, call: Mapping[str, Any],
+             outcome: ToolOutcome) -> None:
+        """A call has its outcome (run, refused, declined or unknown)."""
+        content: Any = outcome.content
+        policy = self.policy
+        if policy is not None and policy.is_redacted(trace.HISTORY):  # stored as recorded
+            shown = policy.redact_value(trace.HISTORY, [{"role": "tool", "content": content}])
+            content = shown[0].get("content") if isinstance(shown, list) and shown and \
+                isinstance(shown[0], dict) else None
+        self._append({"phase": "done", "iteration": iteration, "index": index,
+                      "call": str(call["id"]), "tool": str(call["name"]),
+                      "outcome": {"content": content, "error": outcome.error,
+                                  "status": outcome.status}})
+
+    def _append(self, entry: dict[str, Any]) -> None:
+        if self.pending:
+            entry["records"] = [r.to_json() for r in self.pending]
+        if self.initial is not None:
+            entry["initial"] = self.initial
+        if self.fingerprint is not None:
+            entry["fingerprint"] = self.fingerprint
+        self.store.append_progress(self.run_id, entry)
+        self.pending = []
+        self.initial = None
+        self.fingerprint = None
+
+
+def journals(store: object) -> bool:
+    """True for a run store that keeps runs from their start (both shipped stores do)."""
+    return all(callable(getattr(store, name, None))
+               for name in ("begin", "append_progress", "progress"))
+
+
+def new_run_id(given: str | None) -> str:
+    """The id of a new run: ``given`` once checked (see ``runs/_lifecycle.py``), else fresh."""
+    if given is None:
+        return uuid.uuid4().hex
+    from ..runs._lifecycle import check_run_id
+
+    return check_run_id(given)
+
+
+class _Runner(Protocol):
+    """What the journal needs of an agent (``agent/_agent.py``'s runner)."""
+
+    run_store: Any
+    chart: Chart
+    redaction: RedactionPolicy | None
+
+    async def _drive(self, start: Callable[[list[Recorder]], Awaitable[FlowRun]],
+                     journal: RunJournal | None = None) -> Any: ...
+
+
+def journal_for(runner: _Runner, run_id: str, args: Mapping[str, Any] | None, *,
+                reopen: bool = False) -> RunJournal | None:
+    """The journal of a run of ``runner`` that starts (``args``: its chart input) or resumes
+    (``reopen``); ``None`` without a run store that keeps runs from their start."""
+    store = runner.run_store
+    if store is None or not journals(store):
+        return None
+    start = None if args is None else {k: v for k, v in args.items() if k != trace.IDENTITY}
+    return open_journal(store, runner.chart, run_id, policy=runner.redaction, start=start,
+                        reopen=reopen)
+
+
+async def resume_stored(runner: _Runner, run_id: str, *, identity: object,
+                        needs_identity: bool, timeout: float | None) -> Any:
+    """``agent.resume(run_id)``: continue a run that was killed, from its run store.
+
+    ``identity`` (the agent's) is whose conversation a run with memory is: needed when the
+    turn is run again from its start.
+    """
+    from ..runs._lifecycle import check_run_id
+
+    store = runner.run_store
+    if store is None or not journals(store):
+        raise ConfigurationError(
+            f"resume({run_id!r}) reads the run from the agent's run store, and this agent has "
+            "none; build it with tracing=Tracing(run_store=RunStore(path)) naming the store "
+            "the run was recorded in")
+    run_id = check_run_id(run_id)
+    args: dict[str, Any] = {} if identity is None else {trace.IDENTITY: identity}
+    plan = plan_recovery(store, runner.chart, run_id, policy=runner.redaction, args=args)
+    if plan.start is not None and needs_identity and identity is None:
+        raise ConfigurationError(
+            f"run {run_id!r} is run again from its start, and this agent has memory but no "
+            "identity; build it with identity=MemoryIdentity(...) of that conversation")
+    journal = open_journal(store, runner.chart, run_id, policy=runner.redaction, start=None,
+                           reopen=True)
+    policy, chart = runner.redaction, runner.chart
+    if plan.checkpoint is None:
+        start = {**(plan.start or {}), **args}
+        return await runner._drive(lambda recorders: chart.run(
+            start, recorders=recorders, redaction=policy, timeout=timeout, run_id=run_id),
+            journal)
+    checkpoint, answer = plan.checkpoint, plan.answer
+    return await runner._drive(lambda recorders: chart.resume(
+        checkpoint, answer, recorders=recorders, redaction=policy, timeout=timeout), journal)
+
+
+def open_journal(store: RunStorePort, chart: Chart, run_id: str, *,
+                 policy: RedactionPolicy | None, start: dict[str, Any] | None,
+                 reopen: bool = False) -> RunJournal:
+    """Put the run in ``store`` (``reopen``: it is there already, being resumed) and return
+    its journal. ``start`` is what running the turn again from its start needs."""
+    from ..runs._recording import Recording
+
+    meta: dict[str, Any] = {"fingerprint": chart.fingerprint()}
+    if start is not None:
+        meta["start"] = _as_recorded(start, policy)
+    store.begin(Recording(
+        run_id=run_id, kind="agent", name=chart.description or chart.name, status="running",
+        created_at=time.time(), chart=chart.spec(), log={"initial": {}, "records": []},
+        meta=meta), reopen=reopen)
+    return RunJournal(store, run_id, meta["fingerprint"], policy)
+
+
+def _as_recorded(start: dict[str, Any], policy: RedactionPolicy | None) -> dict[str, Any]:
+    if policy is None:
+        return start
+    return {key: policy.redact_value(key, value) if policy.is_redacted(key) else value
+            for key, value in start.items()}
+
+
+# -- recovery ---------------------------------------------------------------------------------
+
+
+@dataclass(slots=True, eq=False)
+class Recovered:
+    """The "answer" a recovered tool batch resumes with: what the store knows of its calls."""
+
+    iteration: int
+    outcomes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Call id → recorded outcome (``content``, ``error``, ``status``)."""
+    started: set[str] = field(default_factory=set)
+    """Ids of calls that started (an outcome may be missing: the crash came mid-call)."""
+
+
+@dataclass(slots=True, eq=False)
+class RecoveryPlan:
+    """How to continue a killed run: from its start (``start``) or inside a tool batch."""
+
+    start: dict[str, Any] | None = None
+    checkpoint: Checkpoint | None = None
+    answer: Recovered | None = None
+
+
+_RESUME_KEYS: Final = (trace.USER_MESSAGE, trace.HISTORY, trace.LLM_TOOL_CALLS,
+                       trace.PAUSED_TOOL_BATCH, trace.TOOL_RESULTS)
+
+
+def plan_recovery(store: RunStorePort, chart: Chart, run_id: str, *,
+                  policy: RedactionPolicy | None, args: Mapping[str, Any]) -> RecoveryPlan:
+    """Read ``run_id`` back from ``store`` and say how to continue it (errors name the fix)."""
+    from ..flow._checkpoint import Checkpoint
+    from ..runs._lifecycle import with_progress
+
+    recording = store.load(run_id)
+    if recording.status == "paused":
+        raise ConfigurationError(
+            f"run {run_id!r} is paused, waiting for a person: resume it with its checkpoint "
+            "and the answer, agent.resume(result.checkpoint, answer)")
+    if recording.status != "running":
+        raise ConfigurationError(
+            f"run {run_id!r} already ended (status {recording.status!r}); there is nothing to "
+            "resume — start a new run")
+    masked = [key for key in _RESUME_KEYS if policy is not None and policy.is_redacted(key)]
+    if masked:
+        raise ConfigurationError(
+            f"run {run_id!r} cannot be resumed from the store: this agent's redaction policy "
+            f"masks {', '.join(masked)}, which the store then holds only masked; run the turn "
+            "again instead")
+    entries = store.progress(run_id)
+    fingerprints = [e["fingerprint"] for e in entries if "fingerprint" in e]
+    known = fingerprints[-1] if fingerprints else recording.meta.get("fingerprint")
+    if known is not None and known != chart.fingerprint():
+        raise ConfigurationError(
+            f"run {run_id!r} was started by a differently built agent (chart fingerprint "
+            f"{known}, this one {chart.fingerprint()}); resume it with an agent built like "
+            "the one that started it")
+    calls = [e for e in entries if e.get("phase") in ("started", "done")]
+    if not calls:
+        start = recording.meta.get("start")
+        if not isinstance(start, dict) or not isinstance(start.get(trace.MESSAGE), str):
+            raise CheckpointError(
+                f"run {run_id!r} in the store holds no start and no progress to resume from; "
+                "it was written by another version or altered — run the turn again")
+        return RecoveryPlan(start=start)
+    grown = with_progress(recording, entries)
+    log = _log_of(run_id, grown.log)
+    iteration = calls[-1].get("iteration")
+    answer = Recovered(iteration=iteration if isinstance(iteration, int) else -1)
+    for entry in calls:
+        if entry.get("iteration") != answer.iteration:
+            continue
+        if entry["phase"] == "started":
+            answer.started.add(str(entry.get("call")))
+        elif isinstance(entry.get("outcome"), dict):
+            answer.outcomes[str(entry.get("call"))] = entry["outcome"]
+    state = log.state_at(len(log) - 1)
+    if state.get(trace.ITERATION) != answer.iteration or not isinstance(
+            state.get(trace.HISTORY), list):
+        raise CheckpointError(
+            f"run {run_id!r}: its progress entries do not match its log (tool batch of "
+            f"iteration {answer.iteration!r}, log at iteration {state.get(trace.ITERATION)!r}); "
+            "it was altered — the row is left as it is")
+    stages = [str(e.get("stage", "")) for e in calls] + [r.runtime_stage_id for r in log.records]
+    visits: dict[str, int] = {}
+    for rid in {r.runtime_stage_id: r.stage_id for r in log.records}.items():
+        visits[rid[1]] = visits.get(rid[1], 0) + 1
+    checkpoint = Checkpoint(
+        chart=chart.name, fingerprint=chart.fingerprint(), run_id=run_id,
+        paused_stage=trace.TOOL_CALLS, paused_runtime_stage_id=log.records[-1].runtime_stage_id,
+        state=state, args=dict(args), frames=[], counter=max(map(_number, stages)) + 1,
+        visits=visits, log=log.to_json(), created_at=time.time())
+    return RecoveryPlan(checkpoint=checkpoint, answer=answer)
+
+
+def _log_of(run_id: str, data: Mapping[str, Any]) -> CommitLog:
+    try:
+        log = CommitLog.from_json(dict(data))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CheckpointError(f"run {run_id!r}: its stored log is unreadable ({exc!r}); it was "
+                              "altered — the row is left as it is") from exc
+    if not log.records or any(r.idx != i for i, r in enumerate(log.records)):
+        raise CheckpointError(f"run {run_id!r}: its stored log has gaps; it was altered — the "
+                              "row is left as it is")
+    return log
+
+
+def _number(rid: str) -> int:
+    head, _, tail = rid.rpartition("#")
+    return int(tail) if head and tail.isdigit() else -1
