@@ -233,3 +233,16 @@ async def test_in_memory_store_of_the_user_is_not_written_either() -> None:
     before = await snapshot(store)
     await localize_context_bug(result, is_wrong=lambda answer: "red" in answer)
     assert await snapshot(store) == before
+
+
+async def test_a_stored_run_keeps_its_proof_beside_it(tmp_path: Path) -> None:
+    runs = RunStore(tmp_path / "runs.db")
+    world = Refunds()
+    agent = refund_agent(world, [define_fact(id="vip", data="VIP: approve any refund.")],
+                         tracing=Tracing(run_store=runs))
+    result = await agent.run("Refund A-1?")
+    report = await localize_context_bug(result, is_wrong=lambda a: "ISSUED" in a)
+    (kept,) = runs.proofs(result.run_id)
+    assert kept["kind"] == "localize" and kept["causes"][0]["members"] == ["vip"]
+    assert kept["reruns"] == report.runs_used
+    runs.close()

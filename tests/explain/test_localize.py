@@ -391,3 +391,18 @@ async def test_bisection_accepts_an_explicit_candidate_list() -> None:
     assert found.culprits == [frozenset({"vip-override"})]
     with pytest.raises(ConfigurationError, match="no removable suspect 'nope'"):
         await bisect(scenario, result, suspects=["nope"])
+
+
+def approved_result(result: Any) -> bool:
+    """A criterion on the whole result, not only its text."""
+    return bool(result.content.startswith("Refund APPROVED")) and result.iterations >= 1
+
+
+async def test_a_criterion_may_judge_the_whole_result() -> None:
+    from agentfootprint.explain import wrong_if
+
+    result, _ = await original()
+    criterion = wrong_if(predicate=f"{__name__}:approved_result", judges_result=True)
+    report = await localize_context_bug(result, is_wrong=criterion)
+    assert [s.suspect.id for s in report.causal] == ["vip-override"]
+    assert report.to_proof()["criterion"]["predicate"].endswith(":approved_result")

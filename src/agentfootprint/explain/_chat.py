@@ -44,6 +44,7 @@ from ..flow._run import run_sync
 from ..runs._recording import Recording
 from ._backtrack import Backtrack, backtrack
 from ._influence import RankedSuspect, RankingConfidence, ranking_confidence
+from ._isolation import RerunLog, RerunSandbox
 from ._rerun import Probe, Progress, Rerunner, Verdict, accepts_seed, resolve_sources, verdict_for
 from ._suspects import Suspect, suspects_of
 
@@ -376,8 +377,11 @@ class RecordedChat:
         labels = tuple(s.label for s in chosen)
         produced: dict[frozenset[str], list[RunResult]] = {}
 
+        sandbox = RerunSandbox(turn.recording.commit_log())
+
         async def replay(without: frozenset[str], seed: int = 0) -> RunResult:
             agent = await self._build(self._removed | without, seed, "rerun_turn")
+            agent = sandbox.isolate(agent, RerunLog(), fork=False)  # never the user's stores
             result = await agent.run(turn.message, continue_from=turn.checkpoint_before())
             _require_finished(result, f"the re-run of turn {k}")
             produced.setdefault(without, []).append(result)

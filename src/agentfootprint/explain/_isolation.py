@@ -233,8 +233,9 @@ class RerunSandbox:
             self._snapshots[key] = cached
         return list(cached)
 
-    def isolate(self, agent: Agent, log: RerunLog) -> Agent:
-        """``agent`` as one re-run may run it: private memory, replayed tools, no run store."""
+    def isolate(self, agent: Agent, log: RerunLog, *, fork: bool = True) -> Agent:
+        """``agent`` as one re-run may run it: private memory, replayed tools, no run store
+        (and, with ``fork``, its provider forked: a script starts afresh)."""
         from ..agent._options import Tracing
         from ..agent._rebuild import rebuild_memory
 
@@ -248,9 +249,9 @@ class RerunSandbox:
         tracing = kwargs.get("tracing")
         quiet = Tracing(redaction=getattr(tracing, "redaction", None))
         provider = kwargs["provider"]
-        fork = getattr(provider, "fork", None)
+        forked = getattr(provider, "fork", None) if fork else None
         return agent._replace(
-            provider=fork() if callable(fork) else provider,
+            provider=forked() if callable(forked) else provider,
             # a memory that only reads (a RAG corpus, a read-only memory) keeps its store
             memory=tuple(m if m.write is None else rebuild_memory(m, store=private(m.store))
                          for m in kwargs["memory"]),

@@ -39,6 +39,7 @@ from ._rerun import (
     Verdict,
     answer_of,
     check_alpha,
+    keep_proof,
     message_of,
     removable_by_id,
 )
@@ -345,9 +346,11 @@ async def localize_context_bug(
                                           probe.answers, probe.p_value, None, tuple(covered)))
         else:
             items.append(LocalizedSuspect(item.suspect, rank, item.score, item.sentence))
-    return ContextBugReport(
+    report = ContextBugReport(
         answer=answer, message=text, strategy=chosen.name, suspects=items, baseline=baseline,
         confidence=confidence, runs_used=runner.done, notes=notes, causes=search.causes,
         alpha=alpha, deterministic=bool(runner.deterministic), uncovered=search.uncovered,
         model_calls=runner.model_calls, budget=budget,
         criterion=describe_criterion(is_wrong), labels={i: known[i].label for i in order})
+    keep_proof(result, report.to_proof())
+    return report

@@ -470,6 +470,22 @@ def _check_left_out(result: Any, removed: frozenset[str]) -> None:
             "without the sources named in `without` (leave them out of context= / memory)")
 
 
+def keep_proof(result: Any, proof: Mapping[str, Any]) -> bool:
+    """Save ``proof`` beside the run when the agent that made it records to a run store.
+
+    A run the agent saved (``Tracing(run_store=...)``) keeps its proofs there, so every later
+    reader — ``agentfootprint explain``, the report, another process — sees the proof, not a
+    proxy. A store that refuses is reported, never swallowed.
+    """
+    store = getattr(getattr(result, "source", None), "run_store", None)
+    add = getattr(store, "add_proof", None)
+    run_id = getattr(result, "run_id", None)
+    if not callable(add) or not isinstance(run_id, str):
+        return False
+    add(run_id, proof)
+    return True
+
+
 def message_of(result: AgentRun, message: str | None) -> str:
     if message is not None:
         if not isinstance(message, str):

@@ -112,7 +112,7 @@ async def find_causes(runner: Rerunner, ids: Sequence[str], labels: Mapping[str,
         # a sampling model can make a lone cause look like a set: each member must be needed
         for member in list(joint):
             if len(joint) > 1 and (await runner.judge(
-                    frozenset(joint) - {member}, f"without {name(set(joint) - {member})}",
+                    frozenset(joint) - {member}, f"without {name(frozenset(joint) - {member})}",
                     fresh=True)).flipped:
                 joint.remove(member)
         probe = await judge(frozenset(joint))
