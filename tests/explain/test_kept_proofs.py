@@ -150,7 +150,7 @@ async def test_either_of_two_sources_reads_back_as_a_set(tmp_path: Path) -> None
     assert text.startswith("PROVEN: either of {")
     assert "fact 'old-note'" in text.splitlines()[0]
     assert "steering 'promo-rule'" in text.splitlines()[0]
-    assert "without it the agent answered: \"No discount.\"" in text
+    assert "without them the agent answered: \"No discount.\"" in text
     board = by_id(parse(render_html_report(recording, localization=proof)), "board")
     cause = board.one("div", cls="proven-cause")
     assert cause.attrs["data-kind"] == "either"

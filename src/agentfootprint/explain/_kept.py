@@ -120,7 +120,8 @@ class KeptProof:
                 out.append(f"PROVEN: {cause.sentence()}.")
                 out.append(f"  {cause.why or 'CAUSAL'}")
                 if cause.answer_without is not None:
-                    out.append(f"  without it the agent answered: "
+                    them = "it" if cause.kind == "single" else "them"
+                    out.append(f"  without {them} the agent answered: "
                                f"{_quote(cause.answer_without)}")
         else:
             out.append("NOTHING PROVEN: the kept re-runs changed the answer by removing no "
