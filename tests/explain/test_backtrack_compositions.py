@@ -12,7 +12,7 @@ from typing import Any
 
 from agentfootprint import Agent, define_fact
 from agentfootprint.compose import Conditional, Loop, Parallel, Sequence, swarm
-from agentfootprint.explain import backtrack, trace_toolpack
+from agentfootprint.explain import backtrack, localize_context_bug, trace_toolpack
 from agentfootprint.explain._backtrack import Backtrack
 from agentfootprint.explain._suspects import suspects_of
 from agentfootprint.explain._toolpack import call_trace_tool
@@ -197,3 +197,13 @@ async def test_a_single_agent_is_explained_as_before() -> None:
     assert born(chain) == "the user's message"
     assert RunView.of(result).members == {}
 
+
+
+async def test_localize_rebuilds_the_whole_composition_and_proves_the_upstream_fact() -> None:
+    """Without a rebuild, the re-runs come from ``result.source.without(...)``: the planted
+    fact in the first member is CAUSAL, the second member's own fact is not."""
+    result = await Sequence(("first", planted()), ("second", reporter())).run(QUESTION)
+    report = await localize_context_bug(result, is_wrong=lambda answer: "green" in answer)
+    assert report.verdict_of("bad-fact") == "CAUSAL"
+    assert report.verdict_of("ok-fact") != "CAUSAL"
+    assert report.verdict_of("style") != "CAUSAL"
