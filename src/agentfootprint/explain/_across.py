@@ -74,8 +74,8 @@ def reached_calls(view: RunView, call: CallView | None = None) -> list[Reached]:
     """
     starts = [Reached(call if call is not None else view.call(), view)]
     if call is None and view.members:
-        fed, writer = view.answer_members()
-        found = [(m, view.answer_call(m)) for m in fed]
+        makers, writer = view.answer_members()
+        found = [(m, view.answer_call(m)) for m in makers]
         roots = [Reached(c, view, None, "member", m.name, composed_by=writer)
                  for m, c in found if c is not None]
         if len(roots) > 1 or (roots and roots[0].call.answer != view.answer):
@@ -115,9 +115,9 @@ def reached_calls(view: RunView, call: CallView | None = None) -> list[Reached]:
     drain()
     if call is None:
         for member in view.members.values():
-            fed = view.answer_call(member)
-            if fed is not None:
-                add(Reached(fed, view, None, "member", member.name))
+            answered = view.answer_call(member)
+            if answered is not None:
+                add(Reached(answered, view, None, "member", member.name))
                 drain()
     return out
 
