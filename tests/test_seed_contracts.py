@@ -321,3 +321,88 @@ async def test_seed_others_anthropic_system_role_delivery_records_the_system_pro
     kept = await Agent(provider=mock(reply="ok"), model="m", context=[hint]).run("hi")
     (row,) = kept.recording.state["messages_delivery"]["delivered"]
     assert row["wire_index"] == 1 and "sent_to" not in row
+
+
+# -- 003 per-turn script ledger -------------------------------------------------------------------
+
+
+def _code_agent(*rules: Any, script: list[Any]) -> Agent:
+    from agentfootprint import Governance
+    from agentfootprint.tools import code_runner
+
+    return Agent(provider=mock(script=script), model="m",
+                 tools=[code_runner(isolation="process", timeout=20)],
+                 governance=Governance(act=list(rules)) if rules else None)
+
+
+def _script_rows(result: Any) -> list[dict[str, Any]]:
+    return [r for r in result.recording.state.get("findings_ledger") or ()
+            if r.get("kind") == "script"]
+
+
+def _run_code(program: str, call_id: str = "c1") -> dict[str, Any]:
+    return {"tool_calls": [{"id": call_id, "name": "run_code", "args": {"code": program}}]}
+
+
+async def test_seed_003_program_is_captured_before_the_before_tool_rules() -> None:
+    """A before_tool rule that rewrites the program: the row is filed rewritten=True and holds
+    the program that ran."""
+    from agentfootprint.agent._moments import act, allow
+
+    def safer(c: Any) -> Any:
+        return allow({"code": "print(2)"}, reason="print 2 instead")
+
+    agent = _code_agent(act("before_tool", safer, id="safer"),
+                        script=[_run_code("print(1)"), "It printed 2."])
+    result = await agent.run("run it")
+    (row,) = _script_rows(result)
+    assert (row["rewritten"], row["text"], row["outcome"]) == (True, "print(2)", "ran")
+
+
+async def test_seed_003_ask_pause_files_a_submitted_row_that_the_settled_row_joins() -> None:
+    """A call paused by an ``ask`` rule files a submitted row (no text); approved, it settles
+    under the same dispatch with its text."""
+    from agentfootprint.agent._moments import act, ask
+
+    agent = _code_agent(act("before_tool", lambda c: ask("Run this?"), id="gate"),
+                        script=[_run_code("print(3)"), "It printed 3."])
+    paused = await agent.run("run it")
+    assert paused.status == "paused"
+    (row,) = _script_rows(paused)
+    assert (row["outcome"], row["dispatch"], "text" in row) == ("submitted", 1, False)
+    done = await agent.resume(paused.checkpoint, check_in_approved(by="lead"))
+    rows = _script_rows(done)
+    assert [(r["outcome"], r["dispatch"]) for r in rows] == [("submitted", 1), ("ran", 1)]
+    assert rows[-1]["text"] == "print(3)"
+
+
+async def test_seed_003_declined_or_denied_call_files_a_denied_row() -> None:
+    """A call a person declines, or a rule denies, never runs and files a denied row."""
+    from agentfootprint import check_in_declined
+    from agentfootprint.agent._moments import act, ask, deny
+
+    agent = _code_agent(act("before_tool", lambda c: deny("no code today"), id="no-code"),
+                        script=[_run_code("print(4)"), "I could not run it."])
+    (row,) = _script_rows(await agent.run("run it"))
+    assert (row["outcome"], row["text"]) == ("denied", "print(4)")
+
+    agent = _code_agent(act("before_tool", lambda c: ask("Run this?"), id="gate"),
+                        script=[_run_code("print(5)"), "Declined."])
+    paused = await agent.run("run it")
+    done = await agent.resume(paused.checkpoint, check_in_declined(by="lead", note="no"))
+    assert [(r["outcome"], r["dispatch"]) for r in _script_rows(done)] == [
+        ("submitted", 1), ("denied", 1)]
+
+
+async def test_seed_003_answer_is_matched_against_the_code_that_ran() -> None:
+    """The ledger is read back: an answer's code block that ran is matched to its dispatch;
+    one that never ran is named unmatched."""
+    answer = ("I ran:\n```python\nprint(6 * 7)\n```\nIt printed 42. You could also try:\n"
+              "```python\nprint(43)\n```")
+    result = await _code_agent(script=[_run_code("print(6 * 7)"), answer]).run("multiply")
+    match = result.recording.state["answer_scripts"]
+    assert match["matched"] == [{"block": 0, "dispatch": 1, "tool_call_id": "c1",
+                                 "outcome": "ran"}]
+    assert match["unmatched"] == [1]
+    plain = await Agent(provider=mock(reply="```\nx\n```"), model="m").run("hi")
+    assert "answer_scripts" not in plain.recording.state

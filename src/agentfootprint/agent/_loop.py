@@ -427,6 +427,7 @@ class _Stages(MemoryStages, ToolBatchStages):
     def _finalize(self, scope: Scope, content: str) -> str:
         iteration = scope[trace.ITERATION]
         scope[trace.FINAL_CONTENT] = content
+        self.match_scripts(scope, content)
         if self.spec.memories:
             scope[trace.NEW_MESSAGES] = [{"role": "user", "content": scope[trace.USER_MESSAGE]},
                                      {"role": "assistant", "content": content}]

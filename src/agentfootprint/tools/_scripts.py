@@ -14,8 +14,15 @@ while its turn lasts, the program itself — so an answer can be matched to the 
 * Text lives for its own turn: the restore at the start of a turn drops it from every earlier
   turn's row (:func:`without_earlier_script_text`), so the ledger never holds more than
   16 × 32,768 bytes = 512 KiB of program text, however long the conversation.
-* A call that pauses before it settles files a ``submitted`` row without text; the settled row
-  filed when it resumes carries it, so a program is never held twice.
+* A call that pauses before it settles (a check-in, an ``ask`` rule, a tool asking a person)
+  files a ``submitted`` row without text (:func:`file_unsettled_script`); the settled row filed
+  when it resumes joins that dispatch (:func:`paused_dispatch`) and carries the text, so a
+  program is never held twice. A call declined by a person or denied by a rule never runs and
+  files a ``denied`` row with the program as proposed.
+* The program is captured as the model PROPOSED it, before any ``before_tool`` rule: a rule that
+  rewrites it files the row ``rewritten=True``.
+* :func:`answer_script_match` reads the turn back: which fenced code blocks of the answer are
+  the programs that really ran (and which are not).
 
 Rows are stored as JSON dicts (they cross checkpoints); a row read back from a checkpoint is
 checked by :func:`check_script_ledger`, which names the problem and never repairs it. The
@@ -26,6 +33,7 @@ row never leaves this module's state key: it emits nothing — the runner's own 
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Final, Literal, Protocol, TypeVar, cast
@@ -50,8 +58,12 @@ __all__ = [
     "ScriptScope",
     "ToolScript",
     "TurnScripts",
+    "answer_script_match",
     "check_script_ledger",
+    "file_unsettled_script",
     "lines_of",
+    "paused_dispatch",
+    "proposed_program",
     "program_in",
     "record_script_row",
     "script_of",
@@ -287,6 +299,76 @@ def record_script_row(scope: ScriptScope, draft: ScriptRowDraft, *, paused: bool
     ledger.append(ScriptRow(dispatch=number, facts=draft.facts, **fields).to_json())
     scope[LEDGER_KEY] = ledger
     return number
+
+
+def file_unsettled_script(scope: ScriptScope, tool: object, call: Mapping[str, Any], *,
+                          turn: int, iteration: int, paused: bool) -> int | None:
+    """File the row of a code-running call that did not run now: a pause (``paused``: a
+    ``submitted`` row, no text) or a refusal (a ``denied`` row with the proposed program,
+    joining the dispatch its pause opened, if it paused first). ``None``: not a code-running
+    tool, no program, or dropped from a full turn."""
+    script = script_of(tool)
+    if script is None:
+        return None
+    draft = script_row_for(ScriptCall(
+        script=script, tool=str(call["name"]), tool_call_id=str(call["id"]),
+        iteration=iteration, turn=turn, proposed=program_in(script, call.get("args")),
+        settlement=None if paused else "denied", paused=paused))
+    if draft is None:
+        return None
+    dispatch = None if paused else paused_dispatch(scope, turn, str(call["id"]))
+    return record_script_row(scope, draft, paused=paused, dispatch=dispatch)
+
+
+def proposed_program(tool: object, call: Mapping[str, Any]) -> object:
+    """The program ``call`` proposes to a code-running ``tool``, read as it arrived (before any
+    rule); :data:`ABSENT` for a tool that runs no code."""
+    script = script_of(tool)
+    return ABSENT if script is None else program_in(script, call.get("args"))
+
+
+def paused_dispatch(scope: ScriptScope, turn: int, tool_call_id: str) -> int | None:
+    """The dispatch a paused call of this turn opened and has not settled, for its settling
+    row to join; ``None`` when the call never paused."""
+    found = None
+    for row in script_rows_of_turn(scope.get(LEDGER_KEY), turn).current:
+        if row.tool_call_id == tool_call_id:
+            found = row.dispatch if row.outcome == "submitted" else None
+    return found
+
+
+_FENCE = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n(.*?)^[ \t]*\1[ \t]*$", re.M | re.S)
+
+
+def _normalized(program: str) -> str:
+    return "\n".join(line.rstrip() for line in program.strip("\n").splitlines()).strip()
+
+
+def answer_script_match(ledger: Sequence[object] | None, turn: int, answer: str
+                        ) -> dict[str, Any] | None:
+    """Match the answer's fenced code blocks against this turn's programs (the last row of
+    each dispatch, with text); ``None`` when the turn ran no script.
+
+    A block matches a dispatch whose program is the same text (trailing spaces and blank
+    edge lines aside). ``matched`` lists ``{"block", "dispatch", "tool_call_id", "outcome"}``;
+    ``unmatched`` the blocks no program of the turn explains — code the answer shows that
+    never ran here.
+    """
+    rows = script_rows_of_turn(ledger, turn).current
+    if not rows:
+        return None
+    programs = [(row, _normalized(row.text)) for row in rows if row.text is not None]
+    matched: list[dict[str, Any]] = []
+    unmatched: list[int] = []
+    for index, block in enumerate(m.group(2) for m in _FENCE.finditer(answer)):
+        text = _normalized(block)
+        hit = next((row for row, program in reversed(programs) if program == text), None)
+        if hit is None:
+            unmatched.append(index)
+        else:
+            matched.append({"block": index, "dispatch": hit.dispatch,
+                            "tool_call_id": hit.tool_call_id, "outcome": hit.outcome})
+    return {"turn": turn, "scripts": len(rows), "matched": matched, "unmatched": unmatched}
 
 
 @dataclass(frozen=True, slots=True)
