@@ -435,3 +435,15 @@ async def test_kernel_surface_calls_are_refused_and_ordinary_ones_work() -> None
         assert report[call] == "-1 1", (call, report)  # EPERM
     assert report["seccomp"] == "2"
     assert (report["thread"], report["child"], report["pool"]) == ("[1]", "7", "[1, 2]")
+
+
+async def test_the_kernel_limits_are_in_force_inside() -> None:
+    """CPU seconds, address space, processes and core size are the program's own rlimits."""
+    ran = await escape(
+        "import resource\n"
+        "for name in ('CPU', 'AS', 'NPROC', 'CORE'):\n"
+        "    print(name, *resource.getrlimit(getattr(resource, 'RLIMIT_' + name)))\n",
+        timeout=4, memory_mb=96, max_processes=24)
+    report = lines(ran)
+    assert report["CPU"] == "5 6" and report["AS"] == f"{96 << 20} {96 << 20}"
+    assert report["NPROC"] == "24 24" and report["CORE"] == "0 0"
