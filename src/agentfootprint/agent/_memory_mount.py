@@ -187,11 +187,12 @@ async def end_turn_claim(spec: AgentSpec, run: object) -> None:
     its claim, so it can be resumed.
     """
     from ..flow import FlowRun
+
+    if not spec.memories or not isinstance(run, FlowRun) or run.paused:
+        return  # (before any memory import: a run without memory never loads it)
     from ..memory._stages import identity_from_record
     from ..memory._turn import release_turn_claim
 
-    if not spec.memories or not isinstance(run, FlowRun) or run.paused:
-        return
     owner, turn = run.state.get(trace.TURN_CLAIM), run.state.get(trace.TURN)
     identity = identity_from_record(run.state.get(trace.IDENTITY))
     if not isinstance(owner, str) or not isinstance(turn, int) or identity is None:

@@ -278,11 +278,11 @@ class ToolBatchStages:
     def match_scripts(self, scope: Scope, content: str) -> None:
         """Read the turn's script ledger back against the answer (``answer_scripts``): which
         of its fenced code blocks are programs that ran. Only for agents with a code tool."""
+        if all(getattr(t, "script", None) is None for t in self.spec.registry.tools.values()):
+            return  # no code tool: the ledger module is not even loaded
         from ..tools._script_keys import LEDGER_KEY
-        from ..tools._scripts import answer_script_match, script_of
+        from ..tools._scripts import answer_script_match
 
-        if not any(script_of(t) is not None for t in self.spec.registry.tools.values()):
-            return
         match = answer_script_match(scope.get(LEDGER_KEY), scope[trace.TURN], content)
         if match is not None:
             scope[trace.ANSWER_SCRIPTS] = match
