@@ -26,9 +26,10 @@ from agentfootprint.providers import mock
 from agentfootprint.providers._base import LLMRequest
 from agentfootprint.runs import RunStore
 
-STEPS = [[("charge", {"amount": 12.5}), ("notify", {"to": "ops"})],
-         [("lookup", {"key": "order"}), ("notify", {"to": "customer"})],
-         [("charge", {"amount": 3.0}), ("lookup", {"key": "receipt"})]]
+STEPS: list[list[tuple[str, dict[str, Any]]]] = [
+    [("charge", {"amount": 12.5}), ("notify", {"to": "ops"})],
+    [("lookup", {"key": "order"}), ("notify", {"to": "customer"})],
+    [("charge", {"amount": 3.0}), ("lookup", {"key": "receipt"})]]
 
 
 def effects(workdir: Path) -> sqlite3.Connection:

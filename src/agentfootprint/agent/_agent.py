@@ -27,7 +27,14 @@ from ..runs._redaction import as_run_policy
 from ..tools._registry import ToolRegistry
 from ..tools._script_keys import LEDGER_KEY
 from ..tools._tool import Tool
-from ._journal import RunJournal, journal_for, new_run_id, resume_stored, run_journal
+from ._journal import (
+    RunJournal,
+    check_agent_state,
+    journal_for,
+    new_run_id,
+    resume_stored,
+    run_journal,
+)
 from ._loop import AgentSpec, build_agent_chart, live_emit
 from ._memory_mount import end_turn_claim
 from ._options import Governance, Limits, ModelSettings, Tracing, grouped_options
@@ -279,6 +286,9 @@ class _Runner:
             raise ConfigurationError(
                 "resume() takes the checkpoint of a paused RunResult (status 'paused'); "
                 "a finished run is continued with run(..., continue_from=checkpoint)")
+        flow = checkpoint["flow"]
+        check_agent_state(flow.get("state") if isinstance(flow, Mapping) else None,
+                          checkpoint.get("run_id"))
         pause = checkpoint.get("pause")
         if not isinstance(pause, Mapping):
             return

@@ -39,8 +39,8 @@ if TYPE_CHECKING:
     from ..runs._store import RunStorePort
     from ..tools._registry import ToolOutcome
 
-__all__ = ["Recovered", "RunJournal", "journal_for", "new_run_id", "resume_stored",
-           "run_journal"]
+__all__ = ["Recovered", "RunJournal", "check_agent_state", "journal_for", "new_run_id",
+           "resume_stored", "run_journal"]
 
 run_journal: contextvars.ContextVar[RunJournal | None] = contextvars.ContextVar(
     "run_journal", default=None)
@@ -282,8 +282,8 @@ def plan_recovery(store: RunStorePort, chart: Chart, run_id: str, *,
         elif isinstance(entry.get("outcome"), dict):
             answer.outcomes[str(entry.get("call"))] = entry["outcome"]
     state = log.state_at(len(log) - 1)
-    if state.get(trace.ITERATION) != answer.iteration or not isinstance(
-            state.get(trace.HISTORY), list):
+    check_agent_state(state, run_id)
+    if state.get(trace.ITERATION) != answer.iteration:
         raise CheckpointError(
             f"run {run_id!r}: its progress entries do not match its log (tool batch of "
             f"iteration {answer.iteration!r}, log at iteration {state.get(trace.ITERATION)!r}); "
@@ -298,6 +298,50 @@ def plan_recovery(store: RunStorePort, chart: Chart, run_id: str, *,
         state=state, args=dict(args), frames=[], counter=max(map(_number, stages)) + 1,
         visits=visits, log=log.to_json(), created_at=time.time())
     return RecoveryPlan(checkpoint=checkpoint, answer=answer)
+
+
+_COUNTS: Final = ((trace.TURN, 1), (trace.ITERATION, 1), (trace.MAX_ITERATIONS, 1),
+                  (trace.INPUT_TOKENS, 0), (trace.OUTPUT_TOKENS, 0))
+
+
+def check_agent_state(state: object, run_id: object) -> None:
+    """Refuse, before anything runs, an agent state no run could have left (a checkpoint or
+    a stored run that was edited): counts that are not whole numbers, a history that is not
+    a list of messages, a paused batch that points nowhere."""
+    def refuse(what: str) -> CheckpointError:
+        return CheckpointError(
+            f"the checkpoint of run {run_id!r} is not one a run left: {what}; it was changed "
+            "after it was written — resume the checkpoint the run returned, unchanged")
+
+    if not isinstance(state, Mapping):
+        raise refuse("its state is not an object")
+    for key, least in _COUNTS:
+        value = state.get(key)
+        if type(value) is not int or value < least:
+            raise refuse(f"{key!r} is {value!r}, not a whole number of at least {least}")
+    if not isinstance(state.get(trace.USER_MESSAGE), str):
+        raise refuse(f"{trace.USER_MESSAGE!r} is not a str")
+    history = state.get(trace.HISTORY)
+    if not isinstance(history, list) or not all(
+            isinstance(m, dict) and m.get("role") in ("system", "user", "assistant", "tool")
+            for m in history):
+        raise refuse(f"{trace.HISTORY!r} is not a list of messages with a role")
+    calls = state.get(trace.LLM_TOOL_CALLS, [])
+    if not _calls_ok(calls):
+        raise refuse(f"{trace.LLM_TOOL_CALLS!r} is not a list of calls with an id and a name")
+    batch = state.get(trace.PAUSED_TOOL_BATCH)
+    if batch is not None and not (
+            isinstance(batch, dict) and _calls_ok(batch.get("calls"))
+            and type(batch.get("index")) is int and 0 <= batch["index"] < len(batch["calls"])
+            and isinstance(batch.get("results"), list)
+            and type(batch.get("iteration")) is int):
+        raise refuse(f"{trace.PAUSED_TOOL_BATCH!r} does not name a call of its batch")
+
+
+def _calls_ok(calls: object) -> bool:
+    return isinstance(calls, list) and all(
+        isinstance(c, dict) and isinstance(c.get("id"), str) and isinstance(c.get("name"), str)
+        for c in calls)
 
 
 def _log_of(run_id: str, data: Mapping[str, Any]) -> CommitLog:

@@ -82,7 +82,7 @@ def load_checkpoint(data: Checkpoint | Mapping[str, Any] | str | bytes) -> Check
             "resume it with the agentfootprint version that wrote it"
         )
     try:
-        return Checkpoint.model_validate(raw)
+        checkpoint = Checkpoint.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "checkpoint"
@@ -90,3 +90,38 @@ def load_checkpoint(data: Checkpoint | Mapping[str, Any] | str | bytes) -> Check
             f"checkpoint field {where!r} is invalid: {first['msg']}; "
             "it was changed or truncated after it was written"
         ) from exc
+    _check_log(checkpoint)
+    return checkpoint
+
+
+def _check_log(cp: Checkpoint) -> None:
+    """The log must be whole: every record at its own position, ending with the paused step.
+
+    A log cut short (or with records dropped) would resume a run whose record no longer shows
+    how it got there; it is refused rather than resumed.
+    """
+    records = cp.log.get("records", [])
+    problem = None
+    if isinstance(records, list) and any(not isinstance(r, dict) or "idx" not in r
+                                         for r in records):
+        return  # not records at all: the log reader refuses it as unreadable
+    if not isinstance(records, list) or not records:
+        problem = "it has no records"
+    elif any(r.get("idx") != i for i, r in enumerate(records)):
+        problem = "a record is missing or out of place"
+    else:
+        last = records[-1]
+        if last.get("runtime_stage_id") != cp.paused_runtime_stage_id or not last.get("paused"):
+            problem = (f"it does not end with the paused step {cp.paused_runtime_stage_id!r} "
+                       "(records were cut from its end)")
+        elif cp.counter <= max(_number(str(r.get("runtime_stage_id", ""))) for r in records):
+            problem = f"its step counter ({cp.counter}) is behind its records"
+    if problem is not None:
+        raise CheckpointError(
+            f"checkpoint of run {cp.run_id!r} has an incomplete log: {problem}; it was changed "
+            "or truncated after it was written — resume the checkpoint the run returned")
+
+
+def _number(rid: str) -> int:
+    head, _, tail = rid.rpartition("#")
+    return int(tail) if head and tail.isdigit() else -1
