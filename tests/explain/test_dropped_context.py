@@ -95,5 +95,5 @@ async def test_restore_and_is_wrong_go_together() -> None:
     result = await rerun(frozenset())
     with pytest.raises(ConfigurationError, match="also needs restore="):
         await find_dropped_context(result, is_wrong=is_wrong)
-    with pytest.raises(ConfigurationError, match="reruns=1"):
-        await find_dropped_context(result, restore=rerun, is_wrong=is_wrong, reruns=1)
+    with pytest.raises(ConfigurationError, match="reruns=0"):
+        await find_dropped_context(result, restore=rerun, is_wrong=is_wrong, reruns=0)
