@@ -83,9 +83,10 @@ class RunJournal:
                       "index": index, "call": str(call["id"]), "tool": str(call["name"])})
 
     def done(self, iteration: int, index: int, call: Mapping[str, Any],
-             outcome: ToolOutcome) -> None:
-        """A call has its outcome (run, refused, declined or unknown)."""
-        content: Any = outcome.content
+             outcome: ToolOutcome, *, recorded: Callable[[object], Any] = lambda v: v) -> None:
+        """A call has its outcome (run, refused, declined or unknown); ``recorded`` is the
+        run's mask for free text (``scope.recorded``), so the entry repeats nothing it hides."""
+        content: Any = recorded(outcome.content)
         policy = self.policy
         if policy is not None and policy.is_redacted(trace.HISTORY):  # stored as recorded
             shown = policy.redact_value(trace.HISTORY, [{"role": "tool", "content": content}])

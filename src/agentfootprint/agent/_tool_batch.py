@@ -83,7 +83,7 @@ class ToolBatchStages:
             outcome = ToolOutcome(answer if isinstance(answer, str) else result_text(answer))
         journal = run_journal.get()
         if journal is not None:
-            journal.done(iteration, index, call, outcome)
+            journal.done(iteration, index, call, outcome, recorded=scope.recorded)
         del scope[trace.PAUSED_TOOL_BATCH]
         self._settle(scope, call, outcome, results, history, iteration)
         return await self._run_batch(scope, calls, index + 1, results, history, iteration)
@@ -122,7 +122,7 @@ class ToolBatchStages:
                     return self._pause(scope, calls, index, results, history, iteration,
                                        request.kind, request.data)
             if journal is not None:
-                journal.done(iteration, index, call, outcome)
+                journal.done(iteration, index, call, outcome, recorded=scope.recorded)
             self._settle(scope, call, outcome, results, history, iteration)
             if gated is not None and gated.halted:
                 self._halt(scope, calls, results, history, iteration)
@@ -181,7 +181,7 @@ class ToolBatchStages:
                 "Check its effect before calling it again.",
                 error=True, status=OUTCOME_UNKNOWN)
         if journal is not None:
-            journal.done(iteration, index, call, outcome)
+            journal.done(iteration, index, call, outcome, recorded=scope.recorded)
         return outcome
 
     def _settle(self, scope: Scope, call: ToolCall, outcome: ToolOutcome,
