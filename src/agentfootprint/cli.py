@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 import time
@@ -21,6 +22,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AgentFootprintError as exc:
         print(f"agentfootprint: {_plain(str(exc))}", file=sys.stderr)
         return 1
+    except BrokenPipeError:  # `agentfootprint explain RUN | head`: the reader has gone
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 def _plain(text: str) -> str:
@@ -71,7 +75,7 @@ def _main(argv: Sequence[str] | None) -> int:
         "prove", parents=[store_option],
         help="prove a recorded run's cause by isolated re-runs, and keep the proof")
     prove.add_argument("run_id")
-    wrong = prove.add_mutually_exclusive_group(required=True)
+    wrong = prove.add_mutually_exclusive_group()
     wrong.add_argument("--wrong-if-contains", metavar="PHRASE",
                        help="the answer is wrong when it contains PHRASE (case-insensitive)")
     wrong.add_argument("--wrong-if-matches", metavar="REGEX",
@@ -138,17 +142,19 @@ def _main(argv: Sequence[str] | None) -> int:
 def _prove(store_path: Path, options: argparse.Namespace) -> int:
     """Re-run a stored run's agent (rebuilt from its factory) without its suspects; keep it."""
     from .explain._criterion import wrong_if
-    from .explain._prove import prove_stored_run
+    from .explain._prove import kept_criterion, prove_stored_run
     from .flow._run import run_sync
     from .runs._sqlite import RunStore
 
-    criterion = wrong_if(contains=options.wrong_if_contains, matches=options.wrong_if_matches,
-                         predicate=options.wrong_if)
+    given = (options.wrong_if_contains, options.wrong_if_matches, options.wrong_if)
+    criterion = (wrong_if(contains=given[0], matches=given[1], predicate=given[2])
+                 if any(g is not None for g in given) else None)
 
     def progress(done: int, total: int, label: str) -> None:
         print(f"  re-run {done}: {label}", file=sys.stderr)
 
     with RunStore(store_path) as store:
+        criterion = criterion or kept_criterion(store, options.run_id)
         report = run_sync(prove_stored_run(store, options.run_id, is_wrong=criterion,
                                            factory=options.factory, budget=options.budget,
                                            alpha=options.alpha, progress=progress))

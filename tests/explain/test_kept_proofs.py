@@ -218,3 +218,22 @@ def test_a_kept_proof_that_proved_nothing_says_so() -> None:
     board = by_id(parse(render_html_report(recording, localization=proof)), "board")
     assert "Nothing proven" in by_id(board, "proven").text
     assert board.find_all("div", cls="proven-cause") == []
+
+
+def test_prove_reuses_the_kept_criterion_and_refuses_without_one(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`prove RUN_ID` alone re-applies the criterion kept with the run's proof; a run with no
+    kept criterion is one clear line naming the options."""
+    from agentfootprint.cli import main
+
+    store = tmp_path / "runs.db"
+    assert main(["--store", str(store), "demo"]) == 0
+    capsys.readouterr()
+    assert main(["--store", str(store), "runs", "list"]) == 0
+    run_id = capsys.readouterr().out.split()[0]
+    assert main(["--store", str(store), "prove", run_id, "--budget", "30"]) == 0
+    out = capsys.readouterr().out
+    assert "PROVEN: fact 'customer-profile' caused the answer." in out
+    assert "kept with run" in out
+    assert main(["--store", str(store), "prove", run_id, "--wrong-if-matches", "("]) == 1
+    assert "not a regular expression" in capsys.readouterr().err

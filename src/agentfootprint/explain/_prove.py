@@ -16,12 +16,12 @@ from ..errors import ConfigurationError
 from ..runs._recording import AgentRun, Recording
 from ..runs._store import RunStorePort
 from ..runs._view import RunView
-from ._criterion import load_callable
+from ._criterion import WrongIf, load_callable
 from ._localize import DEFAULT_BUDGET, ContextBugReport, localize_context_bug
 from ._rerun import IsWrong, Progress
 from ._verdict import DEFAULT_ALPHA
 
-__all__ = ["StoredRun", "prove_stored_run"]
+__all__ = ["StoredRun", "kept_criterion", "prove_stored_run"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,3 +66,15 @@ async def prove_stored_run(store: RunStorePort, run_id: str, *, is_wrong: IsWron
                                         progress=progress)
     store.add_proof(run_id, report.to_proof())
     return report
+
+
+def kept_criterion(store: RunStorePort, run_id: str) -> WrongIf:
+    """The criterion of the run's latest kept proof, when it was kept as data."""
+    for proof in reversed(store.proofs(run_id)):
+        rule = {k: v for k, v in (proof.get("criterion") or {}).items()
+                if k in ("contains", "matches", "predicate", "judges_result")}
+        if rule:
+            return WrongIf(**rule)
+    raise ConfigurationError(
+        f"run {run_id} has no kept criterion of what is wrong; pass --wrong-if-contains PHRASE, "
+        "--wrong-if-matches REGEX or --wrong-if MODULE:FUNCTION")
