@@ -310,26 +310,31 @@ def test_no_sink_holds_the_secret(leaks: Sinks) -> None:
     assert not leaked, f"the secret leaked into: {leaked}"
 
 
-def test_postgres_run_store_rows_hold_no_secret(leaks: Sinks, pg_url: str,
+def test_postgres_run_store_rows_hold_no_secret(tmp_path: Path, pg_url: str,
                                                 pg_schema: str) -> None:
-    """The same recordings saved to PostgreSQL: no row of any table holds the secret."""
+    """The same three turns with PostgreSQL as the agents' run store (recordings, query
+    tables, the run journal): no row of any table holds the secret."""
     import psycopg
     from psycopg import sql
 
     from agentfootprint.runs import PostgresRunStore
 
+    sinks = Sinks()
     with PostgresRunStore(pg_url, schema=pg_schema) as store:
-        for result in leaks.results:
-            store.save(result)
+        _turns(sinks, tmp_path, store)
+    assert sinks.tool_saw == [SECRET, SECRET]
     with psycopg.connect(pg_url) as conn:
         tables = [row[0] for row in conn.execute(
             "SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
             (pg_schema,))]
         assert tables
+        dumped = ""
         for table in tables:
             rows = conn.execute(sql.SQL("SELECT * FROM {}").format(
                 sql.Identifier(pg_schema, table))).fetchall()
             assert_clean(f"postgres table {table}", repr(rows))
+            dumped += repr(rows)
+    assert REDACTED in dumped  # the recordings are there, masked
 
 
 def test_the_redacted_runs_stay_explainable(leaks: Sinks) -> None:
