@@ -15,7 +15,8 @@ from agentfootprint.memory._identity import (
 )
 
 tricky = st.sampled_from(["_", ".", "..", "/", "%", "%2F", "%5F", "%2E", "a/b", "_/_", "../x"])
-storable = st.text(st.characters(blacklist_characters="\x00"), min_size=1, max_size=12)
+storable = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
+                   min_size=1, max_size=12)
 fields = st.one_of(st.none(), tricky, storable)
 identities = st.builds(
     MemoryIdentity,
