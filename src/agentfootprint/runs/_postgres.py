@@ -249,8 +249,9 @@ class PostgresRunStore:
         """Put a starting run in the store (its status ``running``), before it does anything.
 
         A run id already in the store is refused (another run holds it), unless ``reopen``
-        resumes that same run: then a paused or running row is marked running again, and a
-        finished one is refused (it was resumed already).
+        resumes that same run: then a paused or running row is taken as it is (its status
+        moves on with its first progress entry), and a finished one is refused (it was
+        resumed already).
         """
         run_id = check_run_id(recording.run_id)
         sql = self._psycopg.sql
@@ -270,8 +271,6 @@ class PostgresRunStore:
                 status = found[0] if found else "unknown"
                 if not reopen or status not in OPEN_STATUSES:
                     raise refuse_taken(run_id, status, self.name)
-                cur.execute(sql.SQL("UPDATE {} SET status = 'running' WHERE run_id = %s"
-                                    ).format(self._table), (run_id,))
         except self._psycopg.Error as exc:
             raise RunError(f"the run store {self.name} failed to record the start of run "
                            f"{run_id!r} ({exc})") from exc

@@ -172,8 +172,9 @@ class RunStore:
         """Put a starting run in the store (its status ``running``), before it does anything.
 
         A run id already in the store is refused (another run holds it), unless ``reopen``
-        resumes that same run: then a paused or running row is marked running again, and a
-        finished one is refused (it was resumed already).
+        resumes that same run: then a paused or running row is taken as it is (its status
+        moves on with its first progress entry), and a finished one is refused (it was
+        resumed already).
         """
         run_id = check_run_id(recording.run_id)
         where = repr(str(self.path))
@@ -183,9 +184,7 @@ class RunStore:
             if found is not None and (not reopen or found[0] not in OPEN_STATUSES):
                 raise refuse_taken(run_id, found[0], where)
             if found is not None:
-                self._db.execute("UPDATE runs SET status = 'running' WHERE run_id = ?",
-                                 (run_id,))
-                return
+                return  # its status moves on with its first progress entry (or its save)
             self._db.execute(
                 "INSERT INTO runs (run_id, name, kind, status, created_at, preview, body) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
