@@ -269,7 +269,7 @@ class _Runner:
         self._check_resumable(checkpoint, answer)
         flow = checkpoint["flow"]  # type: ignore[index]
         journal = journal_for(self, str(flow.get("run_id")) if isinstance(flow, Mapping)
-                              else "", None, reopen=True)
+                              else "", None, reopen="paused")
         return await self._drive(lambda recorders: self.chart.resume(
             flow, answer, recorders=recorders, redaction=self.redaction,
             timeout=timeout), journal)
@@ -405,6 +405,7 @@ class Agent(_Runner):
             registry=ToolRegistry(dispatchable, max_result_chars=limits.max_tool_result_chars),
             max_iterations=limits.max_iterations, react_mode=react_mode,
             temperature=settings.temperature, max_tokens=settings.max_tokens,
+            seed=settings.seed,
             wrap_up=limits.wrap_up, stream=stream, injections=injections,
             static_tools=static, read_skill=reader, skip_step=skipper, memories=memories,
             window=window, act=rules)

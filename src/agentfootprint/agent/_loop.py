@@ -301,7 +301,7 @@ class _Stages(MemoryStages, ToolBatchStages):
         request = LLMRequest.model_construct(
             model=spec.model, messages=wire_messages(history), system=system, tools=tools,
             temperature=spec.temperature, max_tokens=spec.max_tokens, stop=None,
-            tool_choice=None)
+            tool_choice=None, seed=spec.seed)
         _emit(scope, "agent.iteration_start", {"iteration": iteration})
         _emit(scope, "stream.llm_start", {
             "iteration": iteration, "provider": spec.provider.name, "model": spec.model,

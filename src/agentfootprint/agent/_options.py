@@ -58,6 +58,8 @@ class ModelSettings:
 
     temperature: float | None = None
     max_tokens: int | None = None
+    seed: int | None = None
+    """A reproducible draw where the server takes a seed (an explanation seeds each re-run)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

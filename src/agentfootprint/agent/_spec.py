@@ -38,6 +38,7 @@ class AgentSpec:
     react_mode: Literal["dynamic", "classic"] = "dynamic"
     temperature: float | None = None
     max_tokens: int | None = None
+    seed: int | None = None
     wrap_up: bool = True
     stream: bool = False
     dispatcher: EventDispatcher = field(default_factory=EventDispatcher)

@@ -233,9 +233,11 @@ class RerunSandbox:
             self._snapshots[key] = cached
         return list(cached)
 
-    def isolate(self, agent: Agent, log: RerunLog, *, fork: bool = True) -> Agent:
+    def isolate(self, agent: Agent, log: RerunLog, *, fork: bool = True,
+                seed: int | None = None) -> Agent:
         """``agent`` as one re-run may run it: private memory, replayed tools, no run store
-        (and, with ``fork``, its provider forked: a script starts afresh)."""
+        (with ``fork``, its provider forked: a script starts afresh; with ``seed``, a sampling
+        server is asked for that draw, so the explanation can be repeated)."""
         from ..agent._options import Tracing
         from ..agent._rebuild import rebuild_memory
 
@@ -250,6 +252,11 @@ class RerunSandbox:
         quiet = Tracing(redaction=getattr(tracing, "redaction", None))
         provider = kwargs["provider"]
         forked = getattr(provider, "fork", None) if fork else None
+        settings = kwargs.get("settings")
+        if seed is not None and settings is not None and not getattr(provider, "deterministic",
+                                                                       False):
+            kwargs = {**kwargs, "settings": dataclasses.replace(settings, seed=seed)}
+            agent = agent._replace(settings=kwargs["settings"])
         return agent._replace(
             provider=forked() if callable(forked) else provider,
             # a memory that only reads (a RAG corpus, a read-only memory) keeps its store

@@ -360,7 +360,7 @@ class Rerunner:
             return Outcome(made, True)
         run = getattr(made, "run", None)
         if callable(run):
-            made = self._isolated(made, log)
+            made = self._isolated(made, log, self.done)
             try:
                 made = await self._start(made)
             except BudgetExceeded:
@@ -386,13 +386,13 @@ class Rerunner:
             return Outcome(content, False, "; ".join(dict.fromkeys(log.misses)), made)
         return Outcome(content, True, "", made)
 
-    def _isolated(self, runner: Any, log: RerunLog) -> Any:
+    def _isolated(self, runner: Any, log: RerunLog, seed: int) -> Any:
         mapper = getattr(runner, "_map_agents", None)
         if self.sandbox is None or not callable(mapper):
             self._note_unisolated()
             return runner
         sandbox = self.sandbox
-        isolated = mapper(lambda agent: sandbox.isolate(agent, log)
+        isolated = mapper(lambda agent: sandbox.isolate(agent, log, seed=seed)
                           if hasattr(agent, "_init_kwargs") else agent)
         if self.deterministic is None:
             self.deterministic = _all_deterministic(isolated)

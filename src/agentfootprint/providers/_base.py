@@ -92,6 +92,9 @@ class LLMRequest(BaseModel):
     stop: list[str] | None = None
     tool_choice: str | None = None
     """``None``/``"auto"``, ``"none"``, ``"required"``, or a tool name to force."""
+    seed: int | None = None
+    """Asks a sampling server for a reproducible draw (OpenAI-compatible servers, Ollama);
+    providers without one ignore it."""
 
 
 class LLMResponse(BaseModel):

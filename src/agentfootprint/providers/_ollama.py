@@ -200,6 +200,8 @@ class OllamaProvider(Provider):
             options["num_predict"] = request.max_tokens
         if request.temperature is not None:
             options["temperature"] = request.temperature
+        if request.seed is not None:
+            options["seed"] = request.seed
         if request.stop:
             options["stop"] = list(request.stop)
         if options:

@@ -190,6 +190,8 @@ class OpenAIProvider(Provider):
             params[key] = request.max_tokens
         if request.temperature is not None:
             params["temperature"] = request.temperature
+        if request.seed is not None:
+            params["seed"] = request.seed
         if request.stop:
             params["stop"] = list(request.stop)
         if stream:
