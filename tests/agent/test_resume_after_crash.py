@@ -229,8 +229,10 @@ async def test_a_paused_run_resumed_then_killed_resumes_again_from_the_store(
     with pytest.raises(Killed):
         await build().resume(paused.checkpoint, check_in_approved(by="ops"))
     assert store.list()[0].status == "running"
+    with pytest.raises(ConfigurationError, match="resumed already and is under way, or was"):
+        await build().resume(paused.checkpoint, check_in_approved(by="ops"))  # not twice
     result = await build().resume("run-7")
     assert ran == ["run-7:s0-0"]
     assert _tool_messages(result)["s0-0"].startswith("Outcome unknown")
-    with pytest.raises(ConfigurationError, match="already taken"):
+    with pytest.raises(ConfigurationError, match="'done', so it cannot be resumed"):
         await build().resume(paused.checkpoint, check_in_approved(by="ops"))

@@ -84,7 +84,9 @@ def test_a_second_run_under_a_taken_id_is_refused_and_the_first_kept(
     with pytest.raises(ConfigurationError, match="already taken"):
         store.begin(_recording("r1", 0))
     with pytest.raises(ConfigurationError, match="already taken"):
-        store.begin(_recording("r1", 0), reopen=True)  # a finished run is not reopened
+        store.begin(_recording("r1", 0))
+    with pytest.raises(ConfigurationError, match="'done', so it cannot be resumed"):
+        store.begin(_recording("r1", 0), reopen="running")  # a finished run is not reopened
     assert store.load("r1").log["records"][1]["changes"][0]["value"] == 1
     store.save(_recording("r1", 5, "done"))  # the same run, further on: its row grows
     assert len(store.load("r1").log["records"]) == 5
@@ -113,7 +115,9 @@ def test_a_running_row_is_listed_and_loads_with_its_progress(store: RunStorePort
     assert loaded.status == "running"
     assert [r["idx"] for r in loaded.log["records"]] == [0, 1, 2]  # each position once
     assert loaded.commit_log().state_at(2) == {"n": 2}
-    store.begin(_recording("live", 0), reopen=True)  # the same run, resumed
+    with pytest.raises(ConfigurationError, match="resumed already and is under way"):
+        store.begin(_recording("live", 0), reopen="paused")  # it is not waiting for a person
+    store.begin(_recording("live", 0), reopen="running")  # the same run, resumed
     store.save(_recording("live", 4, "done"))
     assert store.list()[0].status == "done"
     with pytest.raises(KeyError, match="no run 'ghost'"):

@@ -137,9 +137,10 @@ class _Runner(Protocol):
 
 
 def journal_for(runner: _Runner, run_id: str, args: Mapping[str, Any] | None, *,
-                reopen: bool = False) -> RunJournal | None:
+                reopen: str | None = None) -> RunJournal | None:
     """The journal of a run of ``runner`` that starts (``args``: its chart input) or resumes
-    (``reopen``); ``None`` without a run store that keeps runs from their start."""
+    (``reopen``: the status its row has, ``"paused"`` or ``"running"``); ``None`` without a
+    run store that keeps runs from their start."""
     store = runner.run_store
     if store is None or not journals(store):
         return None
@@ -171,7 +172,7 @@ async def resume_stored(runner: _Runner, run_id: str, *, identity: object,
             f"run {run_id!r} is run again from its start, and this agent has memory but no "
             "identity; build it with identity=MemoryIdentity(...) of that conversation")
     journal = open_journal(store, runner.chart, run_id, policy=runner.redaction, start=None,
-                           reopen=True)
+                           reopen="running")
     policy, chart = runner.redaction, runner.chart
     if plan.checkpoint is None:
         start = {**(plan.start or {}), **args}
@@ -185,9 +186,9 @@ async def resume_stored(runner: _Runner, run_id: str, *, identity: object,
 
 def open_journal(store: RunStorePort, chart: Chart, run_id: str, *,
                  policy: RedactionPolicy | None, start: dict[str, Any] | None,
-                 reopen: bool = False) -> RunJournal:
-    """Put the run in ``store`` (``reopen``: it is there already, being resumed) and return
-    its journal. ``start`` is what running the turn again from its start needs."""
+                 reopen: str | None = None) -> RunJournal:
+    """Put the run in ``store`` (``reopen``: it is there with that status, being resumed) and
+    return its journal. ``start`` is what running the turn again from its start needs."""
     from ..runs._recording import Recording
 
     meta: dict[str, Any] = {"fingerprint": chart.fingerprint()}

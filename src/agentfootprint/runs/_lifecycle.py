@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from ._recording import Recording
 
 __all__ = ["OPEN_STATUSES", "RUN_ID_PATTERN", "check_run_id", "entry_json", "extends",
-           "parse_entry", "refuse_taken", "with_progress"]
+           "parse_entry", "refuse_reopen", "refuse_taken", "with_progress"]
 
 RUN_ID_PATTERN: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
 """A run id: 1-128 characters of letters, digits, ``_ . : -``, starting with a letter or digit
@@ -47,6 +47,20 @@ def refuse_taken(run_id: str, status: str, where: str) -> ConfigurationError:
     return ConfigurationError(
         f"run id {run_id!r} is already taken in {where} by another run (status {status!r}); "
         "a run id names one run for good — give this run its own run_id, or leave it unset")
+
+
+def refuse_reopen(run_id: str, status: str, reopen: str, where: str) -> ConfigurationError:
+    """The error for resuming a run whose row is not in the state that resume expects."""
+    if status == "running":
+        hint = ("it was resumed already and is under way, or was killed: continue it with "
+                f"agent.resume({run_id!r})")
+    elif status == "paused":
+        hint = "it is waiting for a person: resume it with its checkpoint and the answer"
+    else:
+        hint = "it ended already, and a checkpoint is resumed once"
+    return ConfigurationError(
+        f"run {run_id!r} in {where} is {status!r}, so it cannot be resumed as a {reopen} run; "
+        f"{hint}")
 
 
 def _records(log: Mapping[str, Any]) -> list[Any]:

@@ -24,6 +24,7 @@ from ._lifecycle import (
     entry_json,
     extends,
     parse_entry,
+    refuse_reopen,
     refuse_taken,
     with_progress,
 )
@@ -245,13 +246,14 @@ class PostgresRunStore:
                            f"{recording.run_id!r} ({exc})") from exc
         return recording
 
-    def begin(self, recording: Recording, *, reopen: bool = False) -> None:
+    def begin(self, recording: Recording, *, reopen: str | None = None) -> None:
         """Put a starting run in the store (its status ``running``), before it does anything.
 
         A run id already in the store is refused (another run holds it), unless ``reopen``
-        resumes that same run: then a paused or running row is taken as it is (its status
-        moves on with its first progress entry), and a finished one is refused (it was
-        resumed already).
+        resumes that same run and names the status its row must have: ``"paused"`` (resumed
+        from its checkpoint) or ``"running"`` (resumed after a crash). The row is taken as it
+        is (its status moves on with its first progress entry); any other status is refused
+        (a checkpoint resumed already, a run that ended).
         """
         run_id = check_run_id(recording.run_id)
         sql = self._psycopg.sql
@@ -269,8 +271,10 @@ class PostgresRunStore:
                                     ).format(self._table), (run_id,))
                 found = cur.fetchone()
                 status = found[0] if found else "unknown"
-                if not reopen or status not in OPEN_STATUSES:
+                if reopen is None:
                     raise refuse_taken(run_id, status, self.name)
+                if reopen not in OPEN_STATUSES or status != reopen:
+                    raise refuse_reopen(run_id, status, str(reopen), self.name)
         except self._psycopg.Error as exc:
             raise RunError(f"the run store {self.name} failed to record the start of run "
                            f"{run_id!r} ({exc})") from exc

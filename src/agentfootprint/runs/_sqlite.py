@@ -23,6 +23,7 @@ from ._lifecycle import (
     entry_json,
     extends,
     parse_entry,
+    refuse_reopen,
     refuse_taken,
     with_progress,
 )
@@ -168,21 +169,24 @@ class RunStore:
             self._write_rows(rows)
         return recording
 
-    def begin(self, recording: Recording, *, reopen: bool = False) -> None:
+    def begin(self, recording: Recording, *, reopen: str | None = None) -> None:
         """Put a starting run in the store (its status ``running``), before it does anything.
 
         A run id already in the store is refused (another run holds it), unless ``reopen``
-        resumes that same run: then a paused or running row is taken as it is (its status
-        moves on with its first progress entry), and a finished one is refused (it was
-        resumed already).
+        resumes that same run and names the status its row must have: ``"paused"`` (resumed
+        from its checkpoint) or ``"running"`` (resumed after a crash). The row is taken as it
+        is (its status moves on with its first progress entry); any other status is refused
+        (a checkpoint resumed already, a run that ended).
         """
         run_id = check_run_id(recording.run_id)
         where = repr(str(self.path))
         with self._failing(f"record the start of run {run_id!r}"), self._transaction():
             found = self._db.execute("SELECT status FROM runs WHERE run_id = ?",
                                      (run_id,)).fetchone()
-            if found is not None and (not reopen or found[0] not in OPEN_STATUSES):
+            if found is not None and reopen is None:
                 raise refuse_taken(run_id, found[0], where)
+            if found is not None and (reopen not in OPEN_STATUSES or found[0] != reopen):
+                raise refuse_reopen(run_id, found[0], str(reopen), where)
             if found is not None:
                 return  # its status moves on with its first progress entry (or its save)
             self._db.execute(
