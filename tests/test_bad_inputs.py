@@ -13,6 +13,7 @@ Each row asserts its class of outcome:
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -20,6 +21,7 @@ import os
 import shutil
 import socket
 import sqlite3
+import sys
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -106,6 +108,25 @@ async def _recording_without_idx(_: Path) -> None:
     Recording.from_json(json.dumps(data))
 
 
+def _run_id(run_id: str) -> Callable[[Path], Any]:
+    return lambda _: Agent(provider=mock(reply="hi"), model="m").run("hi", run_id=run_id)
+
+
+async def _same_run_id_twice(tmp: Path) -> None:
+    from agentfootprint import Tracing
+
+    with RunStore(tmp / "runs.db") as store:
+        agent = Agent(provider=mock(reply="hi"), model="m", tracing=Tracing(run_store=store))
+        await agent.run("hi", run_id="order-1")
+        await agent.run("again", run_id="order-1")
+
+
+async def _history_not_a_list(_: Path) -> None:
+    first = await Agent(provider=mock(reply="hi"), model="m").run("hi")
+    checkpoint = {**first.checkpoint, "history": "not a list"}
+    await Agent(provider=mock(reply="hi"), model="m").run("more", continue_from=checkpoint)
+
+
 def _sqlite_store(make: Callable[[Path], Path]) -> Callable[[Path], Any]:
     return lambda tmp: SQLiteStore(make(tmp))
 
@@ -143,6 +164,17 @@ REFUSALS = [
                          ("malformed", "Field required at log.records.0.idx",
                           "restore the original")),
                  id="recording-file-missing-idx"),
+    *(pytest.param(Refusal(_run_id(bad), ConfigurationError,
+                           ("is not a valid run id", "use 1-128 letters, digits")), id=name)
+      for name, bad in (("run-id-path-traversal", "../../escaped"),
+                        ("run-id-ansi-escape", "x\x1b[2J"), ("run-id-newline", "a\nb"))),
+    pytest.param(Refusal(_same_run_id_twice, ConfigurationError,
+                         ("run id 'order-1' is already taken", "give this run its own run_id")),
+                 id="same-run-id-twice"),
+    pytest.param(Refusal(_history_not_a_list, ConfigurationError,
+                         ("continue_from['history'] must be a list",
+                          "pass the checkpoint unchanged")),
+                 id="conversation-checkpoint-history-not-a-list"),
     pytest.param(Refusal(_sqlite_store(_directory), MemoryStoreError,
                          ("memory.db", "it is a directory", "pass a file path")),
                  id="sqlite-store-on-a-directory"),
@@ -495,3 +527,71 @@ async def test_the_widest_identity_the_rule_allows_is_kept_by_every_store(any_st
         found = await any_store.get(identity, "msg-1-0")
         assert found is not None and found.value == {"n": 1}
         assert found.source is None or found.source.identity in (None, identity)
+
+
+# -- a provider's bad answer: an error keeping the evidence, retried, never the answer -----------
+
+
+@functools.cache
+def _wire_server() -> Any:
+    """``tests/providers/wire_server.py`` (a real HTTP server answering as planned)."""
+    import importlib.util
+
+    name = "bad_inputs_wire_server"
+    spec = importlib.util.spec_from_file_location(
+        name, Path(__file__).parent / "providers" / "wire_server.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+async def wire() -> Any:
+    pytest.importorskip("openai")
+    server = _wire_server().WireServer()
+    await server.start()
+    yield server
+    await server.stop()
+
+
+async def test_a_stream_cut_before_its_finish_is_an_error_not_the_answer(wire: Any) -> None:
+    """No finish_reason, no [DONE]: the partial text is evidence in the error, not an answer."""
+    from agentfootprint.errors import StreamIncompleteError
+    from agentfootprint.providers import openai
+
+    ws = _wire_server()
+    wire.plan(ws.sse_reply(ws.openai_stream(["Order ", "A-1 ", "ship"], finish=False,
+                                            done=False)))
+    agent = Agent(provider=openai(base_url=f"{wire.url}/v1", model="m"), model="m", stream=True)
+    with pytest.raises(StreamIncompleteError) as caught:
+        await agent.run("?")
+    assert caught.value.partial == "Order A-1 ship" and caught.value.retryable
+    assert wire.url in str(caught.value) and "with_retry(provider) asks again" in str(caught.value)
+
+
+@pytest.mark.parametrize("first", ["non-json-200", "429-retry-after-3"])
+async def test_a_bad_provider_answer_is_retried_as_the_server_asks(wire: Any, first: str) -> None:
+    """A 200 whose body is not JSON is a MalformedResponseError (status kept) that with_retry
+    asks again after; a 429 with Retry-After: 3 is waited on for at least 3 s."""
+    from agentfootprint.errors import MalformedResponseError
+    from agentfootprint.providers import openai, with_retry
+
+    ws = _wire_server()
+    bad = (ws.raw_reply(b"{not json") if first == "non-json-200"
+           else ws.json_reply({}, status=429, headers={"Retry-After": "3"}))
+    wire.plan(bad)
+    with pytest.raises(MalformedResponseError if first == "non-json-200" else RunError) as once:
+        await Agent(provider=openai(base_url=f"{wire.url}/v1", model="m"), model="m").run("?")
+    assert getattr(once.value, "status", None) == (200 if first == "non-json-200" else 429)
+    waits: list[float] = []
+
+    async def sleep(delay: float) -> None:
+        waits.append(delay)
+
+    wire.plan(bad, ws.json_reply(ws.openai_completion("fine")))
+    provider = with_retry(openai(base_url=f"{wire.url}/v1", model="m"), sleep=sleep)
+    assert (await Agent(provider=provider, model="m").run("?")).content == "fine"
+    assert len(wire.requests) == 2 and len(waits) == 1
+    assert waits[0] >= (3.0 if first == "429-retry-after-3" else 0.0)
