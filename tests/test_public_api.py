@@ -70,7 +70,7 @@ DEMOTED: dict[str, dict[str, str]] = {
         ), "agentfootprint.explain._influence"),
         **dict.fromkeys((
             "bisect_culprits", "rerun_without_sources",
-        ), "agentfootprint.explain._rerun"),
+        ), "agentfootprint.explain._whatif"),
         **dict.fromkeys(("Suspect", "suspects_of"), "agentfootprint.explain._suspects"),
         **dict.fromkeys(("TRACE_TOOL_NAMES", "call_trace_tool"),
                         "agentfootprint.explain._toolpack"),

@@ -12,7 +12,7 @@ import pytest
 
 from agentfootprint import Agent, Tracing, define_fact, tool
 from agentfootprint.explain import localize_context_bug
-from agentfootprint.explain._rerun import rerun_without_sources
+from agentfootprint.explain._whatif import rerun_without_sources
 from agentfootprint.memory import InMemoryStore, MemoryIdentity, define_memory
 from agentfootprint.memory._store import MemoryStore
 from agentfootprint.providers import LLMRequest, mock

@@ -10,14 +10,10 @@ import pytest
 
 from agentfootprint import Agent, ConfigurationError, RunResult, define_fact, tool
 from agentfootprint.explain._localize import ContextBugReport, localize_context_bug
-from agentfootprint.explain._rerun import (
-    Probe,
-    bisect_culprits,
-    rerun_without_sources,
-    verdict_for,
-)
+from agentfootprint.explain._rerun import Probe, verdict_for
 from agentfootprint.explain._suspects import suspects_of
 from agentfootprint.explain._verdict import fisher_greater
+from agentfootprint.explain._whatif import bisect_culprits, rerun_without_sources
 from agentfootprint.providers import LLMRequest, MockProvider, mock
 
 # -- the refunds scenario ----------------------------------------------------------------------

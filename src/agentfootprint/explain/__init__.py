@@ -24,7 +24,7 @@ __getattr__ = _moved_names(__name__, {
     "dropped_candidates": "agentfootprint.explain._dropped",
     **dict.fromkeys(("content_word_embedder", "lexical_overlap", "list_influence_strategies",
                      "rank_suspects", "ranking_confidence"), "agentfootprint.explain._influence"),
-    **dict.fromkeys(("bisect_culprits", "rerun_without_sources"), "agentfootprint.explain._rerun"),
+    **dict.fromkeys(("bisect_culprits", "rerun_without_sources"), "agentfootprint.explain._whatif"),
     **dict.fromkeys(("Suspect", "suspects_of"), "agentfootprint.explain._suspects"),
     **dict.fromkeys(("TRACE_TOOL_NAMES", "call_trace_tool"), "agentfootprint.explain._toolpack"),
 })

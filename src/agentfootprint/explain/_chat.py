@@ -45,8 +45,9 @@ from ..runs._recording import Recording
 from ._backtrack import Backtrack, backtrack
 from ._influence import RankedSuspect, RankingConfidence, ranking_confidence
 from ._isolation import RerunLog, RerunSandbox
-from ._rerun import Probe, Progress, Rerunner, Verdict, accepts_seed, resolve_sources, verdict_for
+from ._rerun import Probe, Progress, Rerunner, Verdict, accepts_seed, verdict_for
 from ._suspects import Suspect, suspects_of
+from ._whatif import resolve_sources
 
 __all__ = [
     "CHAT_FORMAT",
