@@ -42,6 +42,7 @@ from agentfootprint.memory import (
     RedisStore,
     SQLiteStore,
 )
+from agentfootprint.memory._errors import InvalidIdentityError
 from agentfootprint.providers import mock
 from agentfootprint.runs import Recording, RunStore
 
@@ -137,20 +138,20 @@ def _directory(tmp: Path) -> Path:
 
 
 REFUSALS = [
-    pytest.param(Refusal(lambda _: MemoryIdentity("a\ud800b"), ConfigurationError,
+    pytest.param(Refusal(lambda _: MemoryIdentity("a\ud800b"), InvalidIdentityError,
                          ("MemoryIdentity.conversation_id", "lone surrogate", "remove it")),
                  id="conversation-id-lone-surrogate"),
-    pytest.param(Refusal(lambda _: MemoryIdentity("a\x00b"), ConfigurationError,
+    pytest.param(Refusal(lambda _: MemoryIdentity("a\x00b"), InvalidIdentityError,
                          ("MemoryIdentity.conversation_id", "NUL", "remove it")),
                  id="conversation-id-nul"),
-    pytest.param(Refusal(lambda _: MemoryIdentity("x" * 1_000_000), ConfigurationError,
+    pytest.param(Refusal(lambda _: MemoryIdentity("x" * 1_000_000), InvalidIdentityError,
                          ("MemoryIdentity.conversation_id", "1000000 characters", "256",
                           "pass a shorter id")),
                  id="conversation-id-1mb"),
-    pytest.param(Refusal(lambda _: MemoryIdentity("c", principal="p\x00"), ConfigurationError,
+    pytest.param(Refusal(lambda _: MemoryIdentity("c", principal="p\x00"), InvalidIdentityError,
                          ("MemoryIdentity.principal", "NUL")),
                  id="principal-nul"),
-    pytest.param(Refusal(lambda _: MemoryIdentity("c", tenant="t" * 257), ConfigurationError,
+    pytest.param(Refusal(lambda _: MemoryIdentity("c", tenant="t" * 257), InvalidIdentityError,
                          ("MemoryIdentity.tenant", "257 characters")),
                  id="tenant-too-long"),
     pytest.param(Refusal(_surrogate_message, ConfigurationError,
@@ -515,6 +516,17 @@ async def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
         if keys:
             await client.delete(*keys)
     await store.aclose()
+
+
+def test_a_stored_identity_breaking_the_rule_reads_as_a_validation_error() -> None:
+    """The rule's error is a ValueError too, so a row written before it (an entry's source
+    identity) is a Pydantic validation error, which every store reports as unreadable."""
+    from pydantic import ValidationError
+
+    from agentfootprint.memory import MemorySource
+
+    with pytest.raises(ValidationError, match="over the 256 every store accepts"):
+        MemorySource.model_validate({"identity": {"conversation_id": "a" * 300}})
 
 
 async def test_the_widest_identity_the_rule_allows_is_kept_by_every_store(any_store: Any) -> None:

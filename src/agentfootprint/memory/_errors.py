@@ -4,14 +4,16 @@ RunError
 └── MemoryStoreError        a store failed; ``store`` names it
     └── UnreadableEntryError    stored bytes exist but cannot be read (``entry_id`` kept)
 ConfigurationError
-└── InvalidCursorError      a ``list`` cursor this store never handed out
+├── InvalidCursorError      a ``list`` cursor this store never handed out
+└── InvalidIdentityError    an identity field no store can keep (too long, NUL, lone surrogate)
 """
 
 from __future__ import annotations
 
 from agentfootprint.errors import ConfigurationError, RunError
 
-__all__ = ["InvalidCursorError", "MemoryStoreError", "UnreadableEntryError"]
+__all__ = ["InvalidCursorError", "InvalidIdentityError", "MemoryStoreError",
+           "UnreadableEntryError"]
 
 
 class MemoryStoreError(RunError):
@@ -32,3 +34,8 @@ class UnreadableEntryError(MemoryStoreError):
 
 class InvalidCursorError(ConfigurationError, ValueError):
     """A ``list`` cursor that is malformed; pass back only cursors the store returned."""
+
+
+class InvalidIdentityError(ConfigurationError, ValueError):
+    """A ``MemoryIdentity`` field breaking the one rule every store shares. A ``ValueError``
+    too, so Pydantic reports a stored identity that breaks it as a validation error."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from agentfootprint.errors import ConfigurationError
+from agentfootprint.memory._errors import InvalidIdentityError
 
 __all__ = [
     "IDENTITY_ABSENT",
@@ -83,7 +83,7 @@ def _check_storable(name: str, value: str | None) -> None:
     if value is None:
         return
     if len(value) > MAX_IDENTITY_CHARS:
-        raise ConfigurationError(
+        raise InvalidIdentityError(
             f"MemoryIdentity.{name} is {len(value)} characters long, over the "
             f"{MAX_IDENTITY_CHARS} every store accepts; pass a shorter id (a hash of the long "
             "one keeps it unique).")
@@ -91,7 +91,7 @@ def _check_storable(name: str, value: str | None) -> None:
     if found is not None:
         what = ("a NUL character" if found.group() == "\x00"
                 else "a lone surrogate (not valid Unicode)")
-        raise ConfigurationError(
+        raise InvalidIdentityError(
             f"MemoryIdentity.{name} holds {what} at position {found.start()}, which not every "
             "store can keep; remove it, or decode the raw id with errors='replace' first.")
 
