@@ -33,7 +33,12 @@ import pytest
 from agentfootprint import Agent, define_tool, tool
 from agentfootprint.cli import main
 from agentfootprint.compose import Conditional
-from agentfootprint.errors import AgentFootprintError, ConfigurationError, RunError
+from agentfootprint.errors import (
+    AgentFootprintError,
+    CheckpointError,
+    ConfigurationError,
+    RunError,
+)
 from agentfootprint.flow import flow_chart
 from agentfootprint.memory import (
     MemoryEntry,
@@ -128,6 +133,33 @@ async def _history_not_a_list(_: Path) -> None:
     await Agent(provider=mock(reply="hi"), model="m").run("more", continue_from=checkpoint)
 
 
+def _paused_checkpoint(edit: Callable[[dict[str, Any]], None]) -> Callable[[Path], Any]:
+    """Pause a run at a check-in, damage its checkpoint's flow part, and resume it."""
+    async def attempt(_: Path) -> None:
+        from agentfootprint import check_in_approved
+
+        @tool(check_in=True)
+        def refund(order: str) -> str:
+            """Refund an order."""
+            return "refunded"
+
+        def agent() -> Agent:
+            script = [{"tool_calls": [{"name": "refund", "args": {"order": "A-1"}}]}, "done"]
+            return Agent(provider=mock(script=script), model="m", tools=[refund])
+
+        paused = await agent().run("refund A-1")
+        assert paused.paused
+        checkpoint = json.loads(json.dumps(paused.checkpoint))
+        edit(checkpoint["flow"])
+        await agent().resume(checkpoint, check_in_approved(by="ops"))
+    return attempt
+
+
+def _cut_half_the_log(flow: dict[str, Any]) -> None:
+    records = flow["log"]["records"]
+    flow["log"]["records"] = records[: len(records) // 2]
+
+
 def _sqlite_store(make: Callable[[Path], Path]) -> Callable[[Path], Any]:
     return lambda tmp: SQLiteStore(make(tmp))
 
@@ -176,6 +208,20 @@ REFUSALS = [
                          ("continue_from['history'] must be a list",
                           "pass the checkpoint unchanged")),
                  id="conversation-checkpoint-history-not-a-list"),
+    pytest.param(Refusal(_paused_checkpoint(_cut_half_the_log), CheckpointError,
+                         ("incomplete log", "records were cut from its end",
+                          "resume the checkpoint the run returned")),
+                 id="paused-checkpoint-half-its-log-cut"),
+    pytest.param(Refusal(_paused_checkpoint(lambda flow: flow["state"].update(iteration="NaN")),
+                         CheckpointError,
+                         ("'iteration' is 'NaN', not a whole number",
+                          "resume the checkpoint the run returned, unchanged")),
+                 id="paused-checkpoint-iteration-nan"),
+    pytest.param(Refusal(_paused_checkpoint(lambda flow: flow["state"].update(history="x")),
+                         CheckpointError,
+                         ("'history' is not a list of messages",
+                          "resume the checkpoint the run returned, unchanged")),
+                 id="paused-checkpoint-history-not-a-list"),
     pytest.param(Refusal(_sqlite_store(_directory), MemoryStoreError,
                          ("memory.db", "it is a directory", "pass a file path")),
                  id="sqlite-store-on-a-directory"),
