@@ -406,3 +406,12 @@ async def test_seed_003_answer_is_matched_against_the_code_that_ran() -> None:
     assert match["unmatched"] == [1]
     plain = await Agent(provider=mock(reply="```\nx\n```"), model="m").run("hi")
     assert "answer_scripts" not in plain.recording.state
+
+
+def test_seed_events_memory_written_name_is_the_catalogues() -> None:
+    """memory emits its event under the name the catalogue declares (it cannot import it)."""
+    from agentfootprint.events._catalogue import full_name, payload_model
+    from agentfootprint.memory._stages import MEMORY_WRITTEN
+
+    assert full_name("memory.written") == MEMORY_WRITTEN
+    assert payload_model(MEMORY_WRITTEN).__name__ == "MemoryWritten"

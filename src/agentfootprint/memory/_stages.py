@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MEMORY_HEADER",
+    "MEMORY_WRITTEN",
     "Stage",
     "embed_messages",
     "entry_record",
@@ -78,11 +79,14 @@ def identity_record(identity: MemoryIdentity) -> dict[str, str | None]:
     }
 
 
+MEMORY_WRITTEN = "agentfootprint.memory.written"
+"""The event's full name (declared with its payload model in ``events``, which memory, a lower
+layer, does not import)."""
+
+
 def emit_written(scope: Scope, store: MemoryStore, ids: Sequence[str], turn: int) -> None:
     """``memory.written``: what a write stage put in which store, under which turn."""
-    from agentfootprint.events._catalogue import PREFIX
-
-    scope.emit(PREFIX + "memory.written", {"store": store.name, "ids": list(ids), "turn": turn})
+    scope.emit(MEMORY_WRITTEN, {"store": store.name, "ids": list(ids), "turn": turn})
 
 
 def identity_from_record(raw: object) -> MemoryIdentity | None:
