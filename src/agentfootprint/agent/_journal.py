@@ -202,10 +202,16 @@ def open_journal(store: RunStorePort, chart: Chart, run_id: str, *,
 
 
 def _as_recorded(start: dict[str, Any], policy: RedactionPolicy | None) -> dict[str, Any]:
+    """The run's input as its record may show it: redacted keys masked, secret-shaped text
+    (the policy's ``text_patterns``) too."""
     if policy is None:
         return start
-    return {key: policy.redact_value(key, value) if policy.is_redacted(key) else value
-            for key, value in start.items()}
+    from ..flow._redact import RunSecrets
+
+    masked = {key: policy.redact_value(key, value) if policy.is_redacted(key) else value
+              for key, value in start.items()}
+    scrubbed: dict[str, Any] = RunSecrets(policy).scrub(masked)
+    return scrubbed
 
 
 # -- recovery ---------------------------------------------------------------------------------
