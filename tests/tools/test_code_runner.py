@@ -8,6 +8,7 @@ import json
 import os
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -147,7 +148,7 @@ async def test_a_non_zero_exit_is_reported_with_stderr_and_a_failed_row() -> Non
 async def test_a_timeout_kills_the_program_and_what_it_started() -> None:
     """At the wall-time limit the whole sandbox is killed, children included."""
     runner = code_runner(timeout=1)
-    marker = "timeout-child-5b1e"
+    marker = "timeout-child-" + uuid.uuid4().hex  # unique: other sessions run this test too
     program = sleeper(marker) + "print('started', flush=True)\nimport time; time.sleep(60)"
     started = time.monotonic()
     result, scope = await dispatch(program, runner=runner)
@@ -161,7 +162,7 @@ async def test_a_timeout_kills_the_program_and_what_it_started() -> None:
 
 async def test_a_program_that_leaves_a_background_child_returns_at_once() -> None:
     """Exit is watched, not pipe closure: a leftover child holding stdout does not stall."""
-    marker = "background-child-77c2"
+    marker = "background-child-" + uuid.uuid4().hex
     program = sleeper(marker) + "print(child.pid)"
     started = time.monotonic()
     result, _ = await dispatch(program)
@@ -172,7 +173,7 @@ async def test_a_program_that_leaves_a_background_child_returns_at_once() -> Non
 
 async def test_cancelling_the_call_kills_the_program() -> None:
     """A run cancelled from outside (a run timeout) leaves no process behind."""
-    marker = "cancelled-child-90af"
+    marker = "cancelled-child-" + uuid.uuid4().hex
     task = asyncio.ensure_future(run_python(sleeper(marker) + "import time; time.sleep(60)",
                                             limits=RunLimits(timeout=30)))
     deadline = time.monotonic() + 10
