@@ -95,7 +95,9 @@ class RunLimits:
     disk_mb: int = 64
     """Size of the sandbox's scratch directory in MiB (``sandbox`` isolation)."""
     max_processes: int = 64
-    """Processes and threads the program may have at once (``sandbox`` isolation)."""
+    """Processes and threads the program may have at once (``sandbox`` isolation). An agent
+    running as root runs every sandbox as uid 65534, and the kernel counts that uid's
+    processes together: sandboxes running at the same moment share this budget."""
 
 
 @dataclass(frozen=True, slots=True)
