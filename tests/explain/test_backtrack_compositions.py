@@ -207,3 +207,14 @@ async def test_localize_rebuilds_the_whole_composition_and_proves_the_upstream_f
     assert report.verdict_of("bad-fact") == "CAUSAL"
     assert report.verdict_of("ok-fact") != "CAUSAL"
     assert report.verdict_of("style") != "CAUSAL"
+
+
+async def test_localize_proves_the_fact_inside_an_agent_used_as_a_tool() -> None:
+    """The inner agent runs again in each re-run (isolated itself), so its fact is proven a
+    cause; the tool that carried it is necessary too, and the report says they act together."""
+    result = await _outer(planted()).run("Tell me about the sky")
+    report = await localize_context_bug(result, is_wrong=lambda a: "green" in a)
+    assert report.verdict_of("bad-fact") == "CAUSAL"
+    assert report.verdict_of("ok-fact") == "NOT CONFIRMED"
+    assert {s.suspect.id for s in report.causal} == {"bad-fact", "researcher"}
+    assert any(n.startswith("[together]") for n in report.notes)

@@ -80,6 +80,9 @@ def recorded_tool_calls(log: CommitLog) -> dict[tuple[str, str], list[Any]]:
     """
     out: dict[tuple[str, str], list[Any]] = {}
     last = len(log.records)
+    for inner in _inner_logs(log):  # an agent used as a tool: its own run's calls too
+        for key, results in recorded_tool_calls(inner).items():
+            out.setdefault(key, []).extend(results)
     for ns in dict.fromkeys(record.ns for record in log.records):
         history = log.value_at(trace.HISTORY, last, ns=ns, default=None)
         if not isinstance(history, list):
@@ -97,9 +100,24 @@ def recorded_tool_calls(log: CommitLog) -> dict[tuple[str, str], list[Any]]:
                 if isinstance(name, str) and isinstance(call.get("id"), str):
                     asked[call["id"]] = (name, _canonical(_arguments(args)))
             if message.get("role") == "tool":
-                key = asked.get(str(message.get("tool_call_id")))
-                if key is not None:
-                    out.setdefault(key, []).append(message.get("content"))
+                answered = asked.get(str(message.get("tool_call_id")))
+                if answered is not None:
+                    out.setdefault(answered, []).append(message.get("content"))
+    return out
+
+
+def _inner_logs(log: CommitLog) -> list[CommitLog]:
+    """The commit logs of the inner runs of agents used as tools (``sub_recordings``)."""
+    from ..runs._recording import Recording
+
+    last = len(log.records)
+    out = []
+    for ns in dict.fromkeys(record.ns for record in log.records):
+        kept = log.value_at(trace.SUB_RECORDINGS, last, ns=ns, default=None)
+        if isinstance(kept, Mapping):
+            for body in kept.values():
+                if isinstance(body, Mapping):
+                    out.append(Recording.model_validate(body).commit_log())
     return out
 
 
@@ -262,7 +280,10 @@ class RerunSandbox:
             # a memory that only reads (a RAG corpus, a read-only memory) keeps its store
             memory=tuple(m if m.write is None else rebuild_memory(m, store=private(m.store))
                          for m in kwargs["memory"]),
-            tools=tuple(_replayed(t, queues, log) for t in kwargs["tools"]),
+            # an agent used as a tool runs again, isolated itself; other tools are replayed
+            tools=tuple(t._map_agents(lambda inner: self.isolate(inner, log, seed=seed))
+                        if callable(getattr(t, "_map_agents", None))
+                        else _replayed(t, queues, log) for t in kwargs["tools"]),
             tracing=quiet)
 
 
