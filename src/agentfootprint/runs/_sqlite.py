@@ -95,6 +95,9 @@ class RunStore:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
+            # a commit survives the process being killed; only a power cut may lose the last
+            # few (never a corrupt file): the price of one fsync per progress entry is not paid
+            self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA foreign_keys=ON")
             self._open_schema()
         except sqlite3.Error as exc:
