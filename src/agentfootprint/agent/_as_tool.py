@@ -15,8 +15,7 @@ from __future__ import annotations
 import contextvars
 import re
 import uuid
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +27,7 @@ from ..tools._tool import Tool, ToolContext, define_tool
 if TYPE_CHECKING:
     from ._agent import Agent
 
-__all__ = ["AgentTool", "agent_tool", "recording_sub_runs"]
+__all__ = ["AgentTool", "agent_tool", "end_sub_runs", "report_sub_runs"]
 
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
 
@@ -40,11 +39,16 @@ _reporter: contextvars.ContextVar[Report | None] = contextvars.ContextVar(
 """Set by the ToolCalls step around one dispatch: where an agent-tool files its inner run."""
 
 
-@contextmanager
-def recording_sub_runs(scope: Scope) -> Iterator[None]:
-    """While one tool call runs: an agent-tool's inner run is linked into ``scope``'s step."""
+class _SubRunReport:
+    """Files an agent-tool's inner run into the step of ``scope`` (its links and recording)."""
 
-    def report(tool: str, call_id: str, run_id: str, recording: dict[str, Any]) -> None:
+    __slots__ = ("scope",)
+
+    def __init__(self, scope: Scope) -> None:
+        self.scope = scope
+
+    def __call__(self, tool: str, call_id: str, run_id: str, recording: dict[str, Any]) -> None:
+        scope = self.scope
         links = dict(scope.get(trace.SUB_RUNS) or {})
         links[call_id] = {"tool": tool, "run_id": run_id}
         scope[trace.SUB_RUNS] = links
@@ -52,11 +56,19 @@ def recording_sub_runs(scope: Scope) -> Iterator[None]:
         kept[run_id] = recording
         scope[trace.SUB_RECORDINGS] = kept
 
-    token = _reporter.set(report)
-    try:
-        yield
-    finally:
-        _reporter.reset(token)
+
+def report_sub_runs(scope: Scope) -> contextvars.Token[Report | None]:
+    """While one tool call runs: an agent-tool's inner run is linked into ``scope``'s step.
+
+    The caller ends it with :func:`end_sub_runs` (in a ``finally``) when the call is done; a
+    plain set and reset, as a tool call is the hot path.
+    """
+    return _reporter.set(_SubRunReport(scope))
+
+
+def end_sub_runs(token: contextvars.Token[Report | None]) -> None:
+    """Undo :func:`report_sub_runs` (the reporter around the call comes back)."""
+    _reporter.reset(token)
 
 
 @dataclass(frozen=True, slots=True, eq=False, kw_only=True)

@@ -137,7 +137,9 @@ class MemoryStages:
 
     def note_decision(self, scope: Scope, chosen: str, rationale: str) -> None:
         """Keep a route choice for this turn's causal snapshot (only when one is written)."""
-        if not any(m.type == "causal" and m.write is not None for m in self.spec.memories):
+        memories = self.spec.memories
+        if not memories or not any(m.type == "causal" and m.write is not None
+                                   for m in memories):
             return
         scope[trace.ROUTE_DECISIONS] = [*(scope.get(trace.ROUTE_DECISIONS) or ()), {
             "stage_id": trace.ROUTE, "chosen": chosen, "rule": rationale,
@@ -186,10 +188,12 @@ async def end_turn_claim(spec: AgentSpec, run: object) -> None:
     (``resume_on_error``) claims it again under the same owner. A run killed outright keeps
     its claim, so it can be resumed.
     """
+    if not spec.memories:
+        return  # (before any import: a run without memory never loads it)
     from ..flow import FlowRun
 
-    if not spec.memories or not isinstance(run, FlowRun) or run.paused:
-        return  # (before any memory import: a run without memory never loads it)
+    if not isinstance(run, FlowRun) or run.paused:
+        return
     from ..memory._stages import identity_from_record
     from ..memory._turn import release_turn_claim
 

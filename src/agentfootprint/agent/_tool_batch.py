@@ -23,7 +23,7 @@ from ..runs import trace
 from ..tools._pause import PauseRequest
 from ..tools._registry import ToolOutcome, result_text
 from ..tools._tool import ToolContext
-from ._as_tool import recording_sub_runs
+from ._as_tool import end_sub_runs, report_sub_runs
 from ._journal import OUTCOME_UNKNOWN, Recovered, run_journal
 from ._spec import emit as _emit
 from ._spec import emit_turn_end
@@ -292,25 +292,41 @@ class ToolBatchStages:
         """Run one permitted call (steps 4–6 of ``moments.py``'s dispatch order);
         ``proposed_by`` is the call as the model made it, before the rules (the ledger's
         proposal), when it may differ from ``call``."""
-        from ..tools._code_runner import dispatch_script_call  # loaded by the first tool call
-        from ..tools._scripts import paused_dispatch, proposed_program
-
         spec = self.spec
         tool = spec.registry.tools.get(call["name"])
-        with recording_sub_runs(scope):  # an agent used as a tool links its run here
-            sent = await dispatch_script_call(
-                spec.registry, call, ToolContext(call["id"], iteration, scope.run_id), scope,
-                turn=scope[trace.TURN],
-                dispatch=paused_dispatch(scope, scope[trace.TURN], call["id"]),
-                proposed=proposed_program(tool, proposed_by or call))
-        outcome = sent.outcome
-        if sent.code_run is not None:
-            _emit(scope, "tools.code_run", sent.code_run)
+        ctx = ToolContext(call["id"], iteration, scope.run_id)
+        turn = scope[trace.TURN]  # read for every call, as the turn's script rows need it
+        reporting = report_sub_runs(scope)  # an agent used as a tool links its run here
+        try:
+            if getattr(tool, "script", None) is None:
+                # no code runs: no script row to file, so neither the script ledger nor the
+                # code runner is read (what dispatch_script_call does for such a tool)
+                outcome = await spec.registry.dispatch(call, ctx)
+            else:
+                outcome = await self._dispatch_script(scope, call, ctx, turn, tool,
+                                                      proposed_by)
+        finally:
+            end_sub_runs(reporting)
         if spec.skip_step is not None:
             outcome = self._follow_steps(scope, call, outcome, iteration)
         if spec.act is None:
             return outcome
         return await spec.act.judge_result(scope, call, outcome, iteration)
+
+    async def _dispatch_script(self, scope: Scope, call: ToolCall, ctx: ToolContext, turn: int,
+                               tool: object, proposed_by: ToolCall | None) -> ToolOutcome:
+        """Dispatch a call of a code-running tool: its script row is filed, joining the
+        dispatch its pause opened, and what the code runner reports is emitted."""
+        from ..tools._code_runner import dispatch_script_call  # loaded by the first code call
+        from ..tools._scripts import paused_dispatch, proposed_program
+
+        sent = await dispatch_script_call(
+            self.spec.registry, call, ctx, scope, turn=turn,
+            dispatch=paused_dispatch(scope, turn, call["id"]),
+            proposed=proposed_program(tool, proposed_by or call))
+        if sent.code_run is not None:
+            _emit(scope, "tools.code_run", sent.code_run)
+        return sent.outcome
 
     @staticmethod
     def _halt(scope: Scope, calls: list[ToolCall], results: list[dict[str, Any]],

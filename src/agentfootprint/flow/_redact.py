@@ -204,7 +204,7 @@ class RunSecrets:
     object, so the log keeps sharing them with the state.
     """
 
-    __slots__ = ("_numbers", "_order", "_patterns", "_shortest", "_texts")
+    __slots__ = ("_numbers", "_order", "_patterns", "_shortest", "_texts", "active")
 
     def __init__(self, policy: RedactionPolicy | None) -> None:
         self._texts: set[str] = set()
@@ -212,11 +212,9 @@ class RunSecrets:
         self._order: tuple[str, ...] = ()
         self._shortest = 0
         self._patterns = policy._text if policy is not None else ()
-
-    @property
-    def active(self) -> bool:
-        """Whether anything is masked in free text yet (when not, :meth:`scrub` is identity)."""
-        return bool(self._order or self._patterns)
+        self.active = bool(self._patterns)
+        """Whether anything is masked in free text yet (when not, :meth:`scrub` is identity);
+        a plain attribute, kept as it changes, since every commit and emit asks."""
 
     def learn(self, value: object, shown: object) -> None:
         """Remember what ``shown`` (the record's form of ``value``) masked of it."""
@@ -245,6 +243,7 @@ class RunSecrets:
             self._texts.update(fresh)
             self._order = tuple(sorted(self._texts, key=len, reverse=True))
             self._shortest = len(self._order[-1])
+            self.active = True
 
     def text(self, value: str) -> str:
         """``value`` with every learned secret and pattern match masked."""
@@ -259,9 +258,9 @@ class RunSecrets:
     def scrub(self, value: Any, *, numbers: bool = False) -> Any:
         """``value`` with its strings (and, with ``numbers``, masked numbers) masked; the same
         object when nothing changed."""
-        masked = self._numbers if numbers else None
-        if not (self.active or masked):
+        if not self.active and not (numbers and self._numbers):
             return value
+        masked = self._numbers if numbers else None
         return self._clean(value, masked)
 
     def _clean(self, value: Any, numbers: set[int | float] | None) -> Any:

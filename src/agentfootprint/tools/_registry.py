@@ -17,14 +17,14 @@ import asyncio
 import inspect
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ..errors import ConfigurationError
 from ..providers._base import ToolCall, ToolSchema
 from ._pause import PauseRequest
 from ._tool import Tool, ToolContext
-from ._validate import ArgumentIssue, check_arguments, describe_issues
+from ._validate import ArgumentIssue, argument_checker, describe_issues
 
 __all__ = ["ToolOutcome", "ToolRegistry", "cap_result", "result_text"]
 
@@ -64,12 +64,20 @@ class ToolRegistry:
                 "use 64 or more")
         self.max_result_chars = max_result_chars
         self._schemas: list[ToolSchema] = [t.schema() for t in self.tools.values()]
+        self._checks: dict[str, tuple[Tool, Callable[[object], list[ArgumentIssue]]]] = {}
 
     def schemas(self) -> list[ToolSchema]:
         return self._schemas
 
     def __bool__(self) -> bool:
         return bool(self.tools)
+
+    def _check(self, found: Tool) -> Callable[[object], list[ArgumentIssue]]:
+        """``found``'s schema check, compiled on its first call (see ``argument_checker``)."""
+        kept = self._checks.get(found.name)
+        if kept is None or kept[0] is not found:
+            kept = self._checks[found.name] = (found, argument_checker(found.input_schema))
+        return kept[1]
 
     async def dispatch(self, call: ToolCall, ctx: ToolContext) -> ToolOutcome:
         found = self.tools.get(call["name"])
@@ -78,7 +86,7 @@ class ToolRegistry:
             return ToolOutcome(f"Unknown tool '{call['name']}'. Available tools: {names}.",
                                error=True, status="unknown")
         args = call.get("args") or {}
-        issues = check_arguments(found.input_schema, args) or found.validate(args)
+        issues = self._check(found)(args) or found.validate(args)
         if issues:
             return ToolOutcome(describe_issues(found.name, issues), error=True, status="invalid",
                                issues=tuple(issues))

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from ..errors import ConfigurationError
 from ..providers._base import ToolSchema
-from ._validate import ArgumentIssue, check_arguments
+from ._validate import ArgumentIssue, argument_checker
 
 __all__ = ["CheckIn", "Tool", "ToolContext", "define_tool", "tool"]
 
@@ -106,7 +106,7 @@ def define_tool(name: str, description: str, input_schema: Mapping[str, Any] | N
     def run(args: dict[str, Any], ctx: ToolContext) -> Any:
         return execute(args, ctx) if takes_ctx else execute(args)
 
-    return Tool(name, description, schema, run, lambda args: check_arguments(schema, args),
+    return Tool(name, description, schema, run, argument_checker(schema),
                 blocking=_blocking(execute, blocking), side_effects=side_effects,
                 idempotent=idempotent)
 

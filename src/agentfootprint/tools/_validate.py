@@ -14,12 +14,12 @@ but it is not a core dependency; ``@tool`` functions get Pydantic validation aft
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from typing_extensions import TypedDict
 
-__all__ = ["ArgumentIssue", "check_arguments", "describe_issues"]
+__all__ = ["ArgumentIssue", "argument_checker", "check_arguments", "describe_issues"]
 
 MAX_ISSUES = 10
 
@@ -69,6 +69,76 @@ def check_arguments(schema: Mapping[str, Any], value: object) -> list[ArgumentIs
     if not issues:
         _check(schema, value, "", issues, schema)
     return issues[:MAX_ISSUES]
+
+
+_FLAT_WORDS = frozenset(("type", "title", "description", "default", "examples"))
+"""The only words a property of a flat schema may use (none of them nests or constrains)."""
+
+
+def argument_checker(schema: Mapping[str, Any]) -> Callable[[object], list[ArgumentIssue]]:
+    """``check_arguments`` against ``schema``, read once: the same issues for every value.
+
+    A flat object schema (named scalar properties with a ``type`` at most, as ``@tool`` and
+    most hand-written schemas are) is compiled into a quick acceptance test, so arguments
+    that fit cost a dict walk instead of the general schema walk on every call; anything the
+    quick test does not accept (a wrong type, a missing field, a nested value, a schema with
+    references or unions) goes through :func:`check_arguments`, which names the issues.
+    """
+    plan = _flat_plan(schema)
+    if plan is None:
+        return lambda value: check_arguments(schema, value)
+    required, kinds, closed = plan
+
+    def check(value: object) -> list[ArgumentIssue]:
+        if value is None:
+            value = {}
+        if type(value) is dict and all(key in value for key in required):
+            for key, item in value.items():
+                if type(item) not in _FLAT_SCALARS or (
+                        type(item) is float and not math.isfinite(item)):
+                    break
+                kind = kinds.get(key, _UNKNOWN)
+                if kind is _UNKNOWN:
+                    if closed:
+                        break
+                elif kind and not any(_matches(item, k) for k in kind):
+                    break
+            else:
+                return []
+        return check_arguments(schema, value)
+    return check
+
+
+_FLAT_SCALARS = frozenset((str, int, float, bool, type(None)))
+_UNKNOWN: tuple[str, ...] = ("?",)
+
+
+def _flat_plan(schema: Mapping[str, Any]
+               ) -> tuple[tuple[str, ...], dict[str, tuple[str, ...]], bool] | None:
+    """``(required, kinds by property, closed)`` of a flat object schema; ``None`` otherwise."""
+    if not isinstance(schema, dict) or schema.get("type") != "object" or any(
+            word in schema for word in ("$ref", "anyOf", "oneOf", "enum")):
+        return None
+    props = schema.get("properties", {})
+    required = schema.get("required", [])
+    if not isinstance(props, dict) or not isinstance(required, list) \
+            or not all(isinstance(key, str) for key in required):
+        return None
+    kinds: dict[str, tuple[str, ...]] = {}
+    for key, sub in props.items():
+        if not isinstance(key, str) or not isinstance(sub, dict) or not set(sub) <= _FLAT_WORDS:
+            return None
+        kind = sub.get("type")
+        if isinstance(kind, str):
+            kinds[key] = (kind,)
+        elif isinstance(kind, list) and kind and all(isinstance(k, str) for k in kind):
+            kinds[key] = tuple(kind)
+        elif kind is None:
+            kinds[key] = ()
+        else:
+            return None
+    closed = schema.get("additionalProperties") is False and "properties" in schema
+    return tuple(required), kinds, closed
 
 
 def _non_finite(value: Any, path: str, issues: list[ArgumentIssue]) -> None:
