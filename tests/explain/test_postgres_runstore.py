@@ -50,7 +50,7 @@ def recording(run_id: str, created_at: float, output: object = "ok") -> Recordin
         status="done",
         created_at=created_at,
         chart={},
-        log={},
+        log={"initial": {}, "records": []},
         output=output,
     )
 
@@ -75,8 +75,9 @@ async def test_backtrack_from_a_stored_recording_in_a_fresh_process(url: str, sc
     assert PLANTED in live.system_prompt
 
 
-def test_list_newest_first_and_save_replaces(url: str, schema: str) -> None:
-    """list() is newest first (ties by run id, descending); saving a run id again replaces it."""
+def test_list_newest_first_and_a_resave_updates_the_same_run(url: str, schema: str) -> None:
+    """list() is newest first (ties by run id, descending); saving the same run again updates
+    its row in place (a run id is bound to one run, so its place in the list is kept)."""
     with PostgresRunStore(url, schema=schema) as store:
         for run_id, at in (("a", 1.0), ("c", 2.0), ("b", 2.0), ("B", 2.0)):
             store.save(recording(run_id, at))
@@ -84,8 +85,8 @@ def test_list_newest_first_and_save_replaces(url: str, schema: str) -> None:
         assert [r.run_id for r in store.list(limit=2)] == ["c", "b"]
         store.save(recording("a", 3.0, output="second"))
         summaries = store.list()
-        assert [r.run_id for r in summaries] == ["a", "c", "b", "B"]
-        assert summaries[0].preview == "second" and summaries[0].name == "flow a"
+        assert [r.run_id for r in summaries] == ["c", "b", "B", "a"]
+        assert summaries[-1].preview == "second" and summaries[-1].name == "flow a"
         assert store.load("a").output == "second"
 
 
