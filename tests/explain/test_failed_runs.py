@@ -48,12 +48,12 @@ def _provider_failure(tmp_path: Path) -> tuple[Path, str, Any]:
 def _tool_batch_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
     """A run whose tool batch raises one of our own errors (not a tool's: that would be a
     result the model reads), as a journal store that cannot be written would."""
-    import agentfootprint.tools._code_runner as code_runner
+    from agentfootprint.tools._registry import ToolRegistry
 
     async def broken(*args: Any, **kwargs: Any) -> Any:
         raise RunError("the tool journal could not be written: disk full")
 
-    monkeypatch.setattr(code_runner, "dispatch_script_call", broken)
+    monkeypatch.setattr(ToolRegistry, "dispatch", broken)
     path = tmp_path / "runs.db"
     with RunStore(path) as store:
         with pytest.raises(RunError, match="disk full"):

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from agentfootprint.flow._values import freeze
 from agentfootprint.tools import _validate
 from agentfootprint.tools._validate import argument_checker, check_arguments
 
@@ -48,6 +49,7 @@ VALUES: list[Any] = [
 @pytest.mark.parametrize(("schema", "value"), list(itertools.product(SCHEMAS, VALUES)))
 def test_same_issues_as_the_general_walk(schema: dict[str, Any], value: Any) -> None:
     assert argument_checker(schema)(value) == check_arguments(schema, value)
+    assert argument_checker(schema)(freeze(value)) == check_arguments(schema, freeze(value))
 
 
 def test_fitting_arguments_of_a_flat_schema_skip_the_general_walk(
@@ -62,6 +64,7 @@ def test_fitting_arguments_of_a_flat_schema_skip_the_general_walk(
     monkeypatch.setattr(_validate, "check_arguments", counting)
     check = argument_checker({**FLAT, "additionalProperties": False})
     assert check({"a": 1, "b": 2, "name": "x", "maybe": None}) == []
+    assert check(freeze({"a": 1, "b": 2})) == []  # a call as the run's state holds it
     assert walked == []
     issues = check({"a": "one", "b": 2})
     assert walked == [{"a": "one", "b": 2}]

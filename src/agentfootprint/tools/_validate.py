@@ -88,20 +88,25 @@ def argument_checker(schema: Mapping[str, Any]) -> Callable[[object], list[Argum
     if plan is None:
         return lambda value: check_arguments(schema, value)
     required, kinds, closed = plan
+    needed = frozenset(required)
+    # by property: the Python types its ``type`` surely accepts, and its type names
+    fits = {key: (frozenset(t for k in kind for t in _SURE.get(k, ())), kind)
+            for key, kind in kinds.items()}
 
     def check(value: object) -> list[ArgumentIssue]:
         if value is None:
             value = {}
-        if type(value) is dict and all(key in value for key in required):
+        if isinstance(value, dict) and value.keys() >= needed:
             for key, item in value.items():
-                if type(item) not in _FLAT_SCALARS or (
-                        type(item) is float and not math.isfinite(item)):
+                held = type(item)
+                if held not in _FLAT_SCALARS or (held is float and not math.isfinite(item)):
                     break
-                kind = kinds.get(key, _UNKNOWN)
-                if kind is _UNKNOWN:
+                fit = fits.get(key)
+                if fit is None:
                     if closed:
                         break
-                elif kind and not any(_matches(item, k) for k in kind):
+                elif fit[1] and held not in fit[0] and not any(
+                        _matches(item, k) for k in fit[1]):
                     break
             else:
                 return []
@@ -109,8 +114,11 @@ def argument_checker(schema: Mapping[str, Any]) -> Callable[[object], list[Argum
     return check
 
 
+_SURE: dict[str, tuple[type, ...]] = {
+    "string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),
+    "null": (type(None),)}
+"""Exact scalar types ``_matches`` accepts for a type name (a finite float, an int not a bool)."""
 _FLAT_SCALARS = frozenset((str, int, float, bool, type(None)))
-_UNKNOWN: tuple[str, ...] = ("?",)
 
 
 def _flat_plan(schema: Mapping[str, Any]
