@@ -13,10 +13,11 @@ To add a sink (spans, audit bundles, HTTP responses, session stores, queues): ru
 ``Sinks`` under a name — every test below then checks them.
 
 What is not a sink, by design: the memory store (it keeps what the user wrote — the user's
-data, not a record of the run), the answer handed to the caller in-process, and a paused
-checkpoint's resume state (``flow.state``, ``flow.args``, ``flow.frames[].state/args``: to run
-an approved call with its real arguments the run must keep them; everything else in a paused
-checkpoint — its log, its pause data — is checked).
+data, not a record of the run) and the answer handed to the caller in-process. A paused
+checkpoint is checked whole: its resume state (the real values an approved call runs with) is
+sealed with the host's key (``RedactionPolicy(seal_key=...)``), and resuming opens it with the
+same key. Without a key that resume state is plain JSON, as documented
+(``tests/agent/test_sealed_checkpoint.py`` pins both).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.fernet import Fernet
 
 from agentfootprint import Agent, Tracing, check_in_approved, tool
 from agentfootprint.errors import StageError
@@ -50,8 +52,8 @@ POLICY_KINDS = frozenset({"user_text", "tool_args"})
 """The kinds the scenario redacts: what the person typed, and what the model passed to tools.
 Tool results, model text and memory content are not redacted by kind: the secret must still
 not reach them (a tool error quoting its argument, a recall of a redacted message)."""
-RESUME_STATE = ("state", "args", "frames")
-"""The fields of a paused flow checkpoint that hold live values (see the module docstring)."""
+SEAL_KEY = Fernet.generate_key()
+"""The host's key: a paused checkpoint's resume state is sealed with it."""
 
 
 # -- the one place that decides whether a blob leaks ---------------------------------------------
@@ -177,22 +179,23 @@ def _turns(sinks: Sinks, tmp: Path, run_store: Any) -> None:
             agent = Agent(provider=mock(respond=model(turn)), model="mock",
                           tools=[save_key, check_key], memory=[chat],
                           identity=MemoryIdentity("conv-1"),
-                          tracing=Tracing(redaction=RedactionPolicy(kinds=POLICY_KINDS),
+                          tracing=Tracing(redaction=RedactionPolicy(kinds=POLICY_KINDS,
+                                                                    seal_key=SEAL_KEY),
                                           run_store=run_store, watch=[_Everything(sinks)]))
             agent.on("*", lambda event: sinks.add("agent events", json.dumps(
                 [event.type, event.payload], default=repr)))
             result = agent.run_sync(message)
             if result.paused:
                 checkpoint = result.checkpoint
-                shown = {**checkpoint, "flow": {k: v for k, v in checkpoint["flow"].items()
-                                                if k not in RESUME_STATE}}
-                sinks.add("paused checkpoint (record parts)", json.dumps(shown))
+                assert "sealed" in checkpoint["flow"]
+                sinks.add("paused checkpoint", json.dumps(checkpoint))
                 sinks.add("pause handed to the host", json.dumps(result.pause))
                 sinks.add("recording", Recording.of(result).to_json())
                 again = Agent(provider=mock(respond=model(turn)), model="mock",
                               tools=[save_key, check_key], memory=[chat],
                               identity=MemoryIdentity("conv-1"),
-                              tracing=Tracing(redaction=RedactionPolicy(kinds=POLICY_KINDS),
+                              tracing=Tracing(redaction=RedactionPolicy(kinds=POLICY_KINDS,
+                                                                        seal_key=SEAL_KEY),
                                               run_store=run_store, watch=[_Everything(sinks)]))
                 again.spec.provider = agent.spec.provider  # the same model, mid-conversation
                 result = again.resume_sync(json.loads(json.dumps(checkpoint)),
@@ -293,13 +296,13 @@ def test_the_secret_really_went_through_the_run(leaks: Sinks) -> None:
     and every sink was collected and shows the mask where the secret would be."""
     assert leaks.tool_saw == [SECRET, SECRET]
     assert [r.turn for r in leaks.results] == [1, 2, 3]
-    expected = {"recording", "run store file", "paused checkpoint (record parts)",
+    expected = {"recording", "run store file", "paused checkpoint",
                 "pause handed to the host", "finished checkpoint", "agent events",
                 "recorder events", "narrative", "report html", "backtrack", "logs",
                 "stage error raised to the caller", "failed run's error", "cli runs output",
                 "cli explain output", "cli report output", "cli report file"}
     assert expected <= set(leaks.blobs), expected - set(leaks.blobs)
-    for name in ("recording", "paused checkpoint (record parts)", "agent events",
+    for name in ("recording", "paused checkpoint", "agent events",
                  "stage error raised to the caller", "narrative"):
         assert REDACTED.encode() in leaks.blobs[name], name
 

@@ -103,13 +103,24 @@ class RunResult:
         continue it in full.
 
         For a paused run: the engine checkpoint ``agent.resume(checkpoint, answer)`` continues
-        from, in this process or another one.
+        from, in this process or another one. Its log and pause data are recorded (masked);
+        its resume state (``flow.state``, ``flow.args``, ``flow.frames``) holds the run's real
+        values, the paused call's arguments included, because approving the call runs it with
+        them. With ``RedactionPolicy(seal_key=KEY)`` that resume state is one Fernet token
+        (``flow.sealed``) only an agent holding KEY can open; without a key it is plain JSON:
+        keep such a checkpoint as you would keep the secrets in it.
         """
         if self.paused:
             flow = self.recording.checkpoint
             assert flow is not None
+            shown = flow.model_dump(mode="json")
+            policy = self.recording.redaction
+            if policy is not None and policy.seal_key is not None:
+                from ..flow._seal import seal_resume_state
+
+                shown = seal_resume_state(shown, policy.seal_key)
             return {"version": 1, "status": "paused", "run_id": self.run_id, "turn": self.turn,
-                    "pause": copy_value(self.pause), "flow": flow.model_dump(mode="json")}
+                    "pause": copy_value(self.pause), "flow": shown}
         history: list[Any] = [dict(m) for m in self.history]
         history.append({"role": "assistant", "content": self.content})
         ledger = self.recording.state.get(LEDGER_KEY)
@@ -266,16 +277,16 @@ class _Runner:
                 self, checkpoint, identity=getattr(self, "identity", None),
                 needs_identity=bool(self.spec.memories), timeout=timeout)
             return result
-        self._check_resumable(checkpoint, answer)
-        flow = checkpoint["flow"]  # type: ignore[index]
+        flow = self._check_resumable(checkpoint, answer)
         journal = journal_for(self, str(flow.get("run_id")) if isinstance(flow, Mapping)
                               else "", None, reopen="paused")
         return await self._drive(lambda recorders: self.chart.resume(
             flow, answer, recorders=recorders, redaction=self.redaction,
             timeout=timeout), journal)
 
-    def _check_resumable(self, checkpoint: object, answer: object) -> None:
-        """Refuse, before anything runs, a resume that could only go wrong."""
+    def _check_resumable(self, checkpoint: object, answer: object) -> Any:
+        """Refuse, before anything runs, a resume that could only go wrong; the flow
+        checkpoint to resume (its resume state unsealed with the policy's ``seal_key``)."""
         if isinstance(checkpoint, str | bytes):
             raise ConfigurationError(
                 "resume() takes the checkpoint as a dict; json.loads the saved text first")
@@ -287,11 +298,16 @@ class _Runner:
                 "resume() takes the checkpoint of a paused RunResult (status 'paused'); "
                 "a finished run is continued with run(..., continue_from=checkpoint)")
         flow = checkpoint["flow"]
+        if isinstance(flow, Mapping):
+            from ..flow._seal import open_resume_state
+
+            policy = self.redaction
+            flow = open_resume_state(flow, policy.seal_key if policy is not None else None)
         check_agent_state(flow.get("state") if isinstance(flow, Mapping) else None,
                           checkpoint.get("run_id"))
         pause = checkpoint.get("pause")
         if not isinstance(pause, Mapping):
-            return
+            return flow
         tool_name = pause.get("tool_name")
         if tool_name and tool_name not in self.spec.registry.tools:
             raise ConfigurationError(
@@ -304,6 +320,7 @@ class _Runner:
                 f"this run paused for consent to call {tool_name!r}; answer with "
                 "check_in_approved(by=...) or check_in_declined(by=..., note=...), "
                 f"not {answer!r}")
+        return flow
 
     def resume_sync(self, checkpoint: Mapping[str, Any], answer: object = None,
                     **options: Any) -> RunResult:

@@ -39,6 +39,12 @@ class RedactionPolicy:
     patterns: Iterable[str] = ()
     emit_patterns: Iterable[str] = ()
     text_patterns: Iterable[str] = ()
+    seal_key: bytes | str | None = field(default=None, kw_only=True, repr=False)
+    """A Fernet key the host holds (``cryptography.fernet.Fernet.generate_key()``, needs
+    ``pip install "agentfootprint[seal]"``). With it, a paused agent run's checkpoint keeps its
+    resume state (the real values: run state, input, nested levels) sealed with authenticated
+    encryption, and ``agent.resume`` needs an agent with the same key. Without it, that resume
+    state is plain JSON holding the paused call's real arguments. Never recorded or reported."""
     _keys: frozenset[str] = field(init=False, repr=False)
     _patterns: tuple[re.Pattern[str], ...] = field(init=False, repr=False)
     _emit: tuple[re.Pattern[str], ...] = field(init=False, repr=False)
@@ -54,6 +60,10 @@ class RedactionPolicy:
         self._patterns = tuple(_compile(p, "patterns") for p in self.patterns)
         self._emit = tuple(_compile(p, "emit_patterns") for p in self.emit_patterns)
         self._text = tuple(_compile(p, "text_patterns") for p in self.text_patterns)
+        if self.seal_key is not None:
+            from ._seal import check_seal_key  # loads cryptography only when a key is given
+
+            check_seal_key(self.seal_key)
         for found in self._text:
             if found.search(""):
                 from ..errors import ConfigurationError

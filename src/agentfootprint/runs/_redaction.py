@@ -60,7 +60,8 @@ def as_run_policy(policy: KeyRedactionPolicy | None) -> KeyRedactionPolicy | Non
     if policy is None or type(policy) is not KeyRedactionPolicy:
         return policy
     return RedactionPolicy(keys=policy.keys, patterns=policy.patterns,
-                           emit_patterns=policy.emit_patterns, text_patterns=policy.text_patterns)
+                           emit_patterns=policy.emit_patterns, text_patterns=policy.text_patterns,
+                           seal_key=policy.seal_key)
 
 
 def _repeated(key: str) -> tuple[str, ...]:
