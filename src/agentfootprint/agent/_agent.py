@@ -226,7 +226,8 @@ class _Runner:
             live_emit.reset(token)
             run_journal.reset(journaling)
         result = self._result(run)
-        await end_turn_claim(self.spec, run)
+        if self.spec.memories:  # (a run without memory holds no turn claim)
+            await end_turn_claim(self.spec, run)
         if self.run_store is not None:
             try:
                 self.run_store.save(result)

@@ -278,7 +278,10 @@ class ToolBatchStages:
     def match_scripts(self, scope: Scope, content: str) -> None:
         """Read the turn's script ledger back against the answer (``answer_scripts``): which
         of its fenced code blocks are programs that ran. Only for agents with a code tool."""
-        if all(getattr(t, "script", None) is None for t in self.spec.registry.tools.values()):
+        for found in self.spec.registry.tools.values():
+            if getattr(found, "script", None) is not None:
+                break
+        else:
             return  # no code tool: the ledger module is not even loaded
         from ..tools._script_keys import LEDGER_KEY
         from ..tools._scripts import answer_script_match

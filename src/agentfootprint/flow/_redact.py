@@ -214,7 +214,8 @@ class RunSecrets:
     object, so the log keeps sharing them with the state.
     """
 
-    __slots__ = ("_numbers", "_order", "_patterns", "_shortest", "_texts", "active")
+    __slots__ = ("_numbers", "_order", "_patterns", "_shortest", "_texts", "active",
+                 "masks_numbers")
 
     def __init__(self, policy: RedactionPolicy | None) -> None:
         self._texts: set[str] = set()
@@ -225,6 +226,8 @@ class RunSecrets:
         self.active = bool(self._patterns)
         """Whether anything is masked in free text yet (when not, :meth:`scrub` is identity);
         a plain attribute, kept as it changes, since every commit and emit asks."""
+        self.masks_numbers = False
+        """Whether a masked number is known (then an emitted payload loses its equals)."""
 
     def learn(self, value: object, shown: object) -> None:
         """Remember what ``shown`` (the record's form of ``value``) masked of it."""
@@ -248,6 +251,7 @@ class RunSecrets:
                 texts.append(item)
             elif isinstance(item, int | float) and not isinstance(item, bool):
                 self._numbers.add(item)
+                self.masks_numbers = True
         fresh = [t for t in texts if t not in self._texts and t != REDACTED]
         if fresh:
             self._texts.update(fresh)

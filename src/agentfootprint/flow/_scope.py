@@ -172,7 +172,9 @@ class Scope:
             # own writes are new
             frame.secrets.learn_state(policy, {
                 k: v for k, v in self._staged.items() if v is not MISSING})
-        shown = frame.secrets.scrub(shown, numbers=True)
+        secrets = frame.secrets
+        if secrets.active or secrets.masks_numbers:  # else scrub is identity: skip the call
+            shown = secrets.scrub(shown, numbers=True)
         self._emits.append((name, shown))
         hooks = frame.dispatch.h_emit
         if hooks:
