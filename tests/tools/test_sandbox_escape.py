@@ -373,8 +373,9 @@ async def test_a_disk_flood_fills_only_the_scratch() -> None:
     assert int(written) <= 8 and errno == "28"  # ENOSPC
     written, errno = report["shm"].split()
     assert int(written) <= 16 and errno == "28"
-    written, errno = report["tmp"].split()  # /tmp is the scratch
-    assert int(written) <= 8 and errno == "28"
+    written, errno = report["tmp"].split()  # /tmp is the scratch, or read-only when the
+    # interpreter itself lives under /tmp (a checkout in a temporary folder)
+    assert (int(written) <= 8 and errno == "28") or (written == "0" and errno in ("13", "30"))
 
 
 async def test_an_output_flood_is_stopped_at_once_with_a_clear_result() -> None:

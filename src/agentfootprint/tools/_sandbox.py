@@ -132,7 +132,7 @@ class Confinement:
             *self._bwrap_prefix, *seccomp,
             "--perms", "1777", "--size", str(limits.disk_mb * 1024 * 1024), "--tmpfs", SCRATCH,
             "--perms", "0644", "--file", str(program_fd), f"{SCRATCH}/main.py",
-            "--symlink", SCRATCH, _TMP, "--chdir", SCRATCH, "--",
+            *_tmp_link(self._bwrap_prefix), "--chdir", SCRATCH, "--",
             prlimit, *rlimits, "--",
             setpriv, *drop, "--",
             # a parent inside the sandbox, so the program's parent is no agent (nor root)
@@ -204,16 +204,26 @@ def _sandbox(interpreter: str) -> Confinement:
     seccomp = seccomp_filter()
     calls = ("; a seccomp filter refuses ptrace, namespace, mount, keyring, bpf, perf and "
              "io_uring calls" if seccomp is not None else "")
+    tmp = (f"also {_TMP}" if _tmp_link(tuple(prefix)) else
+           f"also TMPDIR; {_TMP} holds the read-only interpreter")
     summary = (f"in a bubblewrap sandbox {who}, in its own PID, network, mount, IPC and hostname "
                "namespaces, with no capabilities and no network (only a loopback of its own: the "
                "host's network and loopback services are unreachable), a "
-               "read-only system, and only its scratch directory (the current directory, also "
-               f"{_TMP}) writable{calls}; everything it starts is killed when it ends")
+               "read-only system, and only its scratch directory (the current directory, "
+               f"{tmp}) writable{calls}; everything it starts is killed when it ends")
     helpers = (_tool("prlimit"), _tool("setpriv"), _tool("sh"))
     confinement = Confinement("sandbox", summary, uid, interpreter, tuple(prefix), helpers,
                               as_root, seccomp)
     _prove(confinement)
     return confinement
+
+
+def _tmp_link(prefix: tuple[str, ...]) -> list[str]:
+    """``/tmp`` as a link to the scratch — unless the interpreter lives under ``/tmp`` (a
+    checkout in a temporary folder), whose read-only mount already made ``/tmp`` a directory;
+    ``TMPDIR`` points at the scratch either way."""
+    taken = any(arg == _TMP or arg.startswith(_TMP + "/") for arg in prefix)
+    return [] if taken else ["--symlink", SCRATCH, _TMP]
 
 
 def _filesystem(interpreter: str) -> list[str]:
