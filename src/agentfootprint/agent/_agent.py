@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..context._injection import Injection
-from ..context._skills import READ_SKILL, SKIP_STEP, read_skill_tool, skip_step_tool
-from ..errors import AgentFootprintError, ConfigurationError, RunError, StageError, listed
+from ..context._skills import read_skill_tool, skip_step_tool
+from ..errors import AgentFootprintError, ConfigurationError, RunError, StageError
 from ..events._dispatcher import AgentEvent, EventBridge, EventDispatcher
 from ..flow import Chart, FlowEvent, FlowRun, deferred
 from ..flow._recorders import Recorder
@@ -27,6 +27,17 @@ from ..runs._redaction import as_run_policy
 from ..tools._registry import ToolRegistry
 from ..tools._script_keys import LEDGER_KEY
 from ..tools._tool import Tool
+from ._checks import (
+    check_context,
+    check_governance,
+    check_identity,
+    check_memories,
+    check_text,
+    check_tools,
+    dispatchable,
+    is_window,
+    model_for,
+)
 from ._journal import (
     RunJournal,
     check_agent_state,
@@ -44,8 +55,6 @@ if TYPE_CHECKING:
     from ..memory._identity import MemoryIdentity
     from ._as_tool import AgentTool
     from ._checkin import CheckInRequest
-    from ._moments import ActRule
-    from ._permissions import PermissionChecker
     from ._window import WindowStrategy
 
 __all__ = ["Agent", "LLMCall", "RunResult"]
@@ -191,11 +200,11 @@ class _Runner:
                    ledger: Any = None) -> RunResult:
         if not isinstance(message, str):
             raise ConfigurationError(f"run() takes the user's message as a str, got {message!r}")
-        _check_text(message)
+        check_text(message)
         args: dict[str, Any] = {trace.MESSAGE: message,
                                 trace.HISTORY: [dict(m) for m in history or ()]}
         if self.spec.memories:
-            args[trace.IDENTITY] = _check_identity(identity)
+            args[trace.IDENTITY] = check_identity(identity)
         if ledger:
             args[LEDGER_KEY] = ledger
         run_id = new_run_id(run_id)
@@ -348,7 +357,7 @@ class _Runner:
         if self.spec.memories:
             from ..memory._stages import identity_from_record
 
-            args[trace.IDENTITY] = _check_identity(  # the failed run's own, when given per run
+            args[trace.IDENTITY] = check_identity(  # the failed run's own, when given per run
                 identity_from_record(state.get(trace.IDENTITY)) or getattr(self, "identity", None))
         run_id = new_run_id(None)
         journal = journal_for(self, run_id, args)
@@ -389,16 +398,16 @@ class Agent(_Runner):
                                             "governance": governance, "tracing": tracing}, moved)
         limits, settings = options["limits"], options["settings"]
         governance, tracing = options["governance"], options["tracing"]
-        model = _model_for(provider, model)
-        rules = _check_governance(governance.act, governance.permissions)
-        if window is not None and not _is_window(window):
+        model = model_for(provider, model)
+        rules = check_governance(governance.act, governance.permissions)
+        if window is not None and not is_window(window):
             raise ConfigurationError(
                 f"window={window!r} is not a window strategy; use sliding_window(turns=...), "
                 "token_budget(max_tokens=...) or summarize_window(...)")
         if react_mode not in ("dynamic", "classic"):
             raise ConfigurationError(f"react_mode={react_mode!r} must be 'dynamic' or 'classic'")
-        static = _check_tools(tools)
-        injections = _check_context(context, static)
+        static = check_tools(tools)
+        injections = check_context(context, static)
         skills = [i for i in injections if i.flavor == "skill"]
         reader = read_skill_tool(skills) if skills else None
         stepped = [s for s in skills if s.metadata.get("steps")]
@@ -407,7 +416,7 @@ class Agent(_Runner):
                 f"skill {stepped[0].id!r} declares steps, which need the tool list recomposed "
                 "each iteration; use react_mode='dynamic' or drop steps=")
         skipper = skip_step_tool() if stepped else None
-        memories = _check_memories(memory, injections)
+        memories = check_memories(memory, injections)
         self.identity = identity
         self._init_kwargs: dict[str, Any] = {
             "provider": provider, "model": model, "system": system, "tools": static,
@@ -415,12 +424,12 @@ class Agent(_Runner):
             "react_mode": react_mode, "name": name, "stream": stream, "window": window,
             "limits": limits, "settings": settings, "governance": governance,
             "tracing": tracing}
-        dispatchable = _dispatchable(static, reader, injections)
+        offered = dispatchable(static, reader, injections)
         if skipper is not None:
-            dispatchable.append(skipper)
+            offered.append(skipper)
         spec = AgentSpec(
             provider=provider, model=model, system=system,
-            registry=ToolRegistry(dispatchable, max_result_chars=limits.max_tool_result_chars),
+            registry=ToolRegistry(offered, max_result_chars=limits.max_tool_result_chars),
             max_iterations=limits.max_iterations, react_mode=react_mode,
             temperature=settings.temperature, max_tokens=settings.max_tokens,
             seed=settings.seed,
@@ -498,7 +507,7 @@ class LLMCall(_Runner):
         options = grouped_options("LLMCall", {"settings": settings, "tracing": tracing}, moved,
                                   allowed=("settings", "tracing"))
         settings, tracing = options["settings"], options["tracing"]
-        model = _model_for(provider, model)
+        model = model_for(provider, model)
         spec = AgentSpec(provider=provider, model=model, system=system,
                          registry=ToolRegistry(()), max_iterations=1,
                          temperature=settings.temperature, max_tokens=settings.max_tokens,
@@ -511,18 +520,6 @@ class LLMCall(_Runner):
 
     def run_sync(self, message: str, **options: Any) -> RunResult:
         return run_sync(self.run(message, **options))
-
-
-def _check_text(message: str) -> None:
-    """Refuse, before the model is asked, a message no store can keep: a lone surrogate (a str
-    that is not valid Unicode) used to fail the memory write after the answer, losing it."""
-    try:
-        message.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ConfigurationError(
-            f"run()'s message holds a lone surrogate at position {exc.start}, which is not "
-            "valid Unicode text and cannot be stored; decode the input with errors='replace' "
-            "(or fix its source) before passing it") from None
 
 
 _RESUMABLE_KEYS = frozenset((
@@ -551,131 +548,6 @@ def raise_framework_cause(exc: StageError) -> None:
     if isinstance(cause, AgentFootprintError):
         cause.run = exc.run  # type: ignore[attr-defined]
         raise cause from exc
-
-
-def _model_for(provider: object, model: object) -> str:
-    """The model this agent asks for: its own ``model=``, else the provider's.
-
-    Naming one model on the agent and another on the provider is refused: which one was meant
-    cannot be guessed, and a silent choice is how a swapped-in provider gets asked for "mock".
-    """
-    if not isinstance(provider, Provider):
-        raise ConfigurationError(
-            f"provider={provider!r} is not a Provider; use agentfootprint.providers._mock(...), "
-            "openai(...), anthropic(...) or ollama(...)")
-    if model is None:
-        model = provider.model
-        if not model:
-            raise ConfigurationError(
-                f"{provider!r} has no default model; pass model='...' to name one")
-    if not isinstance(model, str) or not model:
-        raise ConfigurationError(f"model={model!r} must be the model's name, e.g. 'gpt-4o-mini'")
-    pinned = provider.configured_model
-    if pinned and pinned != model:
-        raise ConfigurationError(
-            f"the agent names model={model!r} but its provider was built with "
-            f"model={pinned!r}; name the model once (drop one of the two)")
-    return model
-
-
-def _check_tools(tools: Iterable[Tool]) -> tuple[Tool, ...]:
-    static = listed(tools, argument="tools", example=getattr(tools, "name", "my_tool"))
-    for item in static:
-        if not isinstance(item, Tool):
-            raise ConfigurationError(
-                f"tools entry {item!r} is not a Tool; decorate the function with @tool or "
-                "build it with define_tool(...)")
-    return static
-
-
-def _check_context(context: Iterable[Injection], tools: tuple[Tool, ...]
-                   ) -> tuple[Injection, ...]:
-    injections = listed(context, argument="context", example="define_fact(...)")
-    seen: set[str] = set()
-    for item in injections:
-        if not isinstance(item, Injection):
-            raise ConfigurationError(
-                f"context entry {item!r} is not an injection; build it with define_fact, "
-                "define_steering, define_instruction, define_skill or define_injection")
-        if item.id in seen:
-            raise ConfigurationError(
-                f"two context entries have id {item.id!r}; injection ids must be unique")
-        seen.add(item.id)
-    every_tool = (*tools, *(t for i in injections for t in i.tools))
-    for reserved in (READ_SKILL, SKIP_STEP):
-        if any(t.name == reserved for t in every_tool):
-            raise ConfigurationError(f"{reserved!r} is reserved for skills; rename your tool")
-    return injections
-
-
-def _check_governance(act: Iterable[ActRule], permissions: PermissionChecker | None) -> Any:
-    """The agent's act() rules and permission checker, or ``None`` when it has neither (the
-    moments machinery then stays unloaded)."""
-    rules = tuple(act)
-    if not rules and permissions is None:
-        return None
-    from ._moments import check_act
-    from ._permissions import check_checker
-
-    return check_act(rules, check_checker(permissions))
-
-
-def _is_window(value: object) -> bool:
-    from ._window import WindowStrategy
-
-    return isinstance(value, WindowStrategy)
-
-
-def _check_memories(memory: Iterable[MemoryDefinition], injections: tuple[Injection, ...]
-                    ) -> tuple[MemoryDefinition, ...]:
-    memories = listed(memory, argument="memory", example="define_memory(...)")
-    if not memories:  # an agent without memory never loads the memory package (cold start)
-        return memories
-    from ..memory._define import MemoryDefinition
-
-    taken = {i.id for i in injections}
-    for item in memories:
-        if not isinstance(item, MemoryDefinition):
-            raise ConfigurationError(
-                f"memory entry {item!r} is not a memory; build it with define_memory(...)")
-        if item.injection_id in taken or item.id in taken:
-            raise ConfigurationError(
-                f"two memories (or a memory and an injection) share id {item.id!r}; "
-                "give each memory its own id")
-        taken.update((item.id, item.injection_id))
-    return memories
-
-
-def _check_identity(identity: object) -> MemoryIdentity:
-    from ..memory._identity import MemoryIdentity
-
-    if not isinstance(identity, MemoryIdentity):
-        raise ConfigurationError(
-            "an agent with memory needs to know whose conversation it is: pass "
-            "identity=MemoryIdentity('conversation-id') to Agent(...) or to run(...)")
-    return identity
-
-
-def _dispatchable(static: tuple[Tool, ...], reader: Tool | None,
-                  injections: tuple[Injection, ...]) -> list[Tool]:
-    """Every tool the loop may run, each name once; a name used by two tools is refused."""
-    by_name: dict[str, Tool] = {}
-    owners: dict[str, str] = {}
-    candidates: list[tuple[Tool, str]] = [(t, "tools=") for t in static]
-    if reader is not None:
-        candidates.append((reader, "skills"))
-    for injection in injections:
-        candidates.extend((t, f"{injection.flavor} {injection.id!r}") for t in injection.tools)
-    for item, owner in candidates:
-        found = by_name.get(item.name)
-        if found is None:
-            by_name[item.name] = item
-            owners[item.name] = owner
-        elif found is not item:
-            raise ConfigurationError(
-                f"tool name {item.name!r} is used by {owners[item.name]} and by {owner} for "
-                "different tools; rename one (sharing the same Tool object is fine)")
-    return list(by_name.values())
 
 
 def _history_from(checkpoint: Mapping[str, Any]) -> list[Message]:
