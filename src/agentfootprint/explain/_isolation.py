@@ -31,6 +31,7 @@ from ..flow._commitlog import CommitLog
 from ..flow._redact import REDACTED
 from ..memory._entry import MemoryEntry, Tier
 from ..memory._identity import MemoryIdentity
+from ..memory._stages import identity_from_record
 from ..memory._store import MemoryPage, ScoredEntry, StoreCapabilities
 from ..memory.stores._memory import InMemoryStore
 from ..runs import trace
@@ -189,18 +190,8 @@ class RerunStore:
                                  embedder_id=embedder_id)
 
 
-def as_identity(value: object) -> MemoryIdentity | None:
-    """A recorded identity (the object, or its fields as a mapping) as a ``MemoryIdentity``."""
-    if isinstance(value, MemoryIdentity):
-        return value
-    if isinstance(value, Mapping) and isinstance(value.get("conversation_id"), str):
-        return MemoryIdentity(value["conversation_id"], value.get("principal"),
-                              value.get("tenant"))
-    return None
-
-
 def identity_key(identity: object) -> str:
-    found = as_identity(identity)
+    found = identity_from_record(identity)
     return found.namespace if found is not None else repr(identity)
 
 

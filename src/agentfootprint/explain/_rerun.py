@@ -24,9 +24,10 @@ from typing import Any, Literal
 from ..errors import ConfigurationError
 from ..flow import FlowRun
 from ..flow._commitlog import CommitLog
+from ..memory._stages import identity_from_record
 from ..runs import trace
 from ..runs._recording import AgentRun
-from ._isolation import RerunLog, RerunSandbox, as_identity
+from ._isolation import RerunLog, RerunSandbox
 from ._suspects import Suspect, is_stage, log_of, suspects_of
 from ._verdict import BASELINE_RUNS, DEFAULT_ALPHA, LOOKS, Decision, fisher_greater, look_decision
 
@@ -380,7 +381,7 @@ class Rerunner:
             if self.prior:
                 options["continue_from"] = {"history": self.prior}
             if self.identity is not None and runner._init_kwargs.get("memory"):
-                options["identity"] = as_identity(self.identity)
+                options["identity"] = identity_from_record(self.identity)
             return await runner.run(self.message, **options)
         return await runner.run(self.message)
 
