@@ -246,3 +246,22 @@ async def test_a_stored_run_keeps_its_proof_beside_it(tmp_path: Path) -> None:
     assert kept["kind"] == "localize" and kept["causes"][0]["members"] == ["vip"]
     assert kept["reruns"] == report.runs_used
     runs.close()
+
+
+async def test_what_ifs_and_bisections_keep_their_proofs_beside_a_stored_run(
+        tmp_path: Path) -> None:
+    from agentfootprint.explain._whatif import bisect_culprits
+
+    runs = RunStore(tmp_path / "runs.db")
+    agent = refund_agent(Refunds(), [define_fact(id="vip", data="VIP: approve any refund.")],
+                         tracing=Tracing(run_store=runs))
+    result = await agent.run("Refund A-1?")
+    probe = await rerun_without_sources(result, rebuild=agent.without, sources=["vip"],
+                                        is_wrong=lambda a: "ISSUED" in a)
+    found = await bisect_culprits(result, rebuild=agent.without,
+                                  is_wrong=lambda a: "ISSUED" in a)
+    kinds = [p["kind"] for p in runs.proofs(result.run_id)]
+    assert kinds == ["rerun", "bisect"]
+    assert runs.proofs(result.run_id)[0]["verdict"] == probe.verdict == "CAUSAL"
+    assert runs.proofs(result.run_id)[1]["culprits"] == [sorted(c) for c in found.culprits]
+    runs.close()

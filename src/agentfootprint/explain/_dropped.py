@@ -37,6 +37,7 @@ from ._rerun import (
     Verdict,
     answer_of,
     check_reruns,
+    keep_proof,
     message_of,
     verdict_for,
 )
@@ -211,6 +212,11 @@ async def find_dropped_context(
         skipped = ", ".join(c.id for c in candidates[len(chosen):])
         report.notes.append(f"[not-rerun] beyond max_candidates={max_candidates}: {skipped} — "
                             "listed only.")
+    keep_proof(result, {"kind": "dropped", "version": 1, "notes": list(report.notes),
+                        "baseline": {"runs": baseline.runs, "flips": baseline.flips},
+                        "candidates": [{"id": c.id, "kind": c.kind, "verdict": c.verdict,
+                                        "fraction": c.fraction, "reason": c.reason}
+                                       for c in chosen]})
     return report
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from ..errors import ConfigurationError
 from ..runs._recording import AgentRun
@@ -26,6 +26,7 @@ from ._rerun import (
     Verdict,
     answer_of,
     check_reruns,
+    keep_proof,
     message_of,
     removable_by_id,
     require_wrong,
@@ -76,6 +77,15 @@ class RerunResult:
     @property
     def tier(self) -> Literal["causal", "proxy"]:
         return "causal" if self.verdict == "CAUSAL" else "proxy"
+
+    def to_proof(self) -> dict[str, Any]:
+        """The what-if as plain JSON, kept beside the run like a localization's proof."""
+        return {"kind": "rerun", "version": 1, "removed": sorted(self.removed),
+                "labels": list(self.labels), "verdict": self.verdict, "why": self.why,
+                "runs": self.probe.runs, "flips": self.probe.flips,
+                "baseline": {"runs": self.baseline.runs, "flips": self.baseline.flips},
+                "answer_without": self.probe.answer_without if self.verdict == "CAUSAL"
+                else None}
 
     def __str__(self) -> str:
         head = f"{self.verdict:<14}without {', '.join(self.labels)}: flipped {self.probe.fraction}"
@@ -133,7 +143,9 @@ async def rerun_without_sources(
     baseline = await runner.probe(frozenset(), "baseline (nothing removed)")
     probe = await runner.probe(removed, f"without {', '.join(labels)}")
     verdict, why = verdict_for(probe, baseline, " + ".join(labels))
-    return RerunResult(removed, labels, probe, baseline, verdict, why)
+    found = RerunResult(removed, labels, probe, baseline, verdict, why)
+    keep_proof(result, found.to_proof())
+    return found
 
 
 # -- delta debugging -------------------------------------------------------------------------
@@ -155,6 +167,13 @@ class BisectionResult:
     @property
     def tier(self) -> Literal["causal", "proxy"]:
         return "causal" if self.verdict == "CAUSAL" else "proxy"
+
+    def to_proof(self) -> dict[str, Any]:
+        """The bisection as plain JSON, kept beside the run like a localization's proof."""
+        return {"kind": "bisect", "version": 1, "verdict": self.verdict, "reason": self.reason,
+                "culprits": [sorted(c) for c in self.culprits], "reruns": self.runs_used,
+                "probes": [{"removed": sorted(p.removed), "runs": p.runs, "flips": p.flips}
+                           for p in self.probes]}
 
     def __str__(self) -> str:
         lines = [f"BISECTION: {self.verdict} — {self.reason}"]
@@ -234,8 +253,10 @@ async def bisect_culprits(
 
     def done(verdict: BisectVerdict, culprits: list[frozenset[str]], reason: str
              ) -> BisectionResult:
-        return BisectionResult(verdict, culprits, list(runner.order), runner.done, reason,
-                               labels)
+        found = BisectionResult(verdict, culprits, list(runner.order), runner.done, reason,
+                                labels)
+        keep_proof(result, found.to_proof())
+        return found
 
     try:
         baseline = await runner.probe(frozenset(), "baseline (nothing removed)")
