@@ -19,6 +19,7 @@ __all__ = [
     "LLMRequest",
     "LLMResponse",
     "Message",
+    "OutputSchema",
     "Provider",
     "StreamChunk",
     "ToolCall",
@@ -61,6 +62,17 @@ class ToolSchema(TypedDict):
     input_schema: dict[str, Any]
 
 
+class OutputSchema(TypedDict):
+    """A structured output asked for: the answer must be JSON matching ``schema``."""
+
+    name: str
+    """A short name for the schema (the output type's), as OpenAI's ``json_schema`` wants."""
+    schema: dict[str, Any]
+    """The JSON schema; its root is always an object (``agent/_output.py`` wraps others)."""
+    strict: bool
+    """Whether the schema fits OpenAI's strict mode (every field required, no extras)."""
+
+
 def _empty_list() -> list[Any]:
     # ``list`` itself would do, but Pydantic reads a factory's signature, and reading a builtin's
     # compiles the tokenizer's large regex: a cold-start cost paid before the first run.
@@ -95,6 +107,9 @@ class LLMRequest(BaseModel):
     seed: int | None = None
     """Asks a sampling server for a reproducible draw (OpenAI-compatible servers, Ollama);
     providers without one ignore it."""
+    output_schema: OutputSchema | None = None
+    """A structured output, for a provider whose ``structured_output`` names a native mode:
+    it sends the schema its own way and answers with the JSON as ``content``."""
 
 
 class LLMResponse(BaseModel):
@@ -137,6 +152,10 @@ class Provider:
     an agent naming a different one is refused rather than silently overriding it."""
     streams: bool = False
     """True when ``stream`` yields tokens as they arrive (not just one terminal chunk)."""
+    structured_output: str | None = None
+    """The provider's native structured-output mode (``json_schema``, ``forced_tool``,
+    ``format``, ``text``...): it honours ``LLMRequest.output_schema`` itself. ``None``: it has
+    none, and an agent with an ``output_type`` offers the model a final-answer tool instead."""
     deterministic: bool = False
     """True only when the same request always gets the same reply (a scripted model): an
     explanation then needs one re-run per probe and may answer a repeated call from a cache.
