@@ -262,6 +262,14 @@ FINAL_CONTENT: Final = _key("final_content", "model_text", doc="the run's answer
 STOPPED_EARLY: Final = _key("stopped_early", "configuration",
                             doc="why a run ended before the model answered, when it did")
 ROUTE_TRAIL: Final = _key("route_trail", "configuration", doc="the route choices so far")
+OUTPUT_SCHEMA: Final = _key("output_schema", "context",
+                            doc="the structured output asked for: the output type's name, its "
+                                "JSON schema, how it was sent (mode) and the retry budget")
+OUTPUT_ATTEMPTS: Final = _key("output_attempts", "model_text", "configuration",
+                              doc="every answer checked against the output type: its call, its "
+                                  "text, valid or not, and each validation error's field")
+OUTPUT: Final = _key("output", "model_text",
+                     doc="the validated structured output (JSON form) of the run's answer")
 
 # --------------------------------------------------------------------------- tools and governance
 
@@ -360,6 +368,9 @@ TOOL_CALLS: Final = _stage("tool_calls", "Run the requested tools")
 WRAP_UP: Final = _stage("wrap_up", "Ask for an answer without tools")
 STEP_NUDGE: Final = _stage("step_nudge", "Remind the model of the unfinished procedure")
 FINALIZE: Final = _stage("finalize", "Hand back the answer")
+OUTPUT_RETRY: Final = _stage("output_retry",
+                            "Send an answer that failed validation back to the model, naming "
+                            "the fields (or fail when the retry budget is spent)")
 MEMORY_READ: Final = _stage_family("memory_read_", "a memory's read chart, mounted after Seed")
 MEMORY_WRITE: Final = _stage_family("memory_write_",
                                     "a memory's write chart, mounted after Finalize")
