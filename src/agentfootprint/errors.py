@@ -8,6 +8,7 @@
         ├── LoopLimitError          a back edge was taken more often than allowed
         ├── FlowTimeoutError        the run's time budget ran out
         ├── CheckpointError         a checkpoint that cannot be resumed
+        ├── OutputValidationError   the answers never matched output_type within the retries
         └── ProviderError           an LLM provider failed (``status`` kept when there was one)
             ├── ContextWindowExceededError   the request was too long for the model
             ├── ProviderUnavailableError     the server is not there or lacks the model
@@ -37,6 +38,7 @@ __all__ = [
     "FlowTimeoutError",
     "LoopLimitError",
     "MalformedResponseError",
+    "OutputValidationError",
     "ProviderError",
     "ProviderUnavailableError",
     "RunError",
@@ -86,6 +88,18 @@ class FlowTimeoutError(RunError, TimeoutError):
 
 class CheckpointError(RunError):
     """A checkpoint is malformed, from another version, or does not fit the chart."""
+
+
+class OutputValidationError(RunError):
+    """Every answer the model gave failed validation against the agent's ``output_type``
+    (the first answer and each re-ask of the ``output_retries`` budget). ``errors`` are the
+    last answer's ``{field, message}`` rows; ``attempts`` how many answers were checked."""
+
+    def __init__(self, message: str, *, errors: list[dict[str, str]], attempts: int,
+                 run: Any = None) -> None:
+        super().__init__(message, run=run)
+        self.errors = errors
+        self.attempts = attempts
 
 
 class ProviderError(RunError):
