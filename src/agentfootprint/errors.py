@@ -38,6 +38,7 @@ __all__ = [
     "FlowTimeoutError",
     "LoopLimitError",
     "MalformedResponseError",
+    "McpServerError",
     "OutputValidationError",
     "ProviderError",
     "ProviderUnavailableError",
@@ -100,6 +101,13 @@ class OutputValidationError(RunError):
         super().__init__(message, run=run)
         self.errors = errors
         self.attempts = attempts
+
+
+class McpServerError(RunError):
+    """An MCP server (``agentfootprint.tools.mcp_server``) could not be started or reached, or
+    a call to it failed: the tool reported an error, the server refused the call, died or
+    stopped answering, or its session was closed. The message names the server and the tool.
+    Raised inside a tool call, it becomes that call's error result, which the model reads."""
 
 
 class ProviderError(RunError):
