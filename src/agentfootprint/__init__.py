@@ -32,7 +32,7 @@ from .errors import (
     RunError,
     StageError,
 )
-from .tools._tool import Tool, ToolContext, define_tool, tool
+from .tools._tool import RunContext, Tool, ToolContext, define_tool, tool
 
 # Implementation modules are private (``flow/_engine.py``); their old paths, and the run
 # stores' old home in explain/, resolve for one release with a DeprecationWarning.
@@ -63,6 +63,7 @@ __all__ = [
     "ModelSettings",
     "ProviderError",
     "ProviderUnavailableError",
+    "RunContext",
     "RunError",
     "RunResult",
     "StageError",

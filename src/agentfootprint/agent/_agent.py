@@ -24,6 +24,7 @@ from ..flow._values import copy_value
 from ..providers._base import Message, Provider
 from ..runs import trace
 from ..runs._redaction import as_run_policy
+from ..tools._context import bound_deps
 from ..tools._registry import ToolRegistry
 from ..tools._script_keys import LEDGER_KEY
 from ..tools._tool import Tool
@@ -274,14 +275,20 @@ class _Runner:
         return result
 
     async def resume(self, checkpoint: Mapping[str, Any] | str, answer: object = None, *,
-                     timeout: float | None = None) -> RunResult:
+                     timeout: float | None = None, deps: Any = None) -> RunResult:
         """Continue a paused run with the person's ``answer`` (a check-in verdict, a reply),
         or, given a run id, a run that was killed (read back from the agent's run store; see
         ``agent/_journal.py``: a completed tool call is never repeated).
 
         With a run store a checkpoint is resumed once (the run's row is then finished);
         without one it is not used up: resume it twice and the paused tool runs twice.
+        ``deps`` are never kept in a checkpoint: pass the run's deps again.
         """
+        with bound_deps(deps):
+            return await self._resume(checkpoint, answer, timeout=timeout)
+
+    async def _resume(self, checkpoint: Mapping[str, Any] | str, answer: object, *,
+                      timeout: float | None) -> RunResult:
         if isinstance(checkpoint, str) and not checkpoint.lstrip().startswith(("{", "[")):
             result: RunResult = await resume_stored(
                 self, checkpoint, identity=getattr(self, "identity", None),
@@ -337,7 +344,7 @@ class _Runner:
         return run_sync(self.resume(checkpoint, answer, **options))
 
     async def resume_on_error(self, failed: BaseException | FlowRun, *,
-                              timeout: float | None = None) -> RunResult:
+                              timeout: float | None = None, deps: Any = None) -> RunResult:
         """Replay a run that crashed mid-way (say, a provider error) from its last commit.
 
         ``failed`` is the raised error (it carries ``.run``) or the failed ``FlowRun``. Tool
@@ -361,9 +368,10 @@ class _Runner:
                 identity_from_record(state.get(trace.IDENTITY)) or getattr(self, "identity", None))
         run_id = new_run_id(None)
         journal = journal_for(self, run_id, args)
-        return await self._drive(lambda recorders: self.chart.run(
-            args, recorders=recorders, redaction=self.redaction, timeout=timeout,
-            run_id=run_id), journal)
+        with bound_deps(deps):
+            return await self._drive(lambda recorders: self.chart.run(
+                args, recorders=recorders, redaction=self.redaction, timeout=timeout,
+                run_id=run_id), journal)
 
 
 class Agent(_Runner):
@@ -440,17 +448,19 @@ class Agent(_Runner):
 
     async def run(self, message: str, *, continue_from: Mapping[str, Any] | None = None,
                   run_id: str | None = None, timeout: float | None = None,
-                  identity: MemoryIdentity | None = None) -> RunResult:
+                  identity: MemoryIdentity | None = None, deps: Any = None) -> RunResult:
         """One turn. ``continue_from`` is the checkpoint of an earlier turn
         (``RunResult.checkpoint`` or ``agent.checkpoint()``).
 
         ``identity`` (default: the agent's) says whose conversation the memories read and
-        write; the turn number is resolved from what those stores already hold.
+        write; the turn number is resolved from what those stores already hold. ``deps`` reach
+        tools as ``ctx.deps`` (``tools/_context.py``) and are never recorded.
         """
         history = _history_from(continue_from) if continue_from is not None else None
         ledger = continue_from.get(LEDGER_KEY) if continue_from is not None else None
-        return await self._run(message, history, run_id=run_id, timeout=timeout,
-                               identity=identity or self.identity, ledger=ledger)
+        with bound_deps(deps):
+            return await self._run(message, history, run_id=run_id, timeout=timeout,
+                                   identity=identity or self.identity, ledger=ledger)
 
     def run_sync(self, message: str, **options: Any) -> RunResult:
         return run_sync(self.run(message, **options))

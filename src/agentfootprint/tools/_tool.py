@@ -3,7 +3,9 @@
 ``@tool`` reads the signature and docstring: the first paragraph is the description, an
 ``Args:`` section describes parameters, type hints become the JSON Schema, and Pydantic
 validates the model's arguments before the function runs. A parameter annotated
-``ToolContext`` receives the call's context instead of a model argument.
+``RunContext[Deps]`` (or ``ToolContext``, the same class) receives the call's context, with
+the run's deps, instead of a model argument. The tool stays callable as the function it was
+made from (``add(1, 2)``; ``tool.fn`` is that function), so a unit test needs no agent.
 """
 
 from __future__ import annotations
@@ -12,38 +14,22 @@ import inspect
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, get_type_hints, overload
+from typing import Any, get_origin, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from ..errors import ConfigurationError
 from ..providers._base import ToolSchema
+from ._context import RunContext, ToolContext
 from ._validate import ArgumentIssue, argument_checker
 
-__all__ = ["CheckIn", "Tool", "ToolContext", "define_tool", "tool"]
+__all__ = ["CheckIn", "RunContext", "Tool", "ToolContext", "define_tool", "tool"]
 
 _NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 CheckIn = bool | Callable[[dict[str, Any]], bool] | None
 """A tool's consent gate: ``True`` always asks a person, ``fn(args) -> bool`` asks when it
 returns true, ``None``/``False`` never asks (see ``agent/checkin.py``)."""
-
-
-@dataclass(slots=True, eq=False)
-class ToolContext:
-    """What a running tool may know about its call."""
-
-    tool_call_id: str
-    iteration: int
-    run_id: str
-    idempotency_key: str = ""
-    """``{run_id}:{tool_call_id}``: the same for this call in the run and in a resume of it,
-    so a tool with an effect (a payment, an email) can apply it at most once by keeping it.
-    Filled from the run id and call id when not given."""
-
-    def __post_init__(self) -> None:
-        if not self.idempotency_key:
-            self.idempotency_key = f"{self.run_id}:{self.tool_call_id}"
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -69,6 +55,16 @@ class Tool:
     idempotent: bool = False
     """True declares that the tool deduplicates by ``ctx.idempotency_key``: a call a crash
     interrupted is run again on resume with the same key, and the tool applies it once."""
+    fn: Callable[..., Any] | None = field(default=None, repr=False, compare=False)
+    """The function the tool was made from (``@tool``'s function, ``define_tool``'s
+    ``execute``); calling the tool calls it."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the function the tool was made from, as itself (a unit test needs no agent)."""
+        if self.fn is None:
+            raise TypeError(f"tool {self.name!r} was not made from a function, so it cannot be "
+                            "called directly; run it through an agent")
+        return self.fn(*args, **kwargs)
 
     def schema(self) -> ToolSchema:
         return {"name": self.name, "description": self.description,
@@ -108,7 +104,7 @@ def define_tool(name: str, description: str, input_schema: Mapping[str, Any] | N
 
     return Tool(name, description, schema, run, argument_checker(schema),
                 blocking=_blocking(execute, blocking), side_effects=side_effects,
-                idempotent=idempotent)
+                idempotent=idempotent, fn=execute)
 
 
 def _blocking(fn: Callable[..., Any], given: bool | None) -> bool:
@@ -175,7 +171,7 @@ def _from_function(func: Callable[..., Any], *, name: str | None, description: s
                 f"tool {tool_name!r}: parameter {param.name!r} has no type hint; annotate it "
                 f"(e.g. {param.name}: str) so the model knows what to send, or Any for anything")
         annotation = hints[param.name]
-        if annotation is ToolContext:
+        if annotation is RunContext or get_origin(annotation) is RunContext:
             context_param = param.name
             continue
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
@@ -203,7 +199,7 @@ def _from_function(func: Callable[..., Any], *, name: str | None, description: s
         return func(**kwargs)
 
     return Tool(tool_name, text, schema, run, validate, check_in, blocking,
-                side_effects=side_effects, idempotent=idempotent)
+                side_effects=side_effects, idempotent=idempotent, fn=func)
 
 
 def _issue(error: Any) -> ArgumentIssue:
