@@ -29,6 +29,9 @@ class MockProvider(Provider):
 
     streams = True
     model = "mock"
+    structured_output = "text"
+    """Its native structured output is its text: a scripted reply that validates against the
+    agent's ``output_type`` is the output (``requests`` keep the ``output_schema`` asked for)."""
 
     def __init__(self, *, script: Sequence[Reply] | None = None, reply: Reply | None = None,
                  respond: Callable[[LLMRequest], Any] | None = None, name: str = "mock",
