@@ -21,6 +21,7 @@ from ..tools._tool import Tool
 if TYPE_CHECKING:
     from ..memory._define import MemoryDefinition
     from ._moments import ActRules
+    from ._usage import Budget
     from ._window import WindowStrategy
 
 __all__ = ["AgentSpec", "emit"]
@@ -52,6 +53,8 @@ class AgentSpec:
     act: ActRules | None = None
     """act() rules by moment and the permission checker (``moments.py``); ``None``: neither."""
     window: WindowStrategy | None = None
+    budget: Budget | None = None
+    """Token and cost limits and prices (``usage.py``); ``None``: built-in prices, no limit."""
 
     @property
     def tracks_context(self) -> bool:

@@ -69,6 +69,8 @@ def _build_events() -> dict[str, type[BaseModel]]:
     class LLMUsage(_Payload):
         input: int
         output: int
+        cache_read: int = 0
+        cache_write: int = 0
 
     class LLMEnd(_Payload):
         iteration: int
@@ -188,10 +190,26 @@ def _build_events() -> dict[str, type[BaseModel]]:
         turn: int
 
     class CostTick(_Payload):
+        iteration: int
+        call: int
         model: str
+        provider: str
         input_tokens: int
         output_tokens: int
-        estimated_usd: float
+        cache_read_tokens: int = 0
+        cache_write_tokens: int = 0
+        cost_usd: float | None = None
+        """None: the model has no price, so the cost is unknown (never taken as 0)."""
+        total_cost_usd: float | None = None
+        note: str | None = None
+
+    class LimitHit(_Payload):
+        budget: str
+        limit: float
+        spent: float
+        call: int
+        action: str
+        message: str
 
     class PermissionCheck(_Payload):
         target: str
@@ -267,6 +285,7 @@ def _build_events() -> dict[str, type[BaseModel]]:
         PREFIX + "skill.steps_unfinished": StepsUnfinished,
         PREFIX + "memory.written": MemoryWritten,
         PREFIX + "cost.tick": CostTick,
+        PREFIX + "cost.limit_hit": LimitHit,
         PREFIX + "permission.check": PermissionCheck,
         PREFIX + "permission.halt": PermissionHalt,
         PREFIX + "act.decision": ActDecision,

@@ -182,7 +182,8 @@ def _content_kinds(message: Mapping[str, Any]) -> set[str]:
             return {"memory_content", "documents"}
         return {"context"}
     return {"user": {"user_text"}, "assistant": {"model_text"}, "tool": {"tool_results"},
-            "system": {"context"}}.get(str(role), set(trace.CONTENT_KINDS) - {"configuration"})
+            "system": {"context"}}.get(str(role),
+                                       set(trace.CONTENT_KINDS) - {"configuration", "timing"})
 
 
 def _masked_texts(value: Mapping[str, Any]) -> dict[str, Any]:

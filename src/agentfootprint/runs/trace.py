@@ -21,7 +21,7 @@ This module imports nothing from the package: every layer may import it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Final, Literal, get_args
 
@@ -42,6 +42,7 @@ __all__ = [
     "is_declared_key",
     "keys_of_kinds",
     "memory_entry_id",
+    "without_timings",
 ]
 
 ContentKind = Literal[
@@ -53,6 +54,7 @@ ContentKind = Literal[
     "documents",       # retrieved document passages (RAG)
     "context",         # developer-declared context: the system prompt, facts, skills, steering
     "configuration",   # ids, counters, settings and bookkeeping: no one's words
+    "timing",          # how long something took: differs on every run, so comparisons drop it
 ]
 CONTENT_KINDS: Final[frozenset[str]] = frozenset(get_args(ContentKind))
 
@@ -261,6 +263,14 @@ STOP_REASON: Final = _key("stop_reason", "configuration", doc="why the latest ca
 FINAL_CONTENT: Final = _key("final_content", "model_text", doc="the run's answer")
 STOPPED_EARLY: Final = _key("stopped_early", "configuration",
                             doc="why a run ended before the model answered, when it did")
+LLM_USAGE: Final = _key("llm_usage", "configuration",
+                        doc="per LLM call: model, provider, input/output/cached tokens, cost and "
+                            "the prompt-cache breakpoints sent")
+LLM_LATENCY: Final = _key("llm_latency_ms", "timing",
+                          doc="per LLM call, its wall-clock time in milliseconds")
+BUDGET_CROSSED: Final = _key("budget_crossed", "configuration",
+                             doc="the token or cost budgets a run crossed: which, where, and "
+                                 "whether it stopped or warned")
 ROUTE_TRAIL: Final = _key("route_trail", "configuration", doc="the route choices so far")
 OUTPUT_SCHEMA: Final = _key("output_schema", "context",
                             doc="the structured output asked for: the output type's name, its "
@@ -440,3 +450,11 @@ def keys_of_kinds(kinds: Iterable[str]) -> tuple[frozenset[str], tuple[str, ...]
                       if spec.kinds & wanted or spec.derived_from & wanted)
     prefixes = tuple(family.prefix for family in _FAMILIES if family.kinds & wanted)
     return names, prefixes
+
+
+def without_timings(state: Mapping[str, object]) -> dict[str, object]:
+    """``state`` without its keys of kind ``timing``: what two recordings of the same work
+    must agree on (a latency differs on every run, so comparisons drop it by this rule)."""
+    timing, prefixes = keys_of_kinds(("timing",))
+    return {key: value for key, value in state.items()
+            if key not in timing and not key.startswith(prefixes)}
