@@ -21,6 +21,7 @@ from ..tools._tool import Tool
 if TYPE_CHECKING:
     from ..memory._define import MemoryDefinition
     from ._moments import ActRules
+    from ._output import OutputSpec
     from ._usage import Budget
     from ._window import WindowStrategy
 
@@ -53,6 +54,8 @@ class AgentSpec:
     act: ActRules | None = None
     """act() rules by moment and the permission checker (``moments.py``); ``None``: neither."""
     window: WindowStrategy | None = None
+    output: OutputSpec | None = None
+    """The structured output asked for (``output.py``); ``None``: the answer is text."""
     budget: Budget | None = None
     """Token and cost limits and prices (``usage.py``); ``None``: built-in prices, no limit."""
 
