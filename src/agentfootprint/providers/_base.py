@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import TypedDict
 
 __all__ = [
+    "CachePrefix",
     "LLMRequest",
     "LLMResponse",
     "Message",
@@ -80,7 +81,12 @@ def _empty_list() -> list[Any]:
 
 
 class Usage(BaseModel):
-    """Real token counts as the provider reported them (0 = not reported)."""
+    """Real token counts as the provider reported them (0 = not reported).
+
+    ``input`` counts every prompt token, cached ones included, on every provider (Anthropic
+    reports cached tokens apart; its adapter adds them in); ``cache_read`` / ``cache_write``
+    say how many of them were read from / written to the provider's prompt cache.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -88,6 +94,17 @@ class Usage(BaseModel):
     output: int = 0
     cache_read: int = 0
     cache_write: int = 0
+
+
+class CachePrefix(TypedDict):
+    """How much of a request stays the same from call to call (its stable prefix)."""
+
+    system: int
+    """Leading characters of ``system``."""
+    tools: int
+    """Leading tools."""
+    messages: int
+    """Leading messages (the next call of the loop sends them again)."""
 
 
 class LLMRequest(BaseModel):
@@ -107,6 +124,9 @@ class LLMRequest(BaseModel):
     seed: int | None = None
     """Asks a sampling server for a reproducible draw (OpenAI-compatible servers, Ollama);
     providers without one ignore it."""
+    cache: CachePrefix | None = None
+    """The stable prefix, for a provider with explicit prompt caching (Anthropic marks it with
+    ``cache_control``); providers that cache prefixes by themselves (OpenAI) ignore it."""
     output_schema: OutputSchema | None = None
     """A structured output, for a provider whose ``structured_output`` names a native mode:
     it sends the schema its own way and answers with the JSON as ``content``."""
