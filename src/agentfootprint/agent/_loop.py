@@ -302,12 +302,16 @@ class _Stages(MemoryStages, ToolBatchStages):
             model=spec.model, messages=wire_messages(history), system=system, tools=tools,
             temperature=spec.temperature, max_tokens=spec.max_tokens, stop=None,
             tool_choice=None, seed=spec.seed)
+        if spec.output is not None:
+            spec.output.prepare(scope, request)
         _emit(scope, "agent.iteration_start", {"iteration": iteration})
         _emit(scope, "stream.llm_start", {
             "iteration": iteration, "provider": spec.provider.name, "model": spec.model,
             "system_prompt_chars": len(system or ""), "messages_count": len(history),
             "tools_count": len(tools)})
         response = await self._call(scope, request, iteration)
+        if spec.output is not None:
+            response = spec.output.answered(scope, response)
         scope[trace.LLM_CONTENT] = response.content
         scope[trace.LLM_TOOL_CALLS] = [dict(c) for c in response.tool_calls]
         scope[trace.STOP_REASON] = response.stop_reason
@@ -379,6 +383,8 @@ class _Stages(MemoryStages, ToolBatchStages):
                 _emit(scope, "skill.steps_unfinished", {
                     "skill_id": pointer["skill"], "remaining": pointer["total"] - pointer["step"]
                     + 1, "total": pointer["total"], "iteration": iteration})
+        if spec.output is not None:
+            chosen, rationale = spec.output.route(scope, chosen, rationale)
         self.note_decision(scope, chosen, rationale)
         _emit(scope, "agent.route_decided",
               {"iteration": iteration, "chosen": chosen, "rationale": rationale})
@@ -462,11 +468,11 @@ def build_agent_chart(spec: AgentSpec, *, name: str = "Agent") -> Chart:
               description="Assemble the tool list")
         .then("CallLLM", stages.call_llm, id=trace.CALL_LLM, description="Call the model")
     )
-    if not spec.with_tools:
+    if not spec.with_tools and spec.output is None:
         return builder.then("Finalize", stages.finalize, id=trace.FINALIZE,
                             description="Hand back the answer").build(description=name)
     route: Callable[[Scope], Decision] = stages.route
-    routed = (
+    branches = (
         builder.decide("Route", route, id=trace.ROUTE, description="Route on the model's answer")
         .branch("tool-calls", "ToolCalls", stages.tool_calls, id=trace.TOOL_CALLS,
                 description="Run the requested tools", loop_to="injections",
@@ -480,7 +486,11 @@ def build_agent_chart(spec: AgentSpec, *, name: str = "Agent") -> Chart:
                 else stages.finalize,
                 id=trace.FINALIZE,
                 description="Hand back the answer")
-        .end()
     )
+    if spec.output is not None:  # an answer that does not validate goes back to the model
+        branches = branches.branch(
+            "invalid-output", "OutputRetry", spec.output.reask, id=trace.OUTPUT_RETRY,
+            description="Send the answer's validation errors back to the model",
+            loop_to="injections")
+    routed = branches.end()
     return mount_memories(routed, spec, side="write").build(description=name)
-
