@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from types import UnionType
+from typing import TYPE_CHECKING, Any, Generic, Literal
 
 from ..context._injection import Injection
 from ..context._skills import read_skill_tool, skip_step_tool
@@ -50,6 +51,7 @@ from ._journal import (
 from ._loop import AgentSpec, build_agent_chart, live_emit
 from ._memory_mount import end_turn_claim
 from ._options import Governance, Limits, ModelSettings, Tracing, grouped_options
+from ._output import OutputT, output_of, output_spec
 
 if TYPE_CHECKING:
     from ..memory._define import MemoryDefinition
@@ -62,7 +64,7 @@ __all__ = ["Agent", "LLMCall", "RunResult"]
 
 
 @dataclass(slots=True, eq=False)
-class RunResult:
+class RunResult(Generic[OutputT]):
     """The outcome of one turn."""
 
     content: str
@@ -81,6 +83,9 @@ class RunResult:
     """``paused``: a tool asked a person (``pause`` says what); ``agent.resume`` continues."""
     pause: dict[str, Any] | None = None
     """For a paused run: ``{kind, tool_name, tool_call_id, iteration, data}``."""
+    output: OutputT = None  # type: ignore[assignment]
+    """The answer as the agent's ``output_type`` (validated); None without one (``content``
+    then is the text; with one it is the JSON text). See ``agent/_output.py``."""
     source: Any = field(default=None, repr=False, compare=False)
     """The agent or composition that produced this run (what an explanation re-runs)."""
 
@@ -268,7 +273,7 @@ class _Runner:
             history=list(state.get(trace.HISTORY, [])),
             status="paused" if run.paused else "done",
             pause=copy_value(run.pause_data) if run.paused else None,
-            source=self,
+            output=output_of(self.spec.output, state, paused=run.paused), source=self,
         )
         if not run.paused:
             self.last = result
@@ -374,7 +379,7 @@ class _Runner:
                 run_id=run_id), journal)
 
 
-class Agent(_Runner):
+class Agent(_Runner, Generic[OutputT]):
     """A ReAct agent: the model reasons, calls tools, and answers; every step recorded.
 
     ``limits=``, ``settings=``, ``governance=`` and ``tracing=`` group the rest (see
@@ -396,6 +401,8 @@ class Agent(_Runner):
         name: str = "Agent",
         stream: bool = False,
         window: WindowStrategy | None = None,
+        output_type: type[OutputT] | UnionType | None = None,
+        output_retries: int = 2,
         limits: Limits | None = None,
         settings: ModelSettings | None = None,
         governance: Governance | None = None,
@@ -430,6 +437,7 @@ class Agent(_Runner):
             "provider": provider, "model": model, "system": system, "tools": static,
             "context": injections, "memory": memories, "identity": identity,
             "react_mode": react_mode, "name": name, "stream": stream, "window": window,
+            "output_type": output_type, "output_retries": output_retries,
             "limits": limits, "settings": settings, "governance": governance,
             "tracing": tracing}
         offered = dispatchable(static, reader, injections)
@@ -443,12 +451,13 @@ class Agent(_Runner):
             seed=settings.seed,
             wrap_up=limits.wrap_up, stream=stream, injections=injections,
             static_tools=static, read_skill=reader, skip_step=skipper, memories=memories,
-            window=window, act=rules)
+            window=window, act=rules, output=output_spec(
+                output_type, retries=output_retries, provider=provider, tools=offered))
         super().__init__(spec, name=name, tracing=tracing)
 
     async def run(self, message: str, *, continue_from: Mapping[str, Any] | None = None,
                   run_id: str | None = None, timeout: float | None = None,
-                  identity: MemoryIdentity | None = None, deps: Any = None) -> RunResult:
+                  identity: MemoryIdentity | None = None, deps: Any = None) -> RunResult[OutputT]:
         """One turn. ``continue_from`` is the checkpoint of an earlier turn
         (``RunResult.checkpoint`` or ``agent.checkpoint()``).
 
@@ -507,11 +516,12 @@ class Agent(_Runner):
         return agent_tool(self, name=name, description=description)
 
 
-class LLMCall(_Runner):
+class LLMCall(_Runner, Generic[OutputT]):
     """One model call, no tools: a system prompt and the user's message in, the answer out."""
 
     def __init__(self, *, provider: Provider, model: str | None = None, system: str = "",
                  name: str = "LLMCall", stream: bool = False,
+                 output_type: type[OutputT] | UnionType | None = None, output_retries: int = 2,
                  settings: ModelSettings | None = None, tracing: Tracing | None = None,
                  **moved: Any) -> None:
         options = grouped_options("LLMCall", {"settings": settings, "tracing": tracing}, moved,
@@ -521,11 +531,12 @@ class LLMCall(_Runner):
         spec = AgentSpec(provider=provider, model=model, system=system,
                          registry=ToolRegistry(()), max_iterations=1,
                          temperature=settings.temperature, max_tokens=settings.max_tokens,
-                         stream=stream, with_tools=False, wrap_up=False)
+                         stream=stream, with_tools=False, wrap_up=False, output=output_spec(
+                             output_type, retries=output_retries, provider=provider))
         super().__init__(spec, name=name, tracing=tracing)
 
     async def run(self, message: str, *, run_id: str | None = None,
-                  timeout: float | None = None) -> RunResult:
+                  timeout: float | None = None) -> RunResult[OutputT]:
         return await self._run(message, None, run_id=run_id, timeout=timeout)
 
     def run_sync(self, message: str, **options: Any) -> RunResult:
@@ -536,7 +547,8 @@ _RESUMABLE_KEYS = frozenset((
     trace.USER_MESSAGE, trace.HISTORY, trace.TURN, trace.ITERATION, trace.MAX_ITERATIONS,
     trace.INPUT_TOKENS, trace.OUTPUT_TOKENS, trace.ACTIVATED_SKILLS, trace.TOOL_RESULTS,
     trace.DELIVERED_KEYS, trace.SKILL_STEPS, trace.WRAP_UP_ASKED, trace.STOPPED_EARLY,
-    trace.FINDINGS_LEDGER, trace.ACT_LEDGER, trace.TURN_CLAIM))
+    trace.FINDINGS_LEDGER, trace.ACT_LEDGER, trace.TURN_CLAIM, trace.OUTPUT_SCHEMA,
+    trace.OUTPUT_ATTEMPTS, trace.OUTPUT))
 """Run state a crash replay carries over (everything else is recomputed by the stages)."""
 
 
