@@ -20,9 +20,9 @@ from ..flow import Scope, pause
 from ..flow._pause import Pause
 from ..providers._base import Message, ToolCall
 from ..runs import trace
+from ..tools._context import RunContext, ToolContext, deps_error, run_deps
 from ..tools._pause import PauseRequest
 from ..tools._registry import ToolOutcome, result_text
-from ..tools._tool import ToolContext
 from ._as_tool import end_sub_runs, report_sub_runs
 from ._journal import OUTCOME_UNKNOWN, Recovered, run_journal
 from ._spec import emit as _emit
@@ -297,7 +297,8 @@ class ToolBatchStages:
         proposal), when it may differ from ``call``."""
         spec = self.spec
         tool = spec.registry.tools.get(call["name"])
-        ctx = ToolContext(call["id"], iteration, scope.run_id)
+        ctx = RunContext(call["id"], iteration, scope.run_id, tool_name=call["name"],
+                         deps=run_deps())  # live, never in run state: never recorded
         turn = scope[trace.TURN]  # read for every call, as the turn's script rows need it
         reporting = report_sub_runs(scope)  # an agent used as a tool links its run here
         try:
@@ -310,6 +311,9 @@ class ToolBatchStages:
                                                       proposed_by)
         finally:
             end_sub_runs(reporting)
+        missing = deps_error(ctx)
+        if missing is not None:  # a programming error: the run fails, the model never reads it
+            raise missing
         if spec.skip_step is not None:
             outcome = self._follow_steps(scope, call, outcome, iteration)
         if spec.act is None:

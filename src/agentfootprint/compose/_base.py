@@ -21,6 +21,7 @@ from ..flow._recorders import Recorder
 from ..flow._run import run_sync
 from ..flow._scope import ReadView
 from ..runs import trace
+from ..tools._context import bound_deps
 
 __all__ = ["Composition", "Input", "Runner", "map_runner", "mount_options"]
 
@@ -168,15 +169,17 @@ class Composition:
         return list(found.values())
 
     async def run(self, message: str, *, run_id: str | None = None,
-                  timeout: float | None = None) -> RunResult:
-        """Run the whole pipeline once; the result's recording spans every runner in it."""
+                  timeout: float | None = None, deps: Any = None) -> RunResult:
+        """Run the whole pipeline once; the result's recording spans every runner in it.
+        ``deps`` reach every member agent's tools as ``ctx.deps`` (never recorded)."""
         if not isinstance(message, str):
             raise ConfigurationError(f"run() takes the message as a str, got {message!r}")
         bridges: list[Recorder] = [EventBridge(d, id=f"agent-events-{i}")
                               for i, d in enumerate(self.dispatchers())]
         try:
-            flow = await self.chart.run({trace.MESSAGE: message}, recorders=bridges,
-                                        timeout=timeout, run_id=run_id)
+            with bound_deps(deps):
+                flow = await self.chart.run({trace.MESSAGE: message}, recorders=bridges,
+                                            timeout=timeout, run_id=run_id)
         except StageError as exc:
             raise_framework_cause(exc)
             raise

@@ -49,9 +49,9 @@ class Pattern(Composition):
         return cast(Self, self._remake_with(list(runners)))
 
     async def run(self, message: str, *, run_id: str | None = None,
-                  timeout: float | None = None) -> RunResult:
+                  timeout: float | None = None, deps: Any = None) -> RunResult:
         """Run the pattern once; the recording spans every runner it used."""
-        result = await super().run(message, run_id=run_id, timeout=timeout)
+        result = await super().run(message, run_id=run_id, timeout=timeout, deps=deps)
         stopped = result.recording.state.get(trace.STOPPED_EARLY)
         result.stopped_early = str(stopped) if stopped else None
         return result
