@@ -23,13 +23,14 @@ import contextvars
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from ..errors import CheckpointError, ConfigurationError
 from ..flow import FlowEvent
 from ..flow._commitlog import CommitLog, CommitRecord
 from ..runs import trace
+from ..tools._replay import OUTCOME_UNKNOWN, ToolReplay
 
 if TYPE_CHECKING:
     from ..flow import Chart, FlowRun
@@ -39,15 +40,13 @@ if TYPE_CHECKING:
     from ..runs._store import RunStorePort
     from ..tools._registry import ToolOutcome
 
-__all__ = ["Recovered", "RunJournal", "check_agent_state", "journal_for", "new_run_id",
+__all__ = ["OUTCOME_UNKNOWN", "RunJournal", "check_agent_state", "journal_for", "new_run_id",
            "resume_stored", "run_journal"]
 
 run_journal: contextvars.ContextVar[RunJournal | None] = contextvars.ContextVar(
     "run_journal", default=None)
 """The journal of the run the current task belongs to (``None`` without a run store)."""
 
-OUTCOME_UNKNOWN: Final = "outcome-unknown"
-"""The status of a call that a crash interrupted and that was not run again."""
 
 
 class RunJournal:
@@ -218,23 +217,14 @@ def _as_recorded(start: dict[str, Any], policy: RedactionPolicy | None) -> dict[
 
 
 @dataclass(slots=True, eq=False)
-class Recovered:
-    """The "answer" a recovered tool batch resumes with: what the store knows of its calls."""
-
-    iteration: int
-    outcomes: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """Call id → recorded outcome (``content``, ``error``, ``status``)."""
-    started: set[str] = field(default_factory=set)
-    """Ids of calls that started (an outcome may be missing: the crash came mid-call)."""
-
-
-@dataclass(slots=True, eq=False)
 class RecoveryPlan:
     """How to continue a killed run: from its start (``start``) or inside a tool batch."""
 
     start: dict[str, Any] | None = None
     checkpoint: Checkpoint | None = None
-    answer: Recovered | None = None
+    answer: ToolReplay | None = None
+    """What the journal knows of the interrupted batch's calls (``tools/_replay.py``: the
+    replay an explanation's re-run uses too)."""
 
 
 _RESUME_KEYS: Final = (trace.USER_MESSAGE, trace.HISTORY, trace.LLM_TOOL_CALLS,
@@ -281,14 +271,7 @@ def plan_recovery(store: RunStorePort, chart: Chart, run_id: str, *,
     grown = with_progress(recording, entries)
     log = _log_of(run_id, grown.log)
     iteration = calls[-1].get("iteration")
-    answer = Recovered(iteration=iteration if isinstance(iteration, int) else -1)
-    for entry in calls:
-        if entry.get("iteration") != answer.iteration:
-            continue
-        if entry["phase"] == "started":
-            answer.started.add(str(entry.get("call")))
-        elif isinstance(entry.get("outcome"), dict):
-            answer.outcomes[str(entry.get("call"))] = entry["outcome"]
+    answer = ToolReplay.from_journal(calls, iteration if isinstance(iteration, int) else -1)
     state = log.state_at(len(log) - 1)
     check_agent_state(state, run_id)
     if state.get(trace.ITERATION) != answer.iteration:

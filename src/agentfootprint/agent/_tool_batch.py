@@ -23,8 +23,9 @@ from ..runs import trace
 from ..tools._context import RunContext, ToolContext, deps_error, run_deps
 from ..tools._pause import PauseRequest
 from ..tools._registry import ToolOutcome, result_text
+from ..tools._replay import ToolReplay
 from ._as_tool import end_sub_runs, report_sub_runs
-from ._journal import OUTCOME_UNKNOWN, Recovered, run_journal
+from ._journal import run_journal
 from ._spec import emit as _emit
 from ._spec import emit_turn_end
 
@@ -53,7 +54,7 @@ class ToolBatchStages:
         Siblings after a paused call never run before the pause is answered; on resume they
         run in their original order, so every call still gets exactly one result.
         """
-        if isinstance(answer, Recovered):
+        if isinstance(answer, ToolReplay):
             return await self._recover(scope, answer)
         pending = scope[trace.PAUSED_TOOL_BATCH]
         calls: list[ToolCall] = pending["calls"]
@@ -134,7 +135,7 @@ class ToolBatchStages:
                                              "tool_call_count": len(calls)})
         return None
 
-    async def _recover(self, scope: Scope, known: Recovered) -> Pause | None:
+    async def _recover(self, scope: Scope, known: ToolReplay) -> Pause | None:
         """Continue a tool batch a crash interrupted (see ``_journal.py``): replay the calls
         with a recorded outcome, settle a call that was cut off mid-run, run the rest."""
         pending = scope.get(trace.PAUSED_TOOL_BATCH)
@@ -150,13 +151,11 @@ class ToolBatchStages:
             del scope[trace.PAUSED_TOOL_BATCH]
         while index < len(calls):
             call = calls[index]
-            recorded = known.outcomes.get(call["id"])
+            recorded = known.recorded(call)
             if recorded is not None:
-                outcome = ToolOutcome(str(recorded.get("content") or ""),
-                                      error=bool(recorded.get("error")),
-                                      status=str(recorded.get("status") or "success"))
+                outcome = recorded
             elif call["id"] in known.started:
-                outcome = await self._interrupted(scope, call, iteration, index)
+                outcome = await self._interrupted(scope, call, iteration, index, known)
             else:
                 break
             self._settle(scope, call, outcome, results, history, iteration)
@@ -164,22 +163,19 @@ class ToolBatchStages:
         return await self._run_batch(scope, calls, index, results, history, iteration)
 
     async def _interrupted(self, scope: Scope, call: ToolCall, iteration: int,
-                           index: int) -> ToolOutcome:
+                           index: int, known: ToolReplay) -> ToolOutcome:
         """A call that started before a crash and has no outcome: run it again only when its
-        tool says that is safe (idempotent, or free of side effects); else "outcome unknown"."""
+        tool says that is safe (idempotent, or free of side effects); else "outcome unknown"
+        (the replay's one rule, ``tools/_replay.py``)."""
         journal = run_journal.get()
-        found = self.spec.registry.tools.get(call["name"])
-        if found is None or found.idempotent or not found.side_effects:
+        refused = known.unrecorded(self.spec.registry.tools.get(call["name"]),
+                                   call.get("args") or {})
+        if refused is not None:
+            outcome = refused
+        else:
             if journal is not None:
                 journal.started(scope.runtime_stage_id, iteration, index, call)
             outcome = await self._dispatch(scope, call, iteration)
-        else:
-            outcome = ToolOutcome(
-                f"Outcome unknown: the run stopped (its process ended) while {call['name']} "
-                "was running, so whether this call took effect is not known. It was not run "
-                f"again, because {call['name']} does not declare that repeating it is safe. "
-                "Check its effect before calling it again.",
-                error=True, status=OUTCOME_UNKNOWN)
         if journal is not None:
             journal.done(iteration, index, call, outcome, recorded=scope.recorded)
         return outcome
@@ -197,8 +193,9 @@ class ToolBatchStages:
             "error": outcome.error, "status": outcome.status, "iteration": iteration})
         history.append({"role": "tool", "content": outcome.content,
                         "tool_call_id": call["id"], "tool_name": call["name"]})
-        results.append({"tool_name": call["name"], "tool_call_id": call["id"],
-                        "status": outcome.status})
+        row = {"tool_name": call["name"], "tool_call_id": call["id"], "status": outcome.status}
+        origin = getattr(spec.registry.tools.get(call["name"]), "origin", None)
+        results.append({**row, **origin} if origin else row)  # an MCP tool names its server
         if call["name"] == READ_SKILL and outcome.status == "success" and spec.skills:
             skill_id = (call.get("args") or {}).get("id")
             activated = scope[trace.ACTIVATED_SKILLS]

@@ -41,7 +41,8 @@ def read_skill_tool(skills: Sequence[Injection]) -> Tool:
 
     schema = {"type": "object", "properties": {"id": {"type": "string", "enum": list(by_id)}},
               "required": ["id"], "additionalProperties": False}
-    return define_tool(READ_SKILL, description, schema, execute, blocking=False)
+    return define_tool(READ_SKILL, description, schema, execute, blocking=False,
+                       side_effects=False)  # it reads a skill's text: safe to repeat
 
 
 def skip_step_tool() -> Tool:
@@ -50,7 +51,7 @@ def skip_step_tool() -> Tool:
               "required": ["reason"], "additionalProperties": False}
     return define_tool(
         SKIP_STEP, "Skip the current step of the active skill's procedure, saying why.",
-        schema, lambda args: "", blocking=False)
+        schema, lambda args: "", blocking=False, side_effects=False)
 
 
 def step_sentence(steps: Sequence[dict[str, str]], step: int) -> str:

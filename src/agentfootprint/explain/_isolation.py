@@ -6,11 +6,13 @@ An explanation re-runs the agent many times. Each re-run gets:
   entries the user's store held for that conversation *before* the explained run's turn (read
   once, read-only, and shared by every re-run of the explanation), copied into a fresh in-memory
   store the re-run may write to and claim turns in. The user's store sees reads only.
-* **tools answered from the recording** — a tool call whose name and arguments match a call the
-  recording holds gets the recorded result, in order. A call the recording lacks runs for real
-  only when the tool declares ``side_effects=False``; otherwise the re-run records a *miss* and
-  is reported as not completed (INCONCLUSIVE, the tool named), never a real side effect. A
-  result the recording holds only redacted is treated as missing (never fed to the model).
+* **tools answered from the recording** — by the same replay a killed run's resume uses
+  (``tools/_replay.py``, set on the re-run's tool registry): a call whose name and arguments
+  match a call the recording holds gets the recorded result, in order. A call the recording
+  lacks runs for real only when the tool declares ``side_effects=False``; otherwise the re-run
+  records a *miss* and is reported as not completed (INCONCLUSIVE, the tool named), never a
+  real side effect. A result the recording holds only redacted is treated as missing (never
+  fed to the model). An agent used as a tool is not replayed: it runs again, isolated.
 * **no run store, no watchers, a fresh provider** (``provider.fork()``: a script starts afresh).
 
 The agent itself comes from ``agent.without(ids)`` (or a user's ``rebuild``) and is then mapped
@@ -21,109 +23,49 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
-import inspect
-import json
-from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..flow._commitlog import CommitLog
-from ..flow._redact import REDACTED
 from ..memory._entry import MemoryEntry, Tier
 from ..memory._identity import MemoryIdentity
 from ..memory._stages import identity_from_record
 from ..memory._store import MemoryPage, ScoredEntry, StoreCapabilities
 from ..memory.stores._memory import InMemoryStore
 from ..runs import trace
-from ..tools._tool import Tool, ToolContext
+from ..tools._replay import ToolReplay, recorded_calls
 
 if TYPE_CHECKING:
     from ..agent._agent import Agent
     from ..memory._store import MemoryStore
 
-__all__ = ["RerunLog", "RerunSandbox", "RerunStore", "recorded_tool_calls"]
+__all__ = ["RerunLog", "RerunSandbox", "RerunStore"]
 
 
 class RerunLog:
-    """What one re-run could not do in isolation (a miss makes the re-run incomplete)."""
+    """One re-run's replay of the recorded tool calls and what it could not do (a miss makes
+    the re-run incomplete). Shared by every agent of the re-run, members and agents used as
+    tools alike, so a recorded call is answered once."""
 
     def __init__(self) -> None:
-        self.misses: list[str] = []
-        self.live_calls: list[str] = []
+        self.replay: ToolReplay | None = None
+
+    def replay_of(self, calls: Mapping[tuple[str, str], list[Any]]) -> ToolReplay:
+        if self.replay is None:
+            self.replay = ToolReplay.from_recording(calls)
+        return self.replay
+
+    @property
+    def misses(self) -> list[str]:
+        return self.replay.misses if self.replay is not None else []
+
+    @property
+    def live_calls(self) -> list[str]:
+        return self.replay.live_calls if self.replay is not None else []
 
     @property
     def complete(self) -> bool:
         return not self.misses
-
-
-def _canonical(args: object) -> str:
-    try:
-        return json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                          default=repr)
-    except (TypeError, ValueError):
-        return repr(args)
-
-
-def _arguments(raw: object) -> object:
-    if isinstance(raw, str):
-        try:
-            return json.loads(raw)
-        except ValueError:
-            return raw
-    return raw
-
-
-def recorded_tool_calls(log: CommitLog) -> dict[tuple[str, str], list[Any]]:
-    """``{(tool name, canonical arguments): [results in call order]}`` over every namespace.
-
-    Read from the conversation each agent of the run left (``history``): an assistant message's
-    ``tool_calls`` paired with the ``tool`` messages answering them by call id.
-    """
-    out: dict[tuple[str, str], list[Any]] = {}
-    last = len(log.records)
-    for inner in _inner_logs(log):  # an agent used as a tool: its own run's calls too
-        for key, results in recorded_tool_calls(inner).items():
-            out.setdefault(key, []).extend(results)
-    for ns in dict.fromkeys(record.ns for record in log.records):
-        history = log.value_at(trace.HISTORY, last, ns=ns, default=None)
-        if not isinstance(history, list):
-            continue
-        asked: dict[str, tuple[str, str]] = {}
-        for message in history:
-            if not isinstance(message, Mapping):
-                continue
-            for call in message.get("tool_calls") or ():
-                if not isinstance(call, Mapping):
-                    continue
-                name = call.get("name") or (call.get("function") or {}).get("name")
-                args = call.get("args", call.get("arguments",
-                                                 (call.get("function") or {}).get("arguments")))
-                if isinstance(name, str) and isinstance(call.get("id"), str):
-                    asked[call["id"]] = (name, _canonical(_arguments(args)))
-            if message.get("role") == "tool":
-                answered = asked.get(str(message.get("tool_call_id")))
-                if answered is not None:
-                    out.setdefault(answered, []).append(message.get("content"))
-    return out
-
-
-def _inner_logs(log: CommitLog) -> list[CommitLog]:
-    """The commit logs of the inner runs of agents used as tools (``sub_recordings``)."""
-    from ..runs._recording import Recording
-
-    last = len(log.records)
-    out = []
-    for ns in dict.fromkeys(record.ns for record in log.records):
-        kept = log.value_at(trace.SUB_RECORDINGS, last, ns=ns, default=None)
-        if isinstance(kept, Mapping):
-            for body in kept.values():
-                if isinstance(body, Mapping):
-                    out.append(Recording.model_validate(body).commit_log())
-    return out
-
-
-def _is_redacted(value: object) -> bool:
-    return isinstance(value, str) and REDACTED in value
 
 
 class RerunStore:
@@ -214,7 +156,7 @@ class RerunSandbox:
 
     def __init__(self, log: CommitLog) -> None:
         self.log = log
-        self.calls = recorded_tool_calls(log)
+        self.calls = recorded_calls(log)
         self.turns = _turns_by_identity(log)
         self._snapshots: dict[tuple[int, str], list[MemoryEntry]] = {}
         self.store_reads = 0
@@ -256,7 +198,7 @@ class RerunSandbox:
         def private(store: MemoryStore) -> RerunStore:
             return stores.setdefault(id(store), RerunStore(store, self))
 
-        queues = {key: deque(results) for key, results in self.calls.items()}
+        replay = log.replay_of(self.calls)
         tracing = kwargs.get("tracing")
         quiet = Tracing(redaction=getattr(tracing, "redaction", None))
         provider = kwargs["provider"]
@@ -266,65 +208,20 @@ class RerunSandbox:
                                                                        False):
             kwargs = {**kwargs, "settings": dataclasses.replace(settings, seed=seed)}
             agent = agent._replace(settings=kwargs["settings"])
-        return agent._replace(
+        tools = []
+        for tool in kwargs["tools"]:
+            if callable(getattr(tool, "_map_agents", None)):
+                # an agent used as a tool runs again, isolated itself, on the same replay
+                replay.runs_itself.add(tool.name)
+                tools.append(tool._map_agents(lambda inner: self.isolate(inner, log, seed=seed)))
+            else:  # a re-run never asks a person: its calls are replayed or not made
+                tools.append(dataclasses.replace(tool, check_in=None))
+        isolated = agent._replace(
             provider=forked() if callable(forked) else provider,
             # a memory that only reads (a RAG corpus, a read-only memory) keeps its store
             memory=tuple(m if m.write is None else rebuild_memory(m, store=private(m.store))
                          for m in kwargs["memory"]),
-            # an agent used as a tool runs again, isolated itself; other tools are replayed
-            tools=tuple(t._map_agents(lambda inner: self.isolate(inner, log, seed=seed))
-                        if callable(getattr(t, "_map_agents", None))
-                        else _replayed(t, queues, log) for t in kwargs["tools"]),
-            tracing=quiet)
-
-
-def _replayed(tool: Tool, queues: dict[tuple[str, str], deque[Any]], log: RerunLog) -> Tool:
-    """``tool`` answering from the recording; live only when it declares no side effects."""
-    safe = getattr(tool, "side_effects", True) is False
-    original = tool.execute
-    is_async = inspect.iscoroutinefunction(original)
-
-    def lookup(args: dict[str, Any]) -> tuple[bool, Any]:
-        queue = queues.get((tool.name, _canonical(args)))
-        while queue:
-            result = queue.popleft()
-            if not _is_redacted(result):
-                return True, result
-            if not safe:
-                log.misses.append(f"tool {tool.name!r}: the recording holds its result only "
-                                  "redacted")
-                return True, _MISS
-        if safe:
-            log.live_calls.append(tool.name)
-            return False, None
-        if any(_is_redacted(name) or _is_redacted(key) for name, key in queues):
-            log.misses.append(f"tool {tool.name!r}: the recording holds the run's tool calls only "
-                              "redacted, so this call cannot be matched, and the tool does not "
-                              "declare side_effects=False, so it was not run")
-        else:
-            log.misses.append(f"tool {tool.name!r} was called with arguments the recording "
-                              f"lacks ({_clip(_canonical(args))}) and does not declare "
-                              "side_effects=False, so it was not run")
-        return True, _MISS
-
-    if is_async:
-        async def replay_async(args: dict[str, Any], ctx: ToolContext) -> Any:
-            found, result = lookup(args)
-            return result if found else await original(args, ctx)
-
-        execute: Callable[[dict[str, Any], ToolContext], Any] = replay_async
-    else:
-        def replay(args: dict[str, Any], ctx: ToolContext) -> Any:
-            found, result = lookup(args)
-            return result if found else original(args, ctx)
-
-        execute = replay
-    return dataclasses.replace(tool, execute=execute, check_in=None)
-
-
-_MISS = ("[this call was not made: the explanation's re-run could not replay it without a real "
-         "side effect]")
-
-
-def _clip(text: str, limit: int = 80) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+            tools=tuple(tools), tracing=quiet)
+        # the one replay rule of resumes and re-runs (tools/_replay.py), at dispatch
+        isolated.spec.registry.replay = replay
+        return isolated

@@ -19,12 +19,16 @@ import json
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..errors import ConfigurationError
 from ..providers._base import ToolCall, ToolSchema
 from ._pause import PauseRequest
 from ._tool import Tool, ToolContext
 from ._validate import ArgumentIssue, argument_checker, describe_issues
+
+if TYPE_CHECKING:
+    from ._replay import ToolReplay
 
 __all__ = ["ToolOutcome", "ToolRegistry", "cap_result", "result_text"]
 
@@ -65,6 +69,9 @@ class ToolRegistry:
         self.max_result_chars = max_result_chars
         self._schemas: list[ToolSchema] = [t.schema() for t in self.tools.values()]
         self._checks: dict[str, tuple[Tool, Callable[[object], list[ArgumentIssue]]]] = {}
+        self.replay: ToolReplay | None = None
+        """Set on an explanation's re-run only: calls are answered from the recording
+        (``tools/_replay.py``), and a tool runs for real only when that is safe."""
 
     def schemas(self) -> list[ToolSchema]:
         return self._schemas
@@ -90,6 +97,10 @@ class ToolRegistry:
         if issues:
             return ToolOutcome(describe_issues(found.name, issues), error=True, status="invalid",
                                issues=tuple(issues))
+        if self.replay is not None:
+            answered = self.replay.answer(found, args)
+            if answered is not None:
+                return answered
         try:
             if found.blocking:
                 value = await asyncio.to_thread(found.execute, args, ctx)
