@@ -42,6 +42,14 @@ usage. Servers that ignore the option (llama-cpp-python's server does, as of 0.3
 usage for streamed calls: the terminal response then has zero usage. Pass
 ``stream_usage=False`` for a server that rejects the option outright.
 
+Structured output (``request.output_schema``) is ``response_format``: ``{"type": "json_schema",
+"json_schema": {name, schema, strict}}`` by default (OpenAI, vLLM, llama.cpp's server, Ollama's
+``/v1``). llama-cpp-python's server (0.3.x) takes only ``{"type": "json_object", "schema": ...}``,
+which it turns into a grammar, so the answer is valid JSON of that schema: build the provider with
+``structured_output="json_object"`` for it (its refusal of ``json_schema`` is reported, not
+retried, with that fix named). ``structured_output="tool"`` sends no ``response_format``: the agent
+offers a final-answer tool instead.
+
 Errors are translated where they leave the SDK, the SDK error kept as ``__cause__``:
 ``ContextWindowExceededError`` for prompts too long, ``ProviderUnavailableError`` when the server
 cannot be reached (or lacks the model), ``ProviderError`` with the HTTP ``status`` otherwise
@@ -54,7 +62,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import (
     ConfigurationError,
@@ -66,6 +74,7 @@ from ._base import (
     LLMRequest,
     LLMResponse,
     Message,
+    OutputSchema,
     Provider,
     StreamChunk,
     ToolCall,
@@ -114,6 +123,8 @@ class OpenAIProvider(Provider):
       decides the request dialect and appears in error messages.
     * ``stream_usage``: ask for usage on streamed calls (``stream_options``); turn it off only
       for a server that rejects the option.
+    * ``structured_output``: how an output schema is sent: ``json_schema`` (default),
+      ``json_object`` (llama-cpp-python's server) or ``tool`` (a final-answer tool).
     """
 
     streams = True
@@ -130,7 +141,13 @@ class OpenAIProvider(Provider):
         client: AsyncOpenAI | None = None,
         name: str = "openai",
         stream_usage: bool = True,
+        structured_output: Literal["json_schema", "json_object", "tool"] = "json_schema",
     ) -> None:
+        if structured_output not in ("json_schema", "json_object", "tool"):
+            raise ConfigurationError(
+                f"structured_output={structured_output!r} must be 'json_schema', 'json_object' "
+                "(llama-cpp-python's server) or 'tool'")
+        self.structured_output = None if structured_output == "tool" else structured_output
         try:
             import openai
         except ImportError as exc:
@@ -194,6 +211,9 @@ class OpenAIProvider(Provider):
             params["seed"] = request.seed
         if request.stop:
             params["stop"] = list(request.stop)
+        if request.output_schema is not None and self.structured_output is not None:
+            params["response_format"] = _response_format(request.output_schema,
+                                                         self.structured_output)
         if stream:
             params["stream"] = True
             if self.stream_usage:
@@ -344,6 +364,11 @@ class OpenAIProvider(Provider):
             text = _error_text(exc)
             code = _error_code(exc)
             message = f"[{self.name}] HTTP {status} from {where}: {text}"
+            if "response_format" in text and "json_object" in text:
+                return ProviderError(
+                    f"{message}; this server takes response_format type 'json_object' only "
+                    "(llama-cpp-python): build the provider with structured_output='json_object'",
+                    provider=self.name, status=status, retryable=False)
             if code == "context_length_exceeded" or (
                     status in (400, 413, 422) and _mentions_context(text)):
                 return ContextWindowExceededError(message, provider=self.name, status=status)
@@ -418,6 +443,13 @@ def _tool_choice(choice: str, tools: list[ToolSchema]) -> str | dict[str, Any]:
             f"tool_choice={choice!r} is not one of the request's tools {names} "
             "(or 'auto', 'none', 'required')")
     return {"type": "function", "function": {"name": choice}}
+
+
+def _response_format(output: OutputSchema, dialect: str) -> dict[str, Any]:
+    if dialect == "json_object":  # llama-cpp-python: the schema becomes a grammar
+        return {"type": "json_object", "schema": output["schema"]}
+    return {"type": "json_schema", "json_schema": {
+        "name": output["name"], "schema": output["schema"], "strict": output["strict"]}}
 
 
 def _dump_arguments(args: dict[str, Any]) -> str:
