@@ -21,6 +21,11 @@ Mapping (request → Messages API):
   ``stop`` → ``stop_sequences``; ``temperature`` goes into the body through ``extra_body``
   (SDK 2.x dropped the argument; the JSON field is the same for every SDK version).
 
+Structured output (``request.output_schema``) is a final-answer tool whose input schema is the
+output's: forced (``tool_choice`` that tool) when the request has no other tools, else
+``tool_choice`` ``any`` (a tool, or the answer). Its call comes back as the answer's ``content``,
+the arguments as JSON text (``providers/_output_tool.py``).
+
 Response: text blocks are concatenated, ``tool_use`` blocks become tool calls, usage is the real
 ``input_tokens`` / ``output_tokens`` plus ``cache_read`` / ``cache_write`` (Anthropic counts cached
 tokens apart from ``input_tokens``), stop reasons ``end_turn``/``stop_sequence`` → ``stop``,
@@ -69,6 +74,7 @@ from ._base import (
     wire_messages,
 )
 from ._http import broke_off, excerpt, malformed, parse_retry_after, stream_cut, transport_errors
+from ._output_tool import OUTPUT_TOOL, output_tool, take_output_call
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
@@ -110,6 +116,7 @@ class AnthropicProvider(Provider):
     delivery records that, not a position among the messages."""
 
     streams = True
+    structured_output = "forced_tool"
     model: str
 
     def __init__(
@@ -193,7 +200,7 @@ class AnthropicProvider(Provider):
         if isinstance(message, str) or not isinstance(getattr(message, "content", None), list):
             raise malformed(self.name, where, status=raw.status_code, body=await _body(raw),
                             expected="a message")
-        return self._response(message)
+        return self._answer(message, request)
 
     async def stream(self, request: LLMRequest) -> AsyncIterator[StreamChunk]:
         params = self.build_params(request)
@@ -221,7 +228,7 @@ class AnthropicProvider(Provider):
             line = getattr(exc, "doc", None) or str(exc)
             raise self._cut(f"it sent an event that is not JSON ({excerpt(line)!r})", parts,
                             status=200) from exc
-        yield StreamChunk(index=index, done=True, response=self._response(message))
+        yield StreamChunk(index=index, done=True, response=self._answer(message, request))
 
     def _cut(self, how: str, parts: list[str], *,
              status: int | None = None) -> StreamIncompleteError:
@@ -258,6 +265,11 @@ class AnthropicProvider(Provider):
             choice = self._tool_choice(request.tool_choice)
             if choice is not None:
                 params["tool_choice"] = choice
+        if request.output_schema is not None:  # the answer: a final-answer tool's arguments
+            tools = params.setdefault("tools", [])
+            tools.append(dict(output_tool(request.output_schema)))
+            params["tool_choice"] = self._tool_choice(OUTPUT_TOOL if len(tools) == 1
+                                                      else "required")
         return params
 
     # -- request mapping ----------------------------------------------------------------------
@@ -307,6 +319,10 @@ class AnthropicProvider(Provider):
                 messages.append({"role": "user", "content": [block]})
 
     # -- response mapping ---------------------------------------------------------------------
+
+    def _answer(self, message: Any, request: LLMRequest) -> LLMResponse:
+        response = self._response(message)
+        return take_output_call(response) if request.output_schema is not None else response
 
     @staticmethod
     def _response(message: Any) -> LLMResponse:
