@@ -11,6 +11,8 @@ Wire facts this adapter relies on:
 * ``max_tokens``, ``temperature`` and ``stop`` go in ``options`` (``num_predict``, ...).
   Ollama cannot force a tool, so ``tool_choice`` is ignored except ``"none"``, which sends no
   tools. There is no provider ref and no prompt caching.
+* Structured output (``request.output_schema``) is ``format``: the JSON schema itself, which
+  Ollama turns into a grammar, so the answer's text is JSON of that schema.
 * Usage is the real ``prompt_eval_count`` / ``eval_count``; ``done_reason`` ``length`` is
   ``max_tokens``, and an answer with tool calls is ``tool_use`` (Ollama says ``stop``).
 * Streaming is NDJSON: one JSON object per line, the last one with ``done: true`` and the counts.
@@ -93,6 +95,7 @@ class OllamaProvider(Provider):
     """Chat with a model served by Ollama, streamed or not, with tool calls."""
 
     streams = True
+    structured_output = "format"
     model: str
 
     def __init__(
@@ -206,6 +209,8 @@ class OllamaProvider(Provider):
             options["stop"] = list(request.stop)
         if options:
             body["options"] = options
+        if request.output_schema is not None:
+            body["format"] = request.output_schema["schema"]
         if self.keep_alive is not None:
             body["keep_alive"] = self.keep_alive
         return body
