@@ -107,7 +107,8 @@ async def test_a_stream_cut_before_its_finish_is_an_error_not_the_answer(wire: A
     ws = _wire_server()
     wire.plan(ws.sse_reply(ws.openai_stream(["Order ", "A-1 ", "ship"], finish=False,
                                             done=False)))
-    agent = Agent(provider=openai(base_url=f"{wire.url}/v1", model="m"), model="m", stream=True)
+    agent = Agent(provider=openai(base_url=f"{wire.url}/v1", model="m", retry=None), model="m",
+                  stream=True)
     with pytest.raises(StreamIncompleteError) as caught:
         await agent.run("?")
     assert caught.value.partial == "Order A-1 ship" and caught.value.retryable
@@ -126,7 +127,8 @@ async def test_a_bad_provider_answer_is_retried_as_the_server_asks(wire: Any, fi
            else ws.json_reply({}, status=429, headers={"Retry-After": "3"}))
     wire.plan(bad)
     with pytest.raises(MalformedResponseError if first == "non-json-200" else RunError) as once:
-        await Agent(provider=openai(base_url=f"{wire.url}/v1", model="m"), model="m").run("?")
+        await Agent(provider=openai(base_url=f"{wire.url}/v1", model="m", retry=None),
+                    model="m").run("?")
     assert getattr(once.value, "status", None) == (200 if first == "non-json-200" else 429)
     waits: list[float] = []
 

@@ -146,8 +146,9 @@ def test_factory_builds_provider() -> None:
     """providers.anthropic(...) builds an AnthropicProvider, also after the submodule import."""
     assert callable(providers.anthropic)
     provider = providers.anthropic(api_key="x", model="claude-opus-4-1")
-    assert isinstance(provider, AnthropicProvider)
+    assert isinstance(provider.inner, AnthropicProvider)  # type: ignore[attr-defined]
     assert provider.model == "claude-opus-4-1"
+    assert isinstance(providers.anthropic(api_key="x", retry=None), AnthropicProvider)
 
 
 # -- request body ----------------------------------------------------------------------------

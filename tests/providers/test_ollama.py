@@ -117,7 +117,8 @@ def test_factory_builds_provider() -> None:
     """providers.ollama(...) builds an OllamaProvider, also after the submodule was imported."""
     assert callable(providers.ollama)
     provider = providers.ollama(model="qwen2.5:7b", base_url=BASE)
-    assert isinstance(provider, OllamaProvider)
+    assert isinstance(provider.inner, OllamaProvider)  # type: ignore[attr-defined]
+    assert isinstance(providers.ollama(base_url=BASE, retry=None), OllamaProvider)
     assert (provider.model, provider.base_url, provider.name, provider.streams) == (
         "qwen2.5:7b", BASE, "ollama", True)
 

@@ -511,7 +511,7 @@ async def test_with_retry_does_not_retry_a_401(provider: Any) -> None:
 def test_factory_builds_the_provider_and_survives_the_submodule_import() -> None:
     import agentfootprint.providers._openai  # noqa: F401  (binds the submodule on the package)
 
-    p = providers.openai(base_url=LOCAL, model="smollm2")
+    p = providers.openai(base_url=LOCAL, model="smollm2", retry=None)
     assert isinstance(p, OpenAIProvider)
     assert (p.streams, p.name, p.model) == (True, "openai", "smollm2")
     assert (p.client.api_key, p.client.max_retries) == ("none", 0)

@@ -2,6 +2,8 @@
 
 ``mock`` needs nothing. ``openai`` (every OpenAI-compatible server too), ``anthropic`` and
 ``ollama`` import their SDK or HTTP client only when called, so importing this package is free.
+The three real adapters retry 429, 5xx, timeouts and connection failures by default
+(``retry=RetryPolicy()``; ``retry=None`` for none), each retry an ``error.retried`` event.
 """
 
 from __future__ import annotations
@@ -13,13 +15,20 @@ from typing import Any
 from .._lazy import moved_names as _moved_names
 from ._base import LLMRequest, LLMResponse, Provider
 from ._mock import MockProvider, mock
-from ._resilience import with_circuit_breaker, with_fallback, with_retry
+from ._resilience import (
+    RetryPolicy,
+    with_circuit_breaker,
+    with_fallback,
+    with_retry,
+)
+from ._resilience import with_default_retry as _with_default_retry
 
 __all__ = [
     "LLMRequest",
     "LLMResponse",
     "MockProvider",
     "Provider",
+    "RetryPolicy",
     "anthropic",
     "mock",
     "ollama",
@@ -37,22 +46,24 @@ def _adapter(name: str) -> ModuleType:
     return importlib.import_module(f"{__name__}._{name}")
 
 
-def openai(**options: Any) -> Provider:
-    """The OpenAI provider (and any OpenAI-compatible server via ``base_url=``)."""
-    provider: Provider = _adapter("openai").OpenAIProvider(**options)
-    return provider
+_RETRY = RetryPolicy()
 
 
-def anthropic(**options: Any) -> Provider:
-    """The Anthropic provider (official SDK)."""
-    provider: Provider = _adapter("anthropic").AnthropicProvider(**options)
-    return provider
+def openai(*, retry: RetryPolicy | None = _RETRY, **options: Any) -> Provider:
+    """The OpenAI provider (and any OpenAI-compatible server via ``base_url=``), retrying
+    transient failures as ``retry`` says (``None``: never)."""
+    return _with_default_retry(_adapter("openai").OpenAIProvider(**options), retry)
 
 
-def ollama(**options: Any) -> Provider:
-    """The Ollama provider (native ``/api/chat``)."""
-    provider: Provider = _adapter("ollama").OllamaProvider(**options)
-    return provider
+def anthropic(*, retry: RetryPolicy | None = _RETRY, **options: Any) -> Provider:
+    """The Anthropic provider (official SDK), retrying transient failures as ``retry`` says."""
+    return _with_default_retry(_adapter("anthropic").AnthropicProvider(**options), retry)
+
+
+def ollama(*, retry: RetryPolicy | None = _RETRY, **options: Any) -> Provider:
+    """The Ollama provider (native ``/api/chat``), retrying transient failures as ``retry``
+    says."""
+    return _with_default_retry(_adapter("ollama").OllamaProvider(**options), retry)
 
 
 

@@ -45,8 +45,9 @@ the status its error type stands for, e.g. ``overloaded_error`` → 529. The ser
 ``retry-after-ms`` / ``Retry-After`` is kept as ``retry_after``, which ``with_retry`` honours.
 
 The SDK's own retries are off (``max_retries=0``): retrying is ``with_retry``'s job, where it is
-reported. A ``complete`` with a ``max_tokens`` so large that the SDK insists on streaming
-(over 10 minutes of expected generation) is streamed under the hood and returns the same response.
+reported (the ``anthropic()`` factory applies it by default, ``retry=``). A ``complete`` with
+a ``max_tokens`` so large that the SDK insists on streaming (over 10 minutes of expected
+generation) is streamed under the hood and returns the same response.
 Pass ``client=`` (an ``anthropic.AsyncAnthropic``) to reuse or test a client.
 """
 

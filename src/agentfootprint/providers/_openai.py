@@ -53,8 +53,9 @@ offers a final-answer tool instead.
 Errors are translated where they leave the SDK, the SDK error kept as ``__cause__``:
 ``ContextWindowExceededError`` for prompts too long, ``ProviderUnavailableError`` when the server
 cannot be reached (or lacks the model), ``ProviderError`` with the HTTP ``status`` otherwise
-(429 and 5xx retryable). The SDK's own retries are off by default (``max_retries=0``): wrap the
-provider in ``with_retry`` instead, so every retry is reported.
+(429 and 5xx retryable). The SDK's own retries are off by default (``max_retries=0``): the
+``openai()`` factory wraps the provider in ``with_retry``'s rules instead (``retry=``), so every
+retry is reported.
 """
 
 from __future__ import annotations

@@ -4,7 +4,11 @@ A streamed call is retried (or falls back) only while nothing has been yielded y
 first chunk the answer is committed and an error propagates, with one exception: a stream cut
 before its finish signal (``StreamIncompleteError``) is retried from the start, announced by a
 ``restart`` chunk, because what was yielded is known not to be the answer. A retry never comes
-sooner than the server's ``Retry-After``. Every decorator reports what it
+sooner than the server's ``Retry-After``. The real adapters (``openai()``, ``anthropic()``,
+``ollama()``) come wrapped in a ``Retry`` by default (``RetryPolicy()``; ``retry=None`` turns it
+off); an explicit ``with_retry`` around one replaces that default instead of nesting in it.
+Wrappers answer for the wrapped provider's ``model`` and ``configured_model``, so an agent
+built on ``with_retry(openai(model="x"))`` runs model ``"x"``. Every decorator reports what it
 did (``retried``, ``recovered``, ``fell_back``, ``circuit_changed``) to whoever is listening in
 the current context (the agent turns these into events), so no report is lost by a wrapper
 that forgot to forward a hook.
@@ -17,6 +21,7 @@ import contextvars
 import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import CircuitOpenError, ConfigurationError, ProviderError, StreamIncompleteError
@@ -26,6 +31,7 @@ __all__ = [
     "CircuitBreaker",
     "Fallback",
     "Retry",
+    "RetryPolicy",
     "resilience_reports",
     "with_circuit_breaker",
     "with_fallback",
@@ -50,6 +56,28 @@ def default_should_retry(error: BaseException) -> bool:
     return isinstance(error, (ConnectionError, TimeoutError, OSError))
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetryPolicy:
+    """How a real adapter retries by default: ``openai(retry=RetryPolicy(max_attempts=5))``.
+
+    The fields mean what ``with_retry``'s arguments of the same names mean. The default retries
+    429, 5xx, timeouts and connection failures twice (three attempts), waiting 0.5 s then 1 s
+    (plus up to 10% jitter), never less than the server's ``Retry-After`` and giving up at once
+    when that asks for more than ``max_delay``.
+    """
+
+    max_attempts: int = 3
+    """Attempts in all, the first included (1: never retry)."""
+    initial_delay: float = 0.5
+    """Seconds before the second attempt."""
+    backoff: float = 2.0
+    """Factor each later wait grows by."""
+    max_delay: float = 30.0
+    """Longest single wait; a longer ``Retry-After`` is not waited out."""
+    jitter: float = 0.1
+    """Up to this fraction of a wait is added at random, so clients do not retry in step."""
+
+
 class Retry(Provider):
     """Retries a failed call with exponential backoff, never sooner than the server asked.
 
@@ -64,9 +92,12 @@ class Retry(Provider):
     def __init__(self, inner: Provider, *, max_attempts: int, initial_delay: float,
                  backoff: float, max_delay: float, jitter: float,
                  should_retry: Callable[[BaseException], bool],
-                 sleep: Callable[[float], Awaitable[Any]]) -> None:
+                 sleep: Callable[[float], Awaitable[Any]], by_default: bool = False) -> None:
         self.inner = inner
-        self.name = f"{inner.name}+retry"
+        self.by_default = by_default
+        """Put there by an adapter's ``retry=`` default: keeps the adapter's name, and an
+        explicit ``with_retry`` replaces it."""
+        self.name = inner.name if by_default else f"{inner.name}+retry"
         self.streams = inner.streams
         self.max_attempts = max_attempts
         self.initial_delay = initial_delay
@@ -77,6 +108,31 @@ class Retry(Provider):
         self.sleep = sleep
         self.random: Callable[[], float] = random.random
         """Uniform in [0, 1): the jitter's source (replace it to pin the jitter in a test)."""
+
+    model = property(lambda self: self.inner.model)
+    configured_model = property(lambda self: self.inner.configured_model)
+    deterministic = property(lambda self: self.inner.deterministic)
+
+    def __getattr__(self, name: str) -> Any:
+        # The wrapped adapter's own surface (client, params, base_url, aclose, close_sync)
+        # stays reachable through a default retry; dunders and ``inner`` itself never recurse.
+        if name.startswith("__") or name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def fork(self) -> Provider:
+        inner = self.inner.fork()
+        if inner is self.inner:
+            return self
+        twin = Retry(inner, max_attempts=self.max_attempts, initial_delay=self.initial_delay,
+                     backoff=self.backoff, max_delay=self.max_delay, jitter=self.jitter,
+                     should_retry=self.should_retry, sleep=self.sleep,
+                     by_default=self.by_default)
+        twin.random = self.random
+        return twin
+
+    def __repr__(self) -> str:
+        return f"<Retry {self.inner!r} max_attempts={self.max_attempts}>"
 
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
         """Seconds to wait after failed attempt ``attempt`` (see the class docstring).
@@ -166,6 +222,25 @@ class Fallback(Provider):
         self.streams = primary.streams or fallback.streams
         self.should_fallback = should_fallback
 
+    model = property(lambda self: self.primary.model)
+    configured_model = property(lambda self: self.primary.configured_model)
+    deterministic = property(
+        lambda self: self.primary.deterministic and self.fallback.deterministic)
+
+    def fork(self) -> Provider:
+        primary, fallback = self.primary.fork(), self.fallback.fork()
+        if primary is self.primary and fallback is self.fallback:
+            return self
+        return Fallback(primary, fallback, should_fallback=self.should_fallback)
+
+    def _for_fallback(self, request: LLMRequest) -> LLMRequest:
+        """The request as the fallback should get it: the primary's default model (what an
+        agent without ``model=`` asks for) becomes the fallback's own."""
+        own = self.fallback.model
+        if own and request.model and request.model == self.primary.model:
+            return request.model_copy(update={"model": own})
+        return request
+
     async def complete(self, request: LLMRequest) -> LLMResponse:
         try:
             return await self.primary.complete(request)
@@ -174,7 +249,7 @@ class Fallback(Provider):
                 raise
             _report("fell_back", primary=self.primary.name, fallback=self.fallback.name,
                     error=f"{type(error).__name__}: {error}")
-            return await self.fallback.complete(request)
+            return await self.fallback.complete(self._for_fallback(request))
 
     async def stream(self, request: LLMRequest) -> AsyncIterator[StreamChunk]:
         yielded = False
@@ -188,7 +263,7 @@ class Fallback(Provider):
                 raise
             _report("fell_back", primary=self.primary.name, fallback=self.fallback.name,
                     error=f"{type(error).__name__}: {error}")
-        async for chunk in self.fallback.stream(request):
+        async for chunk in self.fallback.stream(self._for_fallback(request)):
             yield chunk
 
 
@@ -208,6 +283,10 @@ class CircuitBreaker(Provider):
         self.failures = 0
         self.successes = 0
         self.opened_at = 0.0
+
+    model = property(lambda self: self.inner.model)
+    configured_model = property(lambda self: self.inner.configured_model)
+    deterministic = property(lambda self: self.inner.deterministic)
 
     def _move(self, state: Literal["closed", "open", "half_open"], reason: str) -> None:
         if state != self.state:
@@ -269,16 +348,41 @@ def with_retry(provider: Provider, *, max_attempts: int = 3, initial_delay: floa
     ``Retry-After``; ``jitter`` (e.g. ``0.2``) adds up to that fraction of each wait at random,
     so many clients do not retry in step. See ``Retry`` for the exact rule.
     """
-    if max_attempts < 1:
-        raise ConfigurationError(f"with_retry(max_attempts={max_attempts}) must be at least 1")
+    if isinstance(provider, Retry) and provider.by_default:
+        provider = provider.inner  # the explicit policy replaces the adapter's default
+    _check_policy("with_retry", max_attempts, initial_delay, max_delay, jitter)
+    return Retry(provider, max_attempts=max_attempts, initial_delay=initial_delay,
+                 backoff=backoff, max_delay=max_delay, jitter=jitter, should_retry=should_retry,
+                 sleep=sleep)
+
+
+def _check_policy(where: str, max_attempts: int, initial_delay: float, max_delay: float,
+                  jitter: float) -> None:
+    if not isinstance(max_attempts, int) or max_attempts < 1:
+        raise ConfigurationError(f"{where}(max_attempts={max_attempts!r}) must be at least 1")
     for argument, value in (("initial_delay", initial_delay), ("max_delay", max_delay),
                             ("jitter", jitter)):
         if not value >= 0:  # also refuses NaN
             raise ConfigurationError(
-                f"with_retry({argument}={value!r}) must be a number of at least 0")
-    return Retry(provider, max_attempts=max_attempts, initial_delay=initial_delay,
-                 backoff=backoff, max_delay=max_delay, jitter=jitter, should_retry=should_retry,
-                 sleep=sleep)
+                f"{where}({argument}={value!r}) must be a number of at least 0")
+
+
+def with_default_retry(provider: Provider, retry: RetryPolicy | None) -> Provider:
+    """An adapter as its factory returns it: wrapped in ``retry`` (``None``: bare).
+
+    The wrapper keeps the adapter's name, model and attributes, so only the retries show.
+    """
+    if retry is None:
+        return provider
+    if not isinstance(retry, RetryPolicy):
+        raise ConfigurationError(
+            f"retry={retry!r} must be a RetryPolicy(...) from agentfootprint.providers, "
+            "or None to turn retries off")
+    _check_policy("RetryPolicy", retry.max_attempts, retry.initial_delay, retry.max_delay,
+                  retry.jitter)
+    return Retry(provider, max_attempts=retry.max_attempts, initial_delay=retry.initial_delay,
+                 backoff=retry.backoff, max_delay=retry.max_delay, jitter=retry.jitter,
+                 should_retry=default_should_retry, sleep=asyncio.sleep, by_default=True)
 
 
 def with_fallback(primary: Provider, fallback: Provider, *,
