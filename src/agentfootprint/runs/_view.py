@@ -37,7 +37,7 @@ Explainable = AgentRun | FlowRun | Recording | CommitLog
 
 PieceKind = Literal["injection", "tool", "base", "user", "message"]
 
-_NOT_CONTEXT = ("wrap-up", "step-nudge")
+_NOT_CONTEXT = ("wrap-up", "step-nudge", "output-retry")
 """Messages the loop itself adds to the conversation: never a source of context."""
 _LLM_START = "stream.llm_start"
 
