@@ -52,6 +52,7 @@ from ._loop import AgentSpec, build_agent_chart, live_emit
 from ._memory_mount import end_turn_claim
 from ._options import Governance, Limits, ModelSettings, Tracing, grouped_options
 from ._output import OutputT, output_of, output_spec
+from ._stream import RunStream, stream_pace, tap_stream
 
 if TYPE_CHECKING:
     from ..memory._define import MemoryDefinition
@@ -190,6 +191,17 @@ class _Runner:
                 "with stream=True (or listen to 'stream.llm_end' for whole answers)")
         return self.events.on(pattern, listener)
 
+    def run_stream(self, message: str, *, max_buffered: int = 256,
+                   **options: Any) -> RunStream:
+        """``run(message, **options)`` as an ordered stream of typed events, for SSE:
+        ``async with agent.run_stream(...) as run: async for event in run: ...``, then
+        ``run.result``. It streams the model's tokens whatever ``stream=`` says (which only
+        decides whether ``run()`` feeds ``stream.token`` listeners); see ``agent/_stream.py``.
+        """
+        run: Callable[..., Awaitable[RunResult]] = self.run  # type: ignore[attr-defined]
+        return RunStream(self, lambda: run(message, **options), message=message,
+                         max_buffered=max_buffered)
+
     def _recorders(self) -> tuple[list[Recorder], Callable[[FlowEvent], None]]:
         bridge = EventBridge(self.events)
         if self.observer_delivery == "inline":
@@ -225,9 +237,11 @@ class _Runner:
         ours (a provider's, a store's) surfaces as itself, not as the engine's StageError.
         ``journal`` (with a run store) keeps the run's progress in the store as it goes."""
         recorders, live = self._recorders()
+        recorders, live, pace = tap_stream(recorders, live)  # a run_stream's run: to its reader
         if journal is not None:
             recorders.append(journal)
         token = live_emit.set(live)
+        pacing = stream_pace.set(pace)
         journaling = run_journal.set(journal)
         try:
             run = await start(recorders)
@@ -239,6 +253,7 @@ class _Runner:
             raise
         finally:
             live_emit.reset(token)
+            stream_pace.reset(pacing)
             run_journal.reset(journaling)
         result = self._result(run)
         if self.spec.memories:  # (a run without memory holds no turn claim)

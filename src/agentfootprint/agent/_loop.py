@@ -32,6 +32,7 @@ from ..tools._script_keys import LEDGER_KEY
 from ._memory_mount import MemoryStages, mount_memories
 from ._spec import AgentSpec, emit_turn_end
 from ._spec import emit as _emit
+from ._stream import stream_pace
 from ._tool_batch import ToolBatchStages
 
 __all__ = ["WRAP_UP_INSTRUCTION", "AgentSpec", "build_agent_chart"]
@@ -332,11 +333,14 @@ class _Stages(MemoryStages, ToolBatchStages):
 
         token = resilience_reports.set(report)
         live = live_emit.get()
+        pace = stream_pace.get()  # a run_stream's run: tokens whatever stream= says
         try:
-            if not spec.stream:
+            if not spec.stream and pace is None:
                 return await spec.provider.complete(request)
+            if pace is not None:
+                await pace()
             response: LLMResponse | None = None
-            wants = spec.dispatcher.wants(PREFIX + "stream.token")
+            wants = pace is not None or spec.dispatcher.wants(PREFIX + "stream.token")
             masked = scope.redacts(trace.LLM_CONTENT)  # a token is a piece of the answer
             async for chunk in spec.provider.stream(request):
                 if chunk.done:
@@ -347,6 +351,8 @@ class _Stages(MemoryStages, ToolBatchStages):
                                    {"iteration": iteration, "index": chunk.index,
                                     "content": REDACTED if masked
                                     else scope.recorded(chunk.content)}))
+                    if pace is not None:
+                        await pace()
             if response is None:  # a stream that never finished: ask once more, whole
                 response = await spec.provider.complete(request)
             return response
@@ -494,3 +500,4 @@ def build_agent_chart(spec: AgentSpec, *, name: str = "Agent") -> Chart:
             loop_to="injections")
     routed = branches.end()
     return mount_memories(routed, spec, side="write").build(description=name)
+

@@ -1,4 +1,6 @@
-"""Agent events: the typed catalogue and the event a listener of ``agent.on(...)`` receives.
+"""Agent events: the typed catalogue, the event a listener of ``agent.on(...)`` receives, and
+the typed events ``agent.run_stream(...)`` yields (``TextDelta``, ``ToolCalled``,
+``ToolReturned``, ``InjectionFired``, ``RunFinished``; all ``StreamEvent``).
 
 The dispatcher and the catalogue's lookups live in ``dispatcher`` and ``catalogue``.
 """
@@ -13,11 +15,32 @@ from ._dispatcher import AgentEvent
 
 if TYPE_CHECKING:
     from ._catalogue import EVENTS
+    from ._stream_events import (
+        InjectionFired,
+        RunFinished,
+        StreamEvent,
+        TextDelta,
+        ToolCalled,
+        ToolReturned,
+    )
 
-__all__ = ["EVENTS", "AgentEvent"]
+__all__ = [
+    "EVENTS",
+    "AgentEvent",
+    "InjectionFired",
+    "RunFinished",
+    "StreamEvent",
+    "TextDelta",
+    "ToolCalled",
+    "ToolReturned",
+]
 
-# the payload models are built on first use
-_LAZY = {"EVENTS": "_catalogue"}
+# the payload models are built on first use; the stream's when a run is streamed
+_LAZY = {
+    "EVENTS": "_catalogue",
+    **dict.fromkeys(("InjectionFired", "RunFinished", "StreamEvent", "TextDelta", "ToolCalled",
+                     "ToolReturned"), "_stream_events"),
+}
 
 _MOVED = {
     **dict.fromkeys(("full_name", "payload_model"), "agentfootprint.events._catalogue"),
