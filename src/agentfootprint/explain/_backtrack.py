@@ -245,13 +245,29 @@ def _born(view: RunView, call: CallView, found: Suspect) -> Hop:
         return Hop("BORN", f"the answer of agent tool {found.id!r} (its run "
                            f"{found.upstream[0]})", found.runtime_stage_id)
     if found.kind == "tool":
-        return Hop("BORN", f"the result of tool {found.id!r}", found.runtime_stage_id)
+        return Hop("BORN", f"the result of tool {found.id!r}{_served_by(view, found)}",
+                   found.runtime_stage_id)
     if found.kind == "user" and found.upstream:
         names = ", ".join(repr(name) for name in found.upstream)
         return Hop("BORN", f"the answer of {names}, not the user's message")
     if found.kind == "user":
         return Hop("BORN", "the user's message")
     return Hop("BORN", "Agent(system=...)")
+
+
+def _served_by(view: RunView, found: Suspect) -> str:
+    """`` from MCP server 'orders' (its tool 'lookup_order')`` when the ToolCalls step filed
+    the result's row with an MCP origin (``tools/_mcp.py``); else nothing."""
+    records = view.log.records_for(found.runtime_stage_id or "")
+    if not records:
+        return ""
+    rows = view.log.value_at(trace.TOOL_RESULTS, records[-1].idx, ns=records[-1].ns, default=[])
+    row = next((r for r in rows if isinstance(r, Mapping)
+                and r.get("tool_call_id") == found.tool_call_id), None) \
+        if isinstance(rows, list) else None
+    if row is None or not row.get("mcp_server"):
+        return ""
+    return f" from MCP server {row['mcp_server']!r} (its tool {row.get('mcp_tool')!r})"
 
 
 def _quote(text: str, limit: int = 100) -> str:

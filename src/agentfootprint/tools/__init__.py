@@ -1,8 +1,9 @@
 """Tools beyond ``@tool``: pausing from inside a tool, and the code runner.
 
 ``tool``, ``define_tool``, ``Tool`` and ``ToolContext`` are imported from ``agentfootprint``.
-Here: ``ask_human`` and ``pause_here`` (a tool that waits on a person) and ``code_runner`` (a
-tool that runs a program). Dispatch, validation and the script ledger live in their modules.
+Here: ``ask_human`` and ``pause_here`` (a tool that waits on a person), ``code_runner`` (a
+tool that runs a program) and ``mcp_server`` (the tools of an MCP server). Dispatch,
+validation and the script ledger live in their modules.
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ from ._pause import ask_human, pause_here
 
 if TYPE_CHECKING:
     from ._code_runner import code_runner
+    from ._mcp import mcp_server
 
-__all__ = ["ask_human", "code_runner", "pause_here"]
+__all__ = ["ask_human", "code_runner", "mcp_server", "pause_here"]
 
-# The code runner loads on first use: an agent without it never pays.
-_LAZY = {"code_runner": "_code_runner"}
+# The code runner and the MCP client load on first use: an agent without them never pays.
+_LAZY = {"code_runner": "_code_runner", "mcp_server": "_mcp"}
 
 _MOVED = {
     **dict.fromkeys(("Tool", "ToolContext", "define_tool", "tool"), "agentfootprint"),
