@@ -14,9 +14,11 @@ from dataclasses import dataclass
 from typing import Any, Protocol, Self, TypeGuard
 
 from ..agent._agent import Agent, RunResult, raise_framework_cause
+from ..agent._loop import live_emit
+from ..agent._stream import RunStream, stream_pace, tap_stream
 from ..errors import ConfigurationError, StageError
 from ..events._dispatcher import EventBridge, EventDispatcher
-from ..flow import Chart, Scope
+from ..flow import Chart, FlowEvent, Scope
 from ..flow._recorders import Recorder
 from ..flow._run import run_sync
 from ..flow._scope import ReadView
@@ -176,6 +178,9 @@ class Composition:
             raise ConfigurationError(f"run() takes the message as a str, got {message!r}")
         bridges: list[Recorder] = [EventBridge(d, id=f"agent-events-{i}")
                               for i, d in enumerate(self.dispatchers())]
+        bridges, live, pace = tap_stream(bridges, _unheard)  # a run_stream's: to its reader
+        token = live_emit.set(live if pace is not None else None)
+        pacing = stream_pace.set(pace)
         try:
             with bound_deps(deps):
                 flow = await self.chart.run({trace.MESSAGE: message}, recorders=bridges,
@@ -183,8 +188,22 @@ class Composition:
         except StageError as exc:
             raise_framework_cause(exc)
             raise
+        finally:
+            live_emit.reset(token)
+            stream_pace.reset(pacing)
         return RunResult(content=str(flow.state.get(trace.FINAL_CONTENT, "")), run_id=flow.run_id,
                          turn=1, recording=flow, source=self)
 
     def run_sync(self, message: str, **options: Any) -> RunResult:
         return run_sync(self.run(message, **options))
+
+    def run_stream(self, message: str, *, max_buffered: int = 256,
+                   **options: Any) -> RunStream:
+        """``run(message, **options)`` as an ordered stream of typed events, every member's
+        included (see ``agent/_stream.py``): ``async with pipeline.run_stream(...) as run:``."""
+        return RunStream(self, lambda: self.run(message, **options), message=message,
+                         max_buffered=max_buffered)
+
+
+def _unheard(event: FlowEvent) -> None:
+    """A composition's own live path: its members' tokens reach only a run_stream."""
