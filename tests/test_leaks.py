@@ -303,8 +303,13 @@ def test_the_secret_really_went_through_the_run(leaks: Sinks) -> None:
                 "cli explain output", "cli report output", "cli report file"}
     assert expected <= set(leaks.blobs), expected - set(leaks.blobs)
     for name in ("recording", "paused checkpoint", "agent events",
-                 "stage error raised to the caller", "narrative"):
+                 "stage error raised to the caller", "narrative", "logs"):
         assert REDACTED.encode() in leaks.blobs[name], name
+    logs = leaks.blobs["logs"]  # the run loggers spoke at DEBUG: start, calls, tools, end
+    for needle in (b"agentfootprint.agent INFO Agent run", b"agentfootprint.providers INFO",
+                   b"agentfootprint.tools DEBUG", b"tool save_key", b"tool check_key",
+                   b"agentfootprint.agent DEBUG"):
+        assert needle in logs, needle
 
 
 def test_no_sink_holds_the_secret(leaks: Sinks) -> None:

@@ -5,6 +5,7 @@ answer can be walked back to the exact context that caused it. The flowchart eng
 records it all lives in ``agentfootprint.flow``.
 """
 
+import logging as _logging
 from typing import TYPE_CHECKING
 
 from ._lazy import lazy_names as _lazy_names
@@ -33,6 +34,9 @@ from .errors import (
     StageError,
 )
 from .tools._tool import RunContext, Tool, ToolContext, define_tool, tool
+
+# The library logs under agentfootprint.* and leaves the handlers to the application.
+_logging.getLogger(__name__).addHandler(_logging.NullHandler())
 
 # Implementation modules are private (``flow/_engine.py``); their old paths, and the run
 # stores' old home in explain/, resolve for one release with a DeprecationWarning.

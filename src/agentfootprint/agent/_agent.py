@@ -18,6 +18,7 @@ from ..context._injection import Injection
 from ..context._skills import read_skill_tool, skip_step_tool
 from ..errors import AgentFootprintError, ConfigurationError, RunError, StageError
 from ..events._dispatcher import AgentEvent, EventBridge, EventDispatcher
+from ..events._logging import run_loggers
 from ..flow import Chart, FlowEvent, FlowRun, deferred
 from ..flow._recorders import Recorder
 from ..flow._run import run_sync
@@ -204,13 +205,14 @@ class _Runner:
 
     def _recorders(self) -> tuple[list[Recorder], Callable[[FlowEvent], None]]:
         bridge = EventBridge(self.events)
+        logs = run_loggers(self.name)  # [] unless an agentfootprint.* logger logs INFO
         if self.observer_delivery == "inline":
-            return [bridge, *self.watch], bridge.on_emit
+            return [bridge, *self.watch, *logs], bridge.on_emit
         queue = deferred(bridge)
 
         def live(event: FlowEvent) -> None:
             queue.enqueue("emit", event)
-        return [queue, *self.watch], live
+        return [queue, *self.watch, *logs], live
 
     async def _run(self, message: str, history: Sequence[Message] | None, *,
                    run_id: str | None, timeout: float | None,
