@@ -184,7 +184,7 @@ async def test_a_tool_reading_deps_in_a_run_without_them_fails_the_run_naming_th
 
 def test_a_hand_built_context_without_deps_says_how_to_give_them() -> None:
     with pytest.raises(ConfigurationError, match=r"this tool reads ctx.deps.*deps=\.\.\."):
-        RunContext().deps  # noqa: B018
+        RunContext().deps
 
 
 async def test_a_context_tool_that_reads_no_deps_runs_without_them() -> None:
@@ -220,7 +220,7 @@ async def test_a_paused_run_resumes_with_deps_given_again() -> None:
     paused = await agent.run("Refund A-1001", deps=Deps(Orders()))
     assert paused.paused
     checkpoint = json.loads(json.dumps(paused.checkpoint))
-    with pytest.raises(ConfigurationError, match="'refund' reads ctx.deps"):
+    with pytest.raises(ConfigurationError, match=r"'refund' reads ctx\.deps"):
         await agent.resume(checkpoint, check_in_approved(by="ops"))
     orders = Orders()
     done = await agent.resume(checkpoint, check_in_approved(by="ops"), deps=Deps(orders))
@@ -263,7 +263,8 @@ async def test_a_composition_passes_deps_to_its_member_agents() -> None:
     first_orders = Orders()
     first = _agent(("lookup_order", {"order_id": "A-1001"}), name="first")
     second = _agent(("lookup_order", {"order_id": "B-2"}), name="second")
-    result = await Sequence(("first", first), ("second", second)).run("check both", deps=Deps(first_orders))
+    pipeline = Sequence(("first", first), ("second", second))
+    result = await pipeline.run("check both", deps=Deps(first_orders))
     assert first_orders.reads == ["A-1001", "B-2"]
     assert result.content == "done"
 

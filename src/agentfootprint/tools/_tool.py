@@ -14,9 +14,10 @@ import inspect
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, get_origin, get_type_hints, overload
+from typing import Any, Generic, NoReturn, get_origin, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from typing_extensions import ParamSpec, TypeVar
 
 from ..errors import ConfigurationError
 from ..providers._base import ToolSchema
@@ -32,9 +33,22 @@ CheckIn = bool | Callable[[dict[str, Any]], bool] | None
 returns true, ``None``/``False`` never asks (see ``agent/checkin.py``)."""
 
 
+def _no_function(*args: Any, **kwargs: Any) -> NoReturn:
+    """The ``fn`` of a tool built directly from an ``execute`` (no function of its own)."""
+    raise TypeError("this tool was not made from a function; run it through an agent")
+
+
+P = ParamSpec("P", default=...)
+R = TypeVar("R", default=Any)
+
+
 @dataclass(frozen=True, slots=True, eq=False)
-class Tool:
-    """A callable the model can ask for, with the schema it is shown."""
+class Tool(Generic[P, R]):
+    """A callable the model can ask for, with the schema it is shown.
+
+    Generic in the function it was made from (``Tool[(a: int, b: int), int]`` for ``@tool``
+    on ``def add(a: int, b: int) -> int``), so calling the tool type-checks like the function.
+    """
 
     name: str
     description: str
@@ -55,13 +69,13 @@ class Tool:
     idempotent: bool = False
     """True declares that the tool deduplicates by ``ctx.idempotency_key``: a call a crash
     interrupted is run again on resume with the same key, and the tool applies it once."""
-    fn: Callable[..., Any] | None = field(default=None, repr=False, compare=False)
+    fn: Callable[P, R] = field(default=_no_function, repr=False, compare=False)
     """The function the tool was made from (``@tool``'s function, ``define_tool``'s
     ``execute``); calling the tool calls it."""
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         """Call the function the tool was made from, as itself (a unit test needs no agent)."""
-        if self.fn is None:
+        if self.fn is _no_function:
             raise TypeError(f"tool {self.name!r} was not made from a function, so it cannot be "
                             "called directly; run it through an agent")
         return self.fn(*args, **kwargs)
@@ -122,11 +136,11 @@ def _arity(fn: Callable[..., Any]) -> int:
 
 
 @overload
-def tool(fn: Callable[..., Any], /) -> Tool: ...
+def tool(fn: Callable[P, R], /) -> Tool[P, R]: ...
 @overload
 def tool(*, name: str | None = None, description: str | None = None,
          check_in: CheckIn = None, blocking: bool | None = None, side_effects: bool = True,
-         idempotent: bool = False) -> Callable[[Callable[..., Any]], Tool]: ...
+         idempotent: bool = False) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
 
 
 def tool(fn: Callable[..., Any] | None = None, /, *, name: str | None = None,
@@ -141,7 +155,7 @@ def tool(fn: Callable[..., Any] | None = None, /, *, name: str | None = None,
     ``idempotent=True`` declares it deduplicates by ``ctx.idempotency_key``.
     """
 
-    def make(func: Callable[..., Any]) -> Tool:
+    def make(func: Callable[..., Any]) -> Tool[..., Any]:
         return _from_function(func, name=name, description=description, check_in=check_in,
                               blocking=_blocking(func, blocking), side_effects=side_effects,
                               idempotent=idempotent)
