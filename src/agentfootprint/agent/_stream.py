@@ -238,8 +238,6 @@ class RunStream:
             except asyncio.CancelledError:
                 interrupted = True
         self._ended = True
-        if task.cancelled():
-            await self._settle_cancelled()
         if interrupted:
             raise asyncio.CancelledError
 
@@ -275,7 +273,13 @@ class RunStream:
             self._error = exc
             buffer.put(_Failed(exc))
             return
-        except BaseException as exc:  # cancelled: nobody reads on, but never leave one hanging
+        except asyncio.CancelledError as exc:
+            # settled here, in the run's own task: a reader's task that is being cancelled
+            # (a client gone, under anyio) could not await the stores itself
+            buffer.put(_Failed(exc))
+            await self._settle_cancelled()
+            raise
+        except BaseException as exc:  # nobody may read on, but never leave a reader hanging
             buffer.put(_Failed(exc))
             raise
         self._result = result
