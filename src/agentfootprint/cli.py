@@ -39,6 +39,16 @@ def _plain_lines(text: str) -> str:
     return "\n".join(_plain(line) for line in text.split("\n"))
 
 
+def _version() -> str:
+    """The installed distribution's version (``unknown`` when run from a bare source tree)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("agentfootprint")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def _report_name(run_id: str) -> str:
     """The default report file for ``run_id``: a plain file name in the working directory,
     whatever the id holds (``../../x`` or a control character never leaves it)."""
@@ -54,6 +64,7 @@ def _main(argv: Sequence[str] | None) -> int:
                        help="run store file (default .agentfootprint/runs.db)")
     parser = argparse.ArgumentParser(prog="agentfootprint", parents=[store_option],
                                      description="The explainable AI-agent framework.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("demo", parents=[store_option],
                         help="run the offline refunds demo and explain its answer")
