@@ -1,6 +1,6 @@
 """Imports go down the layers of ARCHITECTURE.md, for every package, lazy imports included.
 
-    cli · demo                                   (apps; the CLI runs the demo)
+    cli · demo · serve                           (apps; the CLI runs the demo; serve: MCP)
     explain                                      (analysis & export)
     compose
     agent
@@ -32,7 +32,7 @@ LAYER = {
     "agent": 4,
     "compose": 5,
     "explain": 6,
-    "cli": 7, "_demo": 7,
+    "cli": 7, "_demo": 7, "serve": 7,
 }
 SIDEWAYS = {("context", "tools"), ("rag", "memory"), ("cli", "_demo"), ("runs", "providers"),
             ("_postgres", "errors")}

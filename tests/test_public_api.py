@@ -31,6 +31,7 @@ MAX_PUBLIC_NAMES = {
     "agentfootprint.providers": 12,
     "agentfootprint.rag": 12,
     "agentfootprint.runs": 6,
+    "agentfootprint.serve": 2,
     "agentfootprint.tools": 4,
 }
 """The most names each namespace may export (a namespace not listed may export none)."""
