@@ -32,6 +32,7 @@ from ..runs import trace
 from ..runs._view import CallView, Explainable, RunView
 from ._across import Reached, is_carrier, reached_calls, suspects_across
 from ._failure import Failure, failure_of
+from ._field import field_origin
 from ._influence import rank_suspects
 from ._suspects import Suspect
 
@@ -78,26 +79,34 @@ class Backtrack:
 
 
 def backtrack(source: Explainable, *, suspect: str | None = None,
-              strategy: str = "lexical_overlap") -> Backtrack:
+              strategy: str = "lexical_overlap", field: str | None = None) -> Backtrack:
     """The chain from the final answer of ``source`` (a RunResult, FlowRun or Recording).
 
     ``suspect`` follows a given source id instead of the best-ranked removable one. The run is
     read once (``RunView``); every hop is a field of the call the answer came from. In a
     composition every member's sources are candidates (each labelled with its member); when the
     followed one reached an earlier member, the chain crosses into that member.
+
+    ``field`` (a name or dotted path of the run's structured output) explains that field
+    instead: FIELD (its value and the answer that validated), ATTEMPT for each answer sent back,
+    then the chain from that answer's call, ranked against the field (``explain/_field.py``).
     """
     failure = failure_of(source)
     if failure is not None:
         return _failed(failure)
     view = RunView.of(source)
-    reached = reached_calls(view)
+    origin = field_origin(view, field) if field is not None else None
+    reached = reached_calls(view, origin.call if origin is not None else None)
     call = reached[0].call
     answer = view.answer if view.answer is not None and view.members else call.answer
+    if origin is not None:
+        answer = origin.text
     owners = suspects_across(reached)
     ranked = rank_suspects(answer, [piece for piece, _ in owners], strategy=strategy)
     deeper = {id(p) for p, n in owners if n.via is not None or n.composed_by is not None}
     chosen = _choose(ranked, suspect, deeper)
-    hops = [Hop("ANSWER", f"{_quote(answer)}", reached[0].composed_by or call.answered_by)]
+    hops = ([Hop(kind, text, rid) for kind, text, rid in origin.hops] if origin is not None
+            else [Hop("ANSWER", f"{_quote(answer)}", reached[0].composed_by or call.answered_by)])
     if chosen is None:
         hops.append(Hop("READ", f"{call.runtime_stage_id} — system prompt "
                                 f"({len(call.system)} chars), {len(call.messages)} messages, "
