@@ -92,6 +92,14 @@ EXPECTED = {
         "near miss account.md#1: score 0.33 (below-threshold)",
         "BORN     ",
     ],
+    "stream_events.py": [
+        "[injection]   units -> system (always, iteration 1)",
+        "[tool call]   weather {'city': 'Paris'}",
+        'event: tool_call\ndata: {"type":"tool_call","run_id":"',
+        "[tool result] weather -> Paris: 22°C, sunny",
+        "It is 22°C and sunny in Paris.\n[result]      done: 'It is 22°C and sunny in Paris.'",
+        "run.result is the RunResult: True",
+    ],
     "quickstart_agent.py": [
         "It is 22°C and sunny in Paris.",
         'It examined "the model asked for tools"',
