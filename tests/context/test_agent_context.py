@@ -107,7 +107,9 @@ def support_agent() -> tuple[Agent, MockProvider]:
 
 NOT_READ = "the model has not called read_skill for it"
 ON_LOOKUP = "on_tool_return(lookup_order)"
-# per call: id -> (fired, reason, first fired iteration, [(slot, position, cache, text)])
+# per call: id -> (fired, reason, first fired iteration, [(slot, position, cache, text)]);
+# system pieces are sent stable first (always, while_active, never), so the skill's body
+# comes before the late-turn instruction although it was declared after it
 EXPECTED: list[dict[str, Any]] = [
     {"iteration": 1, "batch": [], "rows": {
         "user-profile": (True, "always on", 1, [("system", 1, "always", PROFILE)]),
@@ -124,17 +126,17 @@ EXPECTED: list[dict[str, Any]] = [
     }},
     {"iteration": 3, "batch": ["read_skill"], "rows": {
         "user-profile": (True, "always on", 1, [("system", 1, "always", PROFILE)]),
-        "late-turn": (True, "its rule held", 3, [("system", 2, "never", LATE)]),
+        "late-turn": (True, "its rule held", 3, [("system", 3, "never", LATE)]),
         "cite-orders": (False, f"the previous batch ran read_skill, not {ON_LOOKUP}", 2, []),
         "billing": (True, "the model activated it with read_skill", 3,
-                    [("system", 3, "while_active", BODY), ("tools", [2], None, ["refund"])]),
+                    [("system", 2, "while_active", BODY), ("tools", [2], None, ["refund"])]),
     }},
     {"iteration": 4, "batch": ["refund"], "rows": {
         "user-profile": (True, "always on", 1, [("system", 1, "always", PROFILE)]),
-        "late-turn": (True, "its rule held", 3, [("system", 2, "never", LATE)]),
+        "late-turn": (True, "its rule held", 3, [("system", 3, "never", LATE)]),
         "cite-orders": (False, f"the previous batch ran refund, not {ON_LOOKUP}", 2, []),
         "billing": (True, "the model activated it with read_skill", 3,
-                    [("system", 3, "while_active", BODY), ("tools", [2], None, ["refund"])]),
+                    [("system", 2, "while_active", BODY), ("tools", [2], None, ["refund"])]),
     }},
 ]
 TRIGGERS = {"user-profile": "always", "late-turn": "rule", "cite-orders": ON_LOOKUP,
@@ -174,15 +176,18 @@ async def test_every_injection_of_every_call_answers_what_who_when_how() -> None
             assert row["what"] == [text for *_, text in landed]
 
 
-async def test_base_prompt_and_injections_are_joined_in_declaration_order() -> None:
-    """The system prompt is the base then each active injection's text, blank-line separated."""
+async def test_base_prompt_and_injections_are_joined_stable_first_then_in_declaration_order(
+        ) -> None:
+    """The system prompt is its pieces, blank-line separated: cache policy 'always' first (the
+    base, the fact), then 'while_active' (the skill's body), then 'never' (the instructions),
+    each group in declaration order, so the cacheable part is a prefix."""
     agent, provider = support_agent()
     await agent.run("Please refund order A-1001.")
     assert [r.system for r in provider.requests] == [
         f"{BASE}\n\n{PROFILE}",
         f"{BASE}\n\n{PROFILE}\n\n{CITE}",
-        f"{BASE}\n\n{PROFILE}\n\n{LATE}\n\n{BODY}",
-        f"{BASE}\n\n{PROFILE}\n\n{LATE}\n\n{BODY}",
+        f"{BASE}\n\n{PROFILE}\n\n{BODY}\n\n{LATE}",
+        f"{BASE}\n\n{PROFILE}\n\n{BODY}\n\n{LATE}",
     ]
     assert names(provider) == [["lookup_order", "read_skill"], ["lookup_order", "read_skill"],
                                ["lookup_order", "read_skill", "refund"],
