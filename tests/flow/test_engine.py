@@ -1017,11 +1017,10 @@ async def test_async_callable_object_is_awaited() -> None:
     assert run.state == {"x": 1}
 
 
-async def test_run_sync_refuses_inside_a_running_loop() -> None:
-    """run_sync inside a running event loop raises ConfigurationError telling to await."""
-    chart = flow_chart("A", noop).build()
-    with pytest.raises(ConfigurationError, match="await"):
-        chart.run_sync()
+async def test_run_sync_works_inside_a_running_loop() -> None:
+    """run_sync inside a running event loop (a notebook) runs on a worker loop and returns."""
+    run = flow_chart("A", lambda s: s.args["v"] * 2).build().run_sync({"v": 21})
+    assert (run.output, run.status) == (42, "done")
 
 
 def test_run_sync_runs_outside_a_loop() -> None:

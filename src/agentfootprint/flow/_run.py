@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextvars
 import threading
 import time
 import uuid
@@ -300,14 +301,57 @@ def _thread_runner() -> asyncio.Runner:
 
 
 def run_sync(awaitable: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine to completion from synchronous code (one loop per thread, reused)."""
+    """Run a coroutine to completion from synchronous code.
+
+    Outside an event loop it runs on this thread's loop (one per thread, reused). Inside a
+    running loop (a notebook cell, sync code called from async code) that loop cannot be
+    re-entered, so the coroutine runs on a worker thread's loop, with the caller's context
+    variables, while this thread waits: the calling loop is blocked meanwhile, as by any
+    synchronous call. ``await`` the async method where you can.
+    """
     try:
-        asyncio.get_running_loop()
+        running = asyncio.get_running_loop()
     except RuntimeError:
-        pass
-    else:
-        awaitable.close()
-        raise ConfigurationError(
-            "a *_sync method was called inside a running event loop; use `await` on the async "
-            "method there instead")
-    return _thread_runner().run(awaitable)
+        return _thread_runner().run(awaitable)
+    context = contextvars.copy_context()
+    worker = _worker_loop()
+    if running is worker:  # a *_sync call made inside one: a loop of its own, on a thread
+        return _one_off(awaitable, context)
+    future = context.run(asyncio.run_coroutine_threadsafe, awaitable, worker)
+    return future.result()
+
+
+_worker: list[asyncio.AbstractEventLoop] = []
+_worker_lock = threading.Lock()
+
+
+def _worker_loop() -> asyncio.AbstractEventLoop:
+    """The loop ``*_sync`` calls made inside a running loop share (a daemon thread's, started
+    on first use and kept, so SDK clients bound to it keep working between calls)."""
+    with _worker_lock:
+        if not _worker:
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="agentfootprint-sync",
+                             daemon=True).start()
+            _worker.append(loop)
+        return _worker[0]
+
+
+def _one_off(awaitable: Coroutine[Any, Any, T], context: contextvars.Context) -> T:
+    outcome: list[Any] = []
+
+    def target() -> None:
+        try:
+            with asyncio.Runner() as runner:
+                outcome.append((True, runner.run(awaitable, context=context)))
+        except BaseException as exc:  # handed to the waiting caller, raised there
+            outcome.append((False, exc))
+
+    thread = threading.Thread(target=target, name="agentfootprint-sync-nested", daemon=True)
+    thread.start()
+    thread.join()
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    result: T = value
+    return result
