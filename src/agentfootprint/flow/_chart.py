@@ -109,7 +109,7 @@ class Chart:
                                run_id=run_id)
 
     def run_sync(self, args: Mapping[str, Any] | None = None, **kwargs: Any) -> FlowRun:
-        """``run`` for scripts: refuses inside a running event loop."""
+        """``run`` for scripts (inside a running loop, a notebook, it runs on a worker loop)."""
         from ._run import run_sync
 
         return run_sync(self.run(args, **kwargs))
