@@ -14,6 +14,7 @@ import pytest
 from agentfootprint import (
     Agent,
     ConfigurationError,
+    ProviderError,
     RunContext,
     Tool,
     ToolContext,
@@ -256,6 +257,25 @@ async def test_a_killed_run_resumed_by_id_gets_the_deps_given_to_resume(tmp_path
     with pytest.raises(Killed):
         await build().run("A-1001?", run_id="killed-run", deps=Deps(Orders()))
     result = await build().resume("killed-run", deps=Deps(orders))
+    assert result.content == "found it" and orders.reads == ["A-1001"]
+
+
+async def test_a_failed_run_replayed_with_resume_on_error_gets_the_deps_given_to_it() -> None:
+    failed = [False]
+
+    def respond(request: LLMRequest) -> Any:
+        if not failed[0]:
+            failed[0] = True
+            raise ProviderError("upstream 503", provider="mock", status=503, retryable=True)
+        if not any(m["role"] == "tool" for m in request.messages):
+            return {"tool_calls": [{"name": "lookup_order", "args": {"order_id": "A-1001"}}]}
+        return "found it"
+
+    agent = Agent(provider=mock(respond=respond), model="mock", tools=[lookup_order])
+    with pytest.raises(ProviderError) as caught:
+        await agent.run("A-1001?", deps=Deps(Orders()))
+    orders = Orders()
+    result = await agent.resume_on_error(caught.value, deps=Deps(orders))
     assert result.content == "found it" and orders.reads == ["A-1001"]
 
 
