@@ -41,6 +41,7 @@ from ._checks import (
     is_window,
     model_for,
 )
+from ._display import result_html, result_repr
 from ._journal import (
     RunJournal,
     check_agent_state,
@@ -94,6 +95,12 @@ class RunResult(Generic[OutputT]):
     @property
     def paused(self) -> bool:
         return self.status == "paused"
+
+    def __repr__(self) -> str:  # fixed size, however long the run (see agent/_display.py)
+        return result_repr(self)
+
+    def _repr_html_(self) -> str:
+        return result_html(self)
 
     @property
     def check_in(self) -> CheckInRequest | None:
