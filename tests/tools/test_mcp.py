@@ -189,7 +189,9 @@ async def test_calls_after_the_block_say_the_session_is_closed() -> None:
 async def test_a_name_on_two_servers_is_refused_and_prefix_fixes_it(http_url: str) -> None:
     async with mcp_server(command=STDIO) as first, \
             mcp_server(url=http_url, name="billing") as second:
-        with pytest.raises(ConfigurationError, match="'lookup_order'"):
+        with pytest.raises(ConfigurationError, match=(
+                r"'lookup_order' .*\(MCP server 'orders' and MCP server 'billing': open one "
+                r"server with mcp_server\(..., prefix='<server>_'\)\)")):
             Agent(provider=mock(reply="x"), tools=[*first.tools, *second.tools])
     async with mcp_server(command=STDIO, tools=["lookup_order"]) as first, \
             mcp_server(url=http_url, name="billing", prefix="billing_",

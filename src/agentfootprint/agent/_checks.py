@@ -13,6 +13,7 @@ from ..context._injection import Injection
 from ..context._skills import READ_SKILL, SKIP_STEP
 from ..errors import ConfigurationError, listed
 from ..providers._base import Provider
+from ..tools._registry import origin_clash
 from ..tools._tool import Tool
 
 if TYPE_CHECKING:
@@ -158,7 +159,8 @@ def dispatchable(static: tuple[Tool, ...], reader: Tool | None,
         elif found is not item:
             raise ConfigurationError(
                 f"tool name {item.name!r} is used by {owners[item.name]} and by {owner} for "
-                "different tools; rename one (sharing the same Tool object is fine)")
+                f"different tools{origin_clash(found, item)}; rename one (sharing the same "
+                "Tool object is fine)")
     return list(by_name.values())
 
 

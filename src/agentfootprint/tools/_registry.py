@@ -30,7 +30,7 @@ from ._validate import ArgumentIssue, argument_checker, describe_issues
 if TYPE_CHECKING:
     from ._replay import ToolReplay
 
-__all__ = ["ToolOutcome", "ToolRegistry", "cap_result", "result_text"]
+__all__ = ["ToolOutcome", "ToolRegistry", "cap_result", "origin_clash", "result_text"]
 
 logger = logging.getLogger("agentfootprint.tools")
 
@@ -60,7 +60,8 @@ class ToolRegistry:
                     "define_tool(...)")
             if item.name in self.tools:
                 raise ConfigurationError(
-                    f"two tools are named {item.name!r}; tool names must be unique")
+                    f"two tools are named {item.name!r}"
+                    f"{origin_clash(self.tools[item.name], item)}; tool names must be unique")
             self.tools[item.name] = item
         if max_result_chars is not None and max_result_chars < 64:
             raise ConfigurationError(
@@ -117,6 +118,16 @@ class ToolRegistry:
                            type(exc).__name__, call.get("id"), ctx.run_id)
             return ToolOutcome(f"Error: {type(exc).__name__}: {exc}", error=True, status="error")
         return ToolOutcome(cap_result(found.name, result_text(value), self.max_result_chars))
+
+
+def origin_clash(first: Tool, second: Tool) -> str:
+    """For a duplicate-name message: `` (MCP server 'a' and MCP server 'b': ... prefix=...)``
+    when either tool came from an MCP server (``tools/_mcp.py``), else nothing."""
+    servers = [getattr(t, "origin", {}).get("mcp_server") for t in (first, second)]
+    if not any(servers):
+        return ""
+    where = " and ".join(f"MCP server {s!r}" if s else "a local tool" for s in servers)
+    return f" ({where}: open one server with mcp_server(..., prefix='<server>_'))"
 
 
 def result_text(value: object) -> str:
