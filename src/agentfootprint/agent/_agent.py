@@ -26,6 +26,7 @@ from ..flow._values import copy_value
 from ..providers._base import Message, Provider
 from ..runs import trace
 from ..runs._redaction import as_run_policy
+from ..runs._usage import RunUsage, usage_of
 from ..tools._context import bound_deps
 from ..tools._registry import ToolRegistry
 from ..tools._script_keys import LEDGER_KEY
@@ -55,6 +56,7 @@ from ._memory_mount import end_turn_claim
 from ._options import Governance, Limits, ModelSettings, Tracing, grouped_options
 from ._output import OutputT, output_of, output_spec
 from ._stream import RunStream, stream_pace, tap_stream
+from ._usage import Budget, check_budget
 
 if TYPE_CHECKING:
     from ..memory._define import MemoryDefinition
@@ -101,6 +103,11 @@ class RunResult(Generic[OutputT]):
 
     def _repr_html_(self) -> str:
         return result_html(self)
+
+    @property
+    def usage(self) -> RunUsage:
+        """Per LLM call: model, provider, latency, input/output/cached tokens, cost; the sum."""
+        return usage_of(self.recording.log)
 
     @property
     def check_in(self) -> CheckInRequest | None:
@@ -427,6 +434,7 @@ class Agent(_Runner, Generic[OutputT]):
         window: WindowStrategy | None = None,
         output_type: type[OutputT] | UnionType | None = None,
         output_retries: int = 2,
+        budget: Budget | None = None,
         limits: Limits | None = None,
         settings: ModelSettings | None = None,
         governance: Governance | None = None,
@@ -461,7 +469,7 @@ class Agent(_Runner, Generic[OutputT]):
             "provider": provider, "model": model, "system": system, "tools": static,
             "context": injections, "memory": memories, "identity": identity,
             "react_mode": react_mode, "name": name, "stream": stream, "window": window,
-            "output_type": output_type, "output_retries": output_retries,
+            "output_type": output_type, "output_retries": output_retries, "budget": budget,
             "limits": limits, "settings": settings, "governance": governance,
             "tracing": tracing}
         offered = dispatchable(static, reader, injections)
@@ -476,7 +484,8 @@ class Agent(_Runner, Generic[OutputT]):
             wrap_up=limits.wrap_up, stream=stream, injections=injections,
             static_tools=static, read_skill=reader, skip_step=skipper, memories=memories,
             window=window, act=rules, output=output_spec(
-                output_type, retries=output_retries, provider=provider, tools=offered))
+                output_type, retries=output_retries, provider=provider, tools=offered),
+            budget=check_budget(budget, model))
         super().__init__(spec, name=name, tracing=tracing)
 
     async def run(self, message: str, *, continue_from: Mapping[str, Any] | None = None,
@@ -546,6 +555,7 @@ class LLMCall(_Runner, Generic[OutputT]):
     def __init__(self, *, provider: Provider, model: str | None = None, system: str = "",
                  name: str = "LLMCall", stream: bool = False,
                  output_type: type[OutputT] | UnionType | None = None, output_retries: int = 2,
+                 budget: Budget | None = None,
                  settings: ModelSettings | None = None, tracing: Tracing | None = None,
                  **moved: Any) -> None:
         options = grouped_options("LLMCall", {"settings": settings, "tracing": tracing}, moved,
@@ -556,7 +566,8 @@ class LLMCall(_Runner, Generic[OutputT]):
                          registry=ToolRegistry(()), max_iterations=1,
                          temperature=settings.temperature, max_tokens=settings.max_tokens,
                          stream=stream, with_tools=False, wrap_up=False, output=output_spec(
-                             output_type, retries=output_retries, provider=provider))
+                             output_type, retries=output_retries, provider=provider),
+                         budget=check_budget(budget, model))
         super().__init__(spec, name=name, tracing=tracing)
 
     async def run(self, message: str, *, run_id: str | None = None,
@@ -572,7 +583,8 @@ _RESUMABLE_KEYS = frozenset((
     trace.INPUT_TOKENS, trace.OUTPUT_TOKENS, trace.ACTIVATED_SKILLS, trace.TOOL_RESULTS,
     trace.DELIVERED_KEYS, trace.SKILL_STEPS, trace.WRAP_UP_ASKED, trace.STOPPED_EARLY,
     trace.FINDINGS_LEDGER, trace.ACT_LEDGER, trace.TURN_CLAIM, trace.OUTPUT_SCHEMA,
-    trace.OUTPUT_ATTEMPTS, trace.OUTPUT))
+    trace.OUTPUT_ATTEMPTS, trace.OUTPUT, trace.LLM_USAGE, trace.LLM_LATENCY,
+    trace.BUDGET_CROSSED))
 """Run state a crash replay carries over (everything else is recomputed by the stages)."""
 
 

@@ -15,6 +15,7 @@ is never an unanswered tool call. The final answer is never appended to ``histor
 from __future__ import annotations
 
 import contextvars
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -29,11 +30,13 @@ from ..providers._base import LLMRequest, LLMResponse, Message, wire_messages
 from ..providers._resilience import resilience_reports
 from ..runs import trace
 from ..tools._script_keys import LEDGER_KEY
+from ._cache import cache_prefix
 from ._memory_mount import MemoryStages, mount_memories
 from ._spec import AgentSpec, emit_turn_end
 from ._spec import emit as _emit
 from ._stream import stream_pace
 from ._tool_batch import ToolBatchStages
+from ._usage import budget_stop, record_call
 
 __all__ = ["WRAP_UP_INSTRUCTION", "AgentSpec", "build_agent_chart"]
 
@@ -299,10 +302,11 @@ class _Stages(MemoryStages, ToolBatchStages):
 
             history = windowed_messages(history, scope[trace.WINDOW])
         tools = [] if scope.get(trace.WRAP_UP_ASKED) else scope.get(trace.TOOL_SCHEMAS) or []
+        messages = wire_messages(history)
         request = LLMRequest.model_construct(
-            model=spec.model, messages=wire_messages(history), system=system, tools=tools,
+            model=spec.model, messages=messages, system=system, tools=tools,
             temperature=spec.temperature, max_tokens=spec.max_tokens, stop=None,
-            tool_choice=None, seed=spec.seed)
+            tool_choice=None, seed=spec.seed, cache=cache_prefix(spec, scope, messages, tools))
         if spec.output is not None:
             spec.output.prepare(scope, request)
         _emit(scope, "agent.iteration_start", {"iteration": iteration})
@@ -310,7 +314,10 @@ class _Stages(MemoryStages, ToolBatchStages):
             "iteration": iteration, "provider": spec.provider.name, "model": spec.model,
             "system_prompt_chars": len(system or ""), "messages_count": len(history),
             "tools_count": len(tools)})
+        started = time.perf_counter()
         response = await self._call(scope, request, iteration)
+        record_call(scope, spec, response, started=started, iteration=iteration,
+                    cache=request.cache)
         if spec.output is not None:
             response = spec.output.answered(scope, response)
         scope[trace.LLM_CONTENT] = response.content
@@ -321,7 +328,9 @@ class _Stages(MemoryStages, ToolBatchStages):
         _emit(scope, "stream.llm_end", {
             "iteration": iteration, "content": response.content,
             "tool_call_count": len(response.tool_calls),
-            "usage": {"input": response.usage.input, "output": response.usage.output},
+            "usage": {"input": response.usage.input, "output": response.usage.output,
+                      "cache_read": response.usage.cache_read,
+                      "cache_write": response.usage.cache_write},
             "stop_reason": response.stop_reason})
 
     async def _call(self, scope: Scope, request: LLMRequest, iteration: int) -> LLMResponse:
@@ -345,12 +354,14 @@ class _Stages(MemoryStages, ToolBatchStages):
             async for chunk in spec.provider.stream(request):
                 if chunk.done:
                     response = chunk.response
-                elif wants and chunk.content and live is not None:
+                elif wants and (chunk.content or chunk.restart) and live is not None:
+                    piece = {"iteration": iteration, "index": chunk.index,
+                             "content": REDACTED if masked and chunk.content
+                             else scope.recorded(chunk.content)}
+                    if chunk.restart:  # a retry starts the answer over: what came is superseded
+                        piece["restart"] = True
                     live(FlowEvent("emit", scope.run_id, scope.runtime_stage_id, "call_llm",
-                                   "CallLLM", PREFIX + "stream.token",
-                                   {"iteration": iteration, "index": chunk.index,
-                                    "content": REDACTED if masked
-                                    else scope.recorded(chunk.content)}))
+                                   "CallLLM", PREFIX + "stream.token", piece))
                     if pace is not None:
                         await pace()
             if response is None:  # a stream that never finished: ask once more, whole
@@ -391,6 +402,10 @@ class _Stages(MemoryStages, ToolBatchStages):
                     + 1, "total": pointer["total"], "iteration": iteration})
         if spec.output is not None:
             chosen, rationale = spec.output.route(scope, chosen, rationale)
+        if chosen != "final" and spec.budget is not None and (
+                stop := budget_stop(scope)) is not None:
+            chosen, rationale = "final", stop[1]  # a crossed budget ends the run, no wrap-up
+            scope[trace.STOPPED_EARLY] = stop[0]
         self.note_decision(scope, chosen, rationale)
         _emit(scope, "agent.route_decided",
               {"iteration": iteration, "chosen": chosen, "rationale": rationale})

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import ConfigurationError
-from ..providers._base import LLMResponse
+from ..providers._base import CachePrefix, LLMResponse
 from ..providers._pricing import Price, call_cost, check_prices, price_for
 from ..runs import trace
 from ..runs._usage import budget_sentence
@@ -138,7 +138,7 @@ def counting_together(meter: UsageMeter) -> Iterator[UsageMeter]:
 
 
 def record_call(scope: Scope, spec: AgentSpec, response: LLMResponse, *, started: float,
-                iteration: int, cache: Mapping[str, int] | None) -> None:
+                iteration: int, cache: CachePrefix | None) -> None:
     """Record one call's usage, latency and cost; emit ``cost.tick``; judge the budget.
 
     ``started`` is ``time.perf_counter()`` taken just before the call.
