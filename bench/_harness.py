@@ -20,6 +20,7 @@ import importlib
 import importlib.metadata
 import io
 import json
+import os
 import platform
 import pstats
 import statistics
@@ -101,9 +102,22 @@ def _timed_reps(budget: Budget, samples: list[int]) -> Iterator[None]:
         yield
 
 
+CLOCK = os.environ.get("BENCH_CLOCK", "wall")
+"""``wall`` (``time.perf_counter_ns``, the default) or ``cpu`` (``time.process_time_ns``: this
+process's CPU time, so time spent waiting for a core that other processes hold is not counted —
+what ``compare_commits.py --clock cpu`` uses on a loaded machine, where wall medians swing
+±30 % from minute to minute). Only the timed repetitions use it; budgets stay wall time."""
+
+
+def _sample_clock() -> Callable[[], int]:
+    if CLOCK not in ("wall", "cpu"):
+        raise SystemExit(f"BENCH_CLOCK={CLOCK!r} must be 'wall' or 'cpu'")
+    return time.process_time_ns if CLOCK == "cpu" else time.perf_counter_ns
+
+
 def time_sync(fn: Callable[[P], object], budget: Budget, prepare: Callable[[], P]) -> list[int]:
-    """Per-repetition wall times (ns) of ``fn(prepare())``; ``prepare`` is not timed."""
-    clock = time.perf_counter_ns  # a local: the lookup must not land inside the timed window
+    """Per-repetition times (ns, see ``CLOCK``) of ``fn(prepare())``; ``prepare`` is not timed."""
+    clock = _sample_clock()  # a local: the lookup must not land inside the timed window
     for _ in _warm_up(budget):
         fn(prepare())
     samples: list[int] = []
@@ -118,12 +132,13 @@ def time_sync(fn: Callable[[P], object], budget: Budget, prepare: Callable[[], P
 
 async def time_async(fn: Callable[[P], Awaitable[object]], budget: Budget,
                      prepare: Callable[[], P]) -> list[int]:
-    """Per-repetition wall times (ns) of ``await fn(prepare())``, all in the current loop.
+    """Per-repetition times (ns, see ``CLOCK``) of ``await fn(prepare())``, all in the current
+    loop.
 
     ``prepare`` runs before the timer starts, so per-run setup (a fresh recorder, rewinding a
     fake model's script) is not timed.
     """
-    clock = time.perf_counter_ns
+    clock = _sample_clock()
     for _ in _warm_up(budget):
         await fn(prepare())
     samples: list[int] = []
@@ -218,7 +233,8 @@ def print_preamble(name: str, budget: Budget, quick: bool) -> None:
     print(f"{name}: Python {platform.python_version()} on {platform.machine()}, "
           f"{'quick' if quick else 'full'} run")
     print(f"timing: warm-up then ~{budget.seconds:g} s per config (min {budget.min_reps} reps), "
-          "time.perf_counter_ns per repetition, median reported; gc.collect() between configs, "
+          f"{'time.process_time_ns (CPU time)' if CLOCK == 'cpu' else 'time.perf_counter_ns'} "
+          "per repetition, median reported; gc.collect() between configs, "
           "gc disabled during timed loops")
 
 

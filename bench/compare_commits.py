@@ -45,7 +45,8 @@ def export_src(ref: str, into: Path) -> Path:
     return into / "src"
 
 
-def run_once(bench: str, src: Path, quick: bool) -> dict[tuple[str, int], float]:
+def run_once(bench: str, src: Path, quick: bool, clock: str = "wall"
+             ) -> dict[tuple[str, int], float]:
     """One run of ``bench`` against the package in ``src``: ``{(config, n): median}``."""
     flags, field, _ = BENCHES[bench]
     with tempfile.TemporaryDirectory() as results:
@@ -54,7 +55,8 @@ def run_once(bench: str, src: Path, quick: bool) -> dict[tuple[str, int], float]
         script.write_text((ROOT / "bench" / f"{bench}.py").read_text(encoding="utf-8"))
         (Path(results) / "_harness.py").write_text(
             (ROOT / "bench" / "_harness.py").read_text(encoding="utf-8"))
-        env = {**os.environ, "PYTHONPATH": str(src), "PYTHONDONTWRITEBYTECODE": "1"}
+        env = {**os.environ, "PYTHONPATH": str(src), "PYTHONDONTWRITEBYTECODE": "1",
+               "BENCH_CLOCK": clock}
         quick_flag = ["--quick"] if quick else []
         done = subprocess.run([sys.executable, str(script), *flags, *quick_flag],
                               env=env, capture_output=True, text=True, check=False)
@@ -78,6 +80,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--bench", action="append", choices=sorted(BENCHES))
     parser.add_argument("--quick", action="store_true", help="the benches' smoke runs")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                        help="time repetitions by wall clock (default) or by the process's CPU "
+                             "time (on a loaded machine: waiting for a core is not counted)")
     args = parser.parse_args()
     benches = args.bench or sorted(BENCHES)
     with tempfile.TemporaryDirectory() as tmp:
@@ -89,11 +94,12 @@ def main() -> None:
             order = ["base", "head"] if round_no % 2 == 0 else ["head", "base"]
             for bench in benches:
                 for side in order:
-                    for key, value in run_once(bench, sides[side], args.quick).items():
+                    for key, value in run_once(bench, sides[side], args.quick,
+                                                       args.clock).items():
                         samples[bench][key][side].append(value)
             print(f"round {round_no + 1}/{args.rounds} done", file=sys.stderr)
-    print(f"\nhead (working tree) vs base {args.base}, {args.rounds} interleaved rounds; "
-          "each figure is the median over rounds of a run's own median\n")
+    print(f"\nhead (working tree) vs base {args.base}, {args.rounds} interleaved rounds, "
+          f"{args.clock} clock; each figure is the median over rounds of a run's own median\n")
     print(f"{'bench':<16} {'config':<34} {'N':>5} {'base':>10} {'head':>10} {'head/base':>10}")
     print("-" * 90)
     for bench in benches:
