@@ -100,6 +100,14 @@ EXPECTED = {
         "It is 22°C and sunny in Paris.\n[result]      done: 'It is 22°C and sunny in Paris.'",
         "run.result is the RunResult: True",
     ],
+    "mcp_usage_cost.py": [
+        "tool lookup_order from MCP server 'orders' (safe to repeat: True)",
+        "tool refund from MCP server 'orders' (safe to repeat: False)",
+        "Refunded 42.00 EUR on order A-1001: it was delivered 3 days ago, within the 30-day "
+        "window.",
+        "BORN     the result of tool 'lookup_order' from MCP server 'orders' (its tool "
+        "'lookup_order')",
+    ],
     "quickstart_agent.py": [
         "It is 22°C and sunny in Paris.",
         'It examined "the model asked for tools"',
