@@ -282,3 +282,46 @@ async def test_a_composition_streams_every_member() -> None:
     final = events[-1]
     assert isinstance(final, RunFinished)
     assert final.content == stream.result.content == "It is 22°C and sunny in Paris."
+
+
+class Restarting(Provider):
+    """Streams a piece, then a retry's restart marker, then the whole answer."""
+
+    name = "restarting"
+    model = "m"
+    streams = True
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        return LLMResponse(content="whole answer")
+
+    async def stream(self, request: LLMRequest) -> AsyncIterator[StreamChunk]:
+        yield StreamChunk(index=0, content="part")
+        yield StreamChunk(index=1, restart=True)
+        yield StreamChunk(index=2, content="whole answer")
+        yield StreamChunk(index=3, done=True, response=LLMResponse(content="whole answer"))
+
+
+async def test_a_retried_stream_says_its_earlier_text_is_void() -> None:
+    """A restart marker arrives as TextDelta(restart=True); the text after it is the answer."""
+    events = await read_all(LLMCall(provider=Restarting()).run_stream("go"))
+    deltas = [(e.text, e.restart) for e in events if isinstance(e, TextDelta)]
+    assert deltas == [("part", False), ("", True), ("whole answer", False)]
+    final = events[-1]
+    assert isinstance(final, RunFinished) and final.content == "whole answer"
+
+
+async def test_the_typed_output_travels_in_the_final_event() -> None:
+    """With output_type, RunFinished.output is the validated model, and JSON on the wire."""
+    from pydantic import BaseModel
+
+    class Decision(BaseModel):
+        approved: bool
+        reason: str
+
+    agent = Agent(provider=mock(script=['{"approved": true, "reason": "within 30 days"}']),
+                  model="m", output_type=Decision)
+    events = await read_all(agent.run_stream("Refund A-1001?"))
+    final = events[-1]
+    assert isinstance(final, RunFinished)
+    assert final.output == Decision(approved=True, reason="within 30 days")
+    assert '"output":{"approved":true,"reason":"within 30 days"}' in final.model_dump_json()

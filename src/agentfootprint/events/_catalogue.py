@@ -83,6 +83,8 @@ def _build_events() -> dict[str, type[BaseModel]]:
         iteration: int
         index: int
         content: str
+        restart: bool = False
+        """A marker (empty content): the call's answer starts over; earlier tokens are void."""
 
     class ToolStart(_Payload):
         tool_name: str

@@ -66,6 +66,9 @@ class TextDelta(_StepEvent):
     index: int
     """Position of this piece within its model call's answer."""
     text: str
+    restart: bool = False
+    """A marker (empty ``text``): a retry started this call's answer over, so the text this
+    step delivered before it is void. ``RunFinished`` always holds the answer itself."""
 
 
 class ToolCalled(_StepEvent):
