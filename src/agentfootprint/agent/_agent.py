@@ -203,16 +203,13 @@ class _Runner:
                 and not self.spec.stream):
             raise ConfigurationError(
                 f"{self.name!r} does not stream, so 'stream.token' would never fire; build it "
-                "with stream=True (or listen to 'stream.llm_end' for whole answers)")
+                "with stream=True, or iterate run_stream(...), which always streams tokens")
         return self.events.on(pattern, listener)
 
-    def run_stream(self, message: str, *, max_buffered: int = 256,
-                   **options: Any) -> RunStream:
-        """``run(message, **options)`` as an ordered stream of typed events, for SSE:
-        ``async with agent.run_stream(...) as run: async for event in run: ...``, then
-        ``run.result``. It streams the model's tokens whatever ``stream=`` says (which only
-        decides whether ``run()`` feeds ``stream.token`` listeners); see ``agent/_stream.py``.
-        """
+    def run_stream(self, message: str, *, max_buffered: int = 256, **options: Any) -> RunStream:
+        """``run(message, **options)`` as an ordered stream of typed events, the model's tokens
+        included whatever ``stream=`` says (``stream=True`` feeds ``on("stream.token")`` in
+        ``run()``): ``async with agent.run_stream(...) as run: async for event in run``."""
         run: Callable[..., Awaitable[RunResult]] = self.run  # type: ignore[attr-defined]
         return RunStream(self, lambda: run(message, **options), message=message,
                          max_buffered=max_buffered)
