@@ -4,7 +4,8 @@ The same interface as the SQLite :class:`~agentfootprint.runs.RunStore` — save
 recording, list recent runs, load one anywhere else — so a fleet of workers can record runs that
 one analyst's process explains. One row per run; the recording is kept as JSON text (not
 ``jsonb``: a recording may hold ``NaN`` or ``Infinity``, which ``jsonb`` refuses, and text reads
-back byte for byte). Beside it, the query tables ``{table}_llm_calls``, ``{table}_injections``
+back byte for byte). Beside it, the query tables ``{table}_llm_calls`` (with each call's cached
+tokens, cost and latency), ``{table}_injections``
 and ``{table}_tool_calls``; ``{table}_meta`` holds the schema version, upgraded in place under
 the shared DDL lock (a table of schema 1 gets its query tables rebuilt from the bodies) and
 refused when newer. A row that cannot be read raises an error naming the run and the store; it
@@ -58,6 +59,13 @@ _DDL = (
     "CASCADE, call_idx integer NOT NULL, runtime_stage_id text NOT NULL, iteration integer, "
     "model text, provider text, input_tokens integer NOT NULL, output_tokens integer NOT NULL, "
     "stop_reason text, tool_calls integer NOT NULL, PRIMARY KEY (run_id, call_idx))",
+    "ALTER TABLE {runs} ADD COLUMN IF NOT EXISTS cache_read_tokens integer, "
+    "ADD COLUMN IF NOT EXISTS cache_write_tokens integer, "
+    "ADD COLUMN IF NOT EXISTS cost_usd double precision",
+    "ALTER TABLE {calls} ADD COLUMN IF NOT EXISTS cache_read_tokens integer NOT NULL DEFAULT 0, "
+    "ADD COLUMN IF NOT EXISTS cache_write_tokens integer NOT NULL DEFAULT 0, "
+    "ADD COLUMN IF NOT EXISTS cost_usd double precision, "
+    "ADD COLUMN IF NOT EXISTS latency_ms double precision",
     "CREATE TABLE IF NOT EXISTS {injections} (run_id text NOT NULL REFERENCES {runs} ON DELETE "
     "CASCADE, call_idx integer NOT NULL, injection_id text NOT NULL, slot text NOT NULL, "
     "trigger text NOT NULL, PRIMARY KEY (run_id, call_idx, injection_id, slot))",
@@ -171,7 +179,7 @@ class PostgresRunStore:
                     calls=self._named("llm_calls"), injections=self._named("injections"),
                     tools=self._named("tool_calls"), proofs=self._named("proofs"),
                     progress=self._named("progress")))
-            if version < 2:  # schema 1 held bodies only: rebuild the query tables from them
+            if version < 4:  # rebuild the query tables from the bodies (new columns filled)
                 cur.execute(sql.SQL("SELECT run_id, body FROM {}").format(self._table))
                 for run_id, body in cur.fetchall():
                     self._write_rows(cur, query_rows(self._parse(run_id, body)))
@@ -186,16 +194,21 @@ class PostgresRunStore:
             cur.execute(sql.SQL("DELETE FROM {} WHERE run_id = %s").format(self._named(suffix)),
                         (run["run_id"],))
         cur.execute(sql.SQL("UPDATE {} SET format = %s, llm_calls = %s, input_tokens = %s, "
-                            "output_tokens = %s, tool_calls = %s WHERE run_id = %s"
+                            "output_tokens = %s, tool_calls = %s, cache_read_tokens = %s, "
+                            "cache_write_tokens = %s, cost_usd = %s WHERE run_id = %s"
                             ).format(self._table),
                     (run["format"], run["llm_calls"], run["input_tokens"], run["output_tokens"],
-                     run["tool_calls"], run["run_id"]))
+                     run["tool_calls"], run["cache_read_tokens"], run["cache_write_tokens"],
+                     run["cost_usd"], run["run_id"]))
         if rows.llm_calls:
             cur.executemany(sql.SQL(
-                "INSERT INTO {} VALUES (%(run_id)s, %(call_idx)s, %(runtime_stage_id)s, "
-                "%(iteration)s, %(model)s, %(provider)s, %(input_tokens)s, %(output_tokens)s, "
-                "%(stop_reason)s, %(tool_calls)s)").format(self._named("llm_calls")),
-                rows.llm_calls)
+                "INSERT INTO {} (run_id, call_idx, runtime_stage_id, iteration, model, provider, "
+                "input_tokens, output_tokens, stop_reason, tool_calls, cache_read_tokens, "
+                "cache_write_tokens, cost_usd, latency_ms) VALUES (%(run_id)s, %(call_idx)s, "
+                "%(runtime_stage_id)s, %(iteration)s, %(model)s, %(provider)s, "
+                "%(input_tokens)s, %(output_tokens)s, %(stop_reason)s, %(tool_calls)s, "
+                "%(cache_read_tokens)s, %(cache_write_tokens)s, %(cost_usd)s, %(latency_ms)s)"
+            ).format(self._named("llm_calls")), rows.llm_calls)
         if rows.injections:
             cur.executemany(sql.SQL(
                 "INSERT INTO {} VALUES (%(run_id)s, %(call_idx)s, %(injection_id)s, %(slot)s, "

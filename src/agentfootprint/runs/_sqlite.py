@@ -1,11 +1,11 @@
 """The run store: recordings kept in a SQLite file (``.agentfootprint/runs.db`` by default).
 
-Save a run's recording, list recent runs, load one in another process, or query the tables
-beside the bodies with any SQLite client (``runs``, ``llm_calls``, ``injections``,
-``tool_calls``). The file carries its schema version (``PRAGMA user_version``): a file of an
-older version is upgraded in place on open, its query tables rebuilt from the bodies; a newer one
-is refused. A row that cannot be read raises an error naming the run and the file; it is never
-replaced by an empty recording.
+Save a run's recording, list recent runs, load one in another process, or query the tables beside
+the bodies with any SQLite client (``runs``; ``llm_calls``, one row a model call with its cached
+tokens, cost and latency; ``injections``; ``tool_calls``). The file carries its schema version
+(``PRAGMA user_version``): a file of an older version is upgraded in place on open, its query
+tables rebuilt from the bodies; a newer one is refused. A row that cannot be read raises an error
+naming the run and the file; it is never replaced by an empty recording.
 """
 
 from __future__ import annotations
@@ -55,13 +55,21 @@ CREATE TABLE IF NOT EXISTS runs (
     body TEXT NOT NULL
 )"""
 _RUN_COLUMNS: Final = (("format", "TEXT"), ("llm_calls", "INTEGER"), ("input_tokens", "INTEGER"),
-                       ("output_tokens", "INTEGER"), ("tool_calls", "INTEGER"))
+                       ("output_tokens", "INTEGER"), ("tool_calls", "INTEGER"),
+                       ("cache_read_tokens", "INTEGER"), ("cache_write_tokens", "INTEGER"),
+                       ("cost_usd", "REAL"))
+_CALL_COLUMNS: Final = (("cache_read_tokens", "INTEGER NOT NULL DEFAULT 0"),
+                        ("cache_write_tokens", "INTEGER NOT NULL DEFAULT 0"),
+                        ("cost_usd", "REAL"), ("latency_ms", "REAL"))
+"""Added in schema 4 (a NULL cost: the model has no price; a NULL latency: not recorded)."""
 _QUERY_TABLES: Final = """
 CREATE TABLE IF NOT EXISTS llm_calls (
     run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
     call_idx INTEGER NOT NULL, runtime_stage_id TEXT NOT NULL, iteration INTEGER,
     model TEXT, provider TEXT, input_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL,
     stop_reason TEXT, tool_calls INTEGER NOT NULL,
+    cache_read_tokens INTEGER NOT NULL DEFAULT 0, cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+    cost_usd REAL, latency_ms REAL,
     PRIMARY KEY (run_id, call_idx));
 CREATE TABLE IF NOT EXISTS injections (
     run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
@@ -128,8 +136,9 @@ class RunStore:
 
     def _upgrade(self, version: int) -> None:
         """Schema 0/1 (bodies only) to 2: the run columns and query tables, rebuilt from the
-        bodies; 2 to 3: the append-only tables (proofs, progress)."""
-        if version < 2:
+        bodies; 2 to 3: the append-only tables (proofs, progress); 3 to 4: cached tokens, cost
+        and latency in ``llm_calls`` (and the run's totals), the query tables rebuilt."""
+        if version < 4:
             self._add_query_tables()
         self._statements(_APPENDED)
 
@@ -145,6 +154,10 @@ class RunStore:
             if name not in have:
                 self._db.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
         self._statements(_QUERY_TABLES)
+        have = {row[1] for row in self._db.execute("PRAGMA table_info(llm_calls)")}
+        for name, kind in _CALL_COLUMNS:
+            if name not in have:
+                self._db.execute(f"ALTER TABLE llm_calls ADD COLUMN {name} {kind}")
         for run_id, body in self._db.execute("SELECT run_id, body FROM runs").fetchall():
             self._write_rows(query_rows(self._parse(run_id, body)))
 
@@ -224,13 +237,18 @@ class RunStore:
             self._db.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))  # noqa: S608
         self._db.execute(
             "UPDATE runs SET format = ?, llm_calls = ?, input_tokens = ?, output_tokens = ?, "
-            "tool_calls = ? WHERE run_id = ?",
+            "tool_calls = ?, cache_read_tokens = ?, cache_write_tokens = ?, cost_usd = ? "
+            "WHERE run_id = ?",
             (run["format"], run["llm_calls"], run["input_tokens"], run["output_tokens"],
-             run["tool_calls"], run_id))
+             run["tool_calls"], run["cache_read_tokens"], run["cache_write_tokens"],
+             run["cost_usd"], run_id))
         self._db.executemany(
-            "INSERT INTO llm_calls VALUES (:run_id, :call_idx, :runtime_stage_id, :iteration, "
-            ":model, :provider, :input_tokens, :output_tokens, :stop_reason, :tool_calls)",
-            rows.llm_calls)
+            "INSERT INTO llm_calls (run_id, call_idx, runtime_stage_id, iteration, model, "
+            "provider, input_tokens, output_tokens, stop_reason, tool_calls, cache_read_tokens, "
+            "cache_write_tokens, cost_usd, latency_ms) VALUES (:run_id, :call_idx, "
+            ":runtime_stage_id, :iteration, :model, :provider, :input_tokens, :output_tokens, "
+            ":stop_reason, :tool_calls, :cache_read_tokens, :cache_write_tokens, :cost_usd, "
+            ":latency_ms)", rows.llm_calls)
         self._db.executemany(
             "INSERT OR IGNORE INTO injections VALUES (:run_id, :call_idx, :injection_id, :slot, "
             ":trigger)", rows.injections)

@@ -1,10 +1,12 @@
 """The rows of a run store's query tables, derived from a recording (one pure function).
 
 Beside each run's JSON body a store keeps a few plain tables a person can query with SQL:
-``runs`` (one row a run, with its totals), ``llm_calls`` (one row a model call: model, tokens,
-stop reason), ``injections`` (which injection reached which call, in which slot, by which
-trigger) and ``tool_calls`` (which tools each call asked for). They are derived from the
-recording at save, so they can always be rebuilt from the bodies (a migration does exactly that).
+``runs`` (one row a run, with its totals and cost), ``llm_calls`` (one row a model call: model,
+provider, latency, input/output/cached tokens, cost, stop reason; read through ``usage_of``, as
+``RunResult.usage`` and the report read it), ``injections`` (which injection reached which call,
+in which slot, by which trigger) and ``tool_calls`` (which tools each call asked for). They are
+derived from the recording at save, so they can always be rebuilt from the bodies (a migration
+does exactly that).
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from typing import Any
 from ..flow._commitlog import CommitLog
 from . import trace
 from ._recording import Recording
-from ._view import is_stage, llm_started
+from ._usage import usage_of
+from ._view import is_stage
 
 __all__ = ["QueryRows", "query_rows"]
 
@@ -48,25 +51,23 @@ def query_rows(recording: Recording) -> QueryRows:
     calls: list[dict[str, Any]] = []
     injections: list[dict[str, Any]] = []
     tools: list[dict[str, Any]] = []
-    spent: dict[str, tuple[int, int]] = {}
+    usage = usage_of(log)
+    used = iter(usage.calls)  # one per CallLLM record, in log order
     for record in log.records:
         if not is_stage(record, trace.CALL_LLM):
             continue
         ns, idx, before = record.ns, record.idx, record.idx - 1
-        started = llm_started(record)
-        totals = (int(log.value_at(trace.INPUT_TOKENS, idx, ns=ns, default=0) or 0),
-                  int(log.value_at(trace.OUTPUT_TOKENS, idx, ns=ns, default=0) or 0))
-        previous = spent.get(ns, (0, 0))
-        spent[ns] = totals
+        call = next(used)
         asked = log.value_at(trace.LLM_TOOL_CALLS, idx, ns=ns, default=[])
         asked = asked if isinstance(asked, list) else []
         calls.append({
             "run_id": run_id, "call_idx": idx, "runtime_stage_id": record.runtime_stage_id,
-            "iteration": log.value_at(trace.ITERATION, before, ns=ns, default=None),
-            "model": started.get("model"), "provider": started.get("provider"),
-            "input_tokens": totals[0] - previous[0], "output_tokens": totals[1] - previous[1],
+            "iteration": call.iteration, "model": call.model, "provider": call.provider,
+            "input_tokens": call.input_tokens, "output_tokens": call.output_tokens,
             "stop_reason": log.value_at(trace.STOP_REASON, idx, ns=ns, default=None),
-            "tool_calls": len(asked)})
+            "tool_calls": len(asked), "cache_read_tokens": call.cache_read_tokens,
+            "cache_write_tokens": call.cache_write_tokens, "cost_usd": call.cost_usd,
+            "latency_ms": call.latency_ms})
         for call in asked:
             if isinstance(call, dict):
                 tools.append({"run_id": run_id, "call_idx": idx,
@@ -91,5 +92,6 @@ def query_rows(recording: Recording) -> QueryRows:
            "format": recording.format, "llm_calls": len(calls),
            "input_tokens": sum(c["input_tokens"] for c in calls),
            "output_tokens": sum(c["output_tokens"] for c in calls),
-           "tool_calls": len(tools)}
+           "tool_calls": len(tools), "cache_read_tokens": usage.cache_read_tokens,
+           "cache_write_tokens": usage.cache_write_tokens, "cost_usd": usage.cost_usd}
     return QueryRows(run=run, llm_calls=calls, injections=injections, tool_calls=tools)
