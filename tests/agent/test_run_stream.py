@@ -325,3 +325,31 @@ async def test_the_typed_output_travels_in_the_final_event() -> None:
     assert isinstance(final, RunFinished)
     assert final.output == Decision(approved=True, reason="within 30 days")
     assert '"output":{"approved":true,"reason":"within 30 days"}' in final.model_dump_json()
+
+
+async def test_concurrent_streams_of_one_agent_keep_their_own_events() -> None:
+    """Two streams of the same agent at once: each gets only its own run's events."""
+    @tool
+    async def echo(text: str) -> str:
+        """Echo the text back."""
+        await asyncio.sleep(0.01)
+        return text
+
+    agent = Agent(provider=mock(respond=lambda request: (
+        {"tool_calls": [{"name": "echo", "args": {"text": request.messages[0]["content"]}}]}
+        if len(request.messages) == 1 else f"done {request.messages[0]['content']}")),
+        model="m", tools=[echo])
+    one, two = agent.run_stream("one"), agent.run_stream("two")
+    first, second = await asyncio.gather(read_all(one), read_all(two))
+    for stream, events, word in ((one, first, "one"), (two, second, "two")):
+        assert {e.run_id for e in events} == {stream.result.run_id}
+        assert [e.args for e in events if isinstance(e, ToolCalled)] == [{"text": word}]
+        assert "".join(e.text for e in events if isinstance(e, TextDelta)) == f"done {word}"
+
+
+async def test_deferred_listener_delivery_streams_the_same_events() -> None:
+    """observer_delivery='deferred' changes when agent.on listeners hear events, not the stream."""
+    inline = await read_all(weather_agent().run_stream("Weather?", run_id="r1"))
+    deferred = await read_all(weather_agent(tracing=Tracing(observer_delivery="deferred"))
+                              .run_stream("Weather?", run_id="r1"))
+    assert [e.model_dump() for e in deferred] == [e.model_dump() for e in inline]
