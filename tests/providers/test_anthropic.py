@@ -309,7 +309,8 @@ async def test_text_response_is_parsed() -> None:
 
 
 async def test_tool_use_response_is_parsed_with_cache_usage() -> None:
-    """tool_use blocks become tool calls; cache read/creation tokens land in usage."""
+    """tool_use blocks become tool calls; cache read/creation tokens land in usage, and input
+    counts every prompt token (472 uncached + 2048 read + 1024 written), as on OpenAI."""
     response = await make(Server(json_reply("message_tool_use.json"))).complete(
         request(tools=[WEATHER_TOOL]))
     assert response.content == "I'll check the weather in both cities."
@@ -320,7 +321,7 @@ async def test_tool_use_response_is_parsed_with_cache_usage() -> None:
          "args": {"city": "Lyon", "unit": "celsius"}},
     ]
     assert response.stop_reason == "tool_use"
-    assert response.usage.model_dump() == {"input": 472, "output": 89, "cache_read": 2048,
+    assert response.usage.model_dump() == {"input": 3544, "output": 89, "cache_read": 2048,
                                            "cache_write": 1024}
 
 
@@ -379,8 +380,8 @@ async def test_stream_tool_use_arrives_whole_on_terminal_response() -> None:
                                     "name": "get_weather",
                                     "args": {"city": "Paris", "unit": "celsius"}}]
     assert response.stop_reason == "tool_use"
-    assert response.usage.model_dump() == {"input": 472, "output": 64, "cache_read": 2048,
-                                           "cache_write": 0}
+    assert response.usage.model_dump() == {"input": 2520, "output": 64, "cache_read": 2048,
+                                           "cache_write": 0}  # input: 472 + 2048 read
 
 
 async def test_stream_error_event_is_retryable_overloaded() -> None:

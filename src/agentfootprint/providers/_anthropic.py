@@ -26,9 +26,16 @@ output's: forced (``tool_choice`` that tool) when the request has no other tools
 ``tool_choice`` ``any`` (a tool, or the answer). Its call comes back as the answer's ``content``,
 the arguments as JSON text (``providers/_output_tool.py``).
 
+Prompt caching: ``request.cache`` (the stable prefix, see ``agent/_cache.py``) becomes at most
+three ``cache_control: {"type": "ephemeral"}`` breakpoints of the four the API allows: on the
+last stable tool, at the end of the system prompt's stable part (the system is then sent as text
+blocks: the stable part, then the rest), and on the last block of the last stable message. The
+text sent is the same either way; only the marks differ.
+
 Response: text blocks are concatenated, ``tool_use`` blocks become tool calls, usage is the real
-``input_tokens`` / ``output_tokens`` plus ``cache_read`` / ``cache_write`` (Anthropic counts cached
-tokens apart from ``input_tokens``), stop reasons ``end_turn``/``stop_sequence`` → ``stop``,
+``output_tokens`` and, as ``input``, every prompt token: ``input_tokens`` plus the cache's read and
+written tokens (Anthropic counts those apart), which are also given as ``cache_read`` /
+``cache_write``, stop reasons ``end_turn``/``stop_sequence`` → ``stop``,
 ``tool_use``, ``max_tokens``, ``refusal`` → ``content_filter`` (others kept raw), and
 ``provider_ref`` is the message id. Streaming yields the text deltas and then one terminal chunk
 built from the SDK's final message, so it carries tool calls and real usage. A stream is whole
@@ -240,29 +247,38 @@ class AnthropicProvider(Provider):
         """The keyword arguments for ``messages.create`` (the JSON body, minus ``stream``)."""
         system_parts = [request.system] if request.system else []
         messages: list[dict[str, Any]] = []
+        landed: list[tuple[int, int]] = []  # per wire message: where its last block went
         for message in wire_messages(request.messages):
-            if message["role"] == "system":
-                if message["content"]:
-                    system_parts.append(message["content"])
-                continue
-            self._append(messages, message)
+            if message["role"] != "system":
+                self._append(messages, message)
+            elif message["content"]:
+                system_parts.append(message["content"])
+            landed.append((len(messages) - 1, _blocks(messages[-1]) - 1) if messages
+                          else (-1, -1))
         params: dict[str, Any] = {
             "model": self._model(request),
             "max_tokens": request.max_tokens if request.max_tokens is not None
             else self.max_tokens,
             "messages": messages,
         }
+        cache = request.cache
         if system_parts:
             params["system"] = "\n\n".join(system_parts)
+            if cache and cache["system"] > 0:
+                params["system"] = _cached_system(params["system"], cache["system"])
         if request.temperature is not None:
             # anthropic>=2 has no ``temperature`` argument any more; the body field still works.
             params["extra_body"] = {"temperature": request.temperature}
         if request.stop:
             params["stop_sequences"] = list(request.stop)
+        if cache and 0 < cache["messages"] <= len(landed):
+            _mark(messages, *landed[cache["messages"] - 1])
         if request.tools:
             params["tools"] = [{"name": tool["name"], "description": tool["description"],
                                 "input_schema": tool["input_schema"]}
                                for tool in request.tools]
+            if cache and 0 < cache["tools"] <= len(request.tools):
+                params["tools"][cache["tools"] - 1]["cache_control"] = dict(_EPHEMERAL)
             choice = self._tool_choice(request.tool_choice)
             if choice is not None:
                 params["tool_choice"] = choice
@@ -336,13 +352,14 @@ class AnthropicProvider(Provider):
                 args = block.input if isinstance(block.input, dict) else {}
                 calls.append({"id": block.id, "name": block.name, "args": dict(args)})
         usage = message.usage
+        read = getattr(usage, "cache_read_input_tokens", None) or 0
+        written = getattr(usage, "cache_creation_input_tokens", None) or 0
         raw_stop = message.stop_reason or "end_turn"
         return LLMResponse(
             content="".join(texts),
             tool_calls=calls,
-            usage=Usage(input=usage.input_tokens or 0, output=usage.output_tokens or 0,
-                        cache_read=getattr(usage, "cache_read_input_tokens", None) or 0,
-                        cache_write=getattr(usage, "cache_creation_input_tokens", None) or 0),
+            usage=Usage(input=(usage.input_tokens or 0) + read + written,
+                        output=usage.output_tokens or 0, cache_read=read, cache_write=written),
             stop_reason=_STOP_REASONS.get(raw_stop, raw_stop),
             model=message.model,
             provider_ref=message.id,
@@ -405,6 +422,38 @@ class AnthropicProvider(Provider):
     def _cause_text(exc: BaseException) -> str:
         cause = exc.__cause__ or exc.__context__
         return f"{exc} ({cause})" if cause is not None else str(exc)
+
+
+_EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
+
+
+def _cached_system(system: str, stable: int) -> list[dict[str, Any]]:
+    """``system`` as text blocks with a breakpoint after its first ``stable`` characters."""
+    head, rest = system[:stable], system[stable:]
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": head,
+                                     "cache_control": dict(_EPHEMERAL)}]
+    if rest.strip():  # the API refuses an empty text block
+        blocks.append({"type": "text", "text": rest})
+    return blocks
+
+
+def _blocks(message: dict[str, Any]) -> int:
+    content = message["content"]
+    return len(content) if isinstance(content, list) else 1
+
+
+def _mark(messages: list[dict[str, Any]], index: int, block: int) -> None:
+    """Put a breakpoint on block ``block`` of message ``index`` (a string becomes one block)."""
+    if index < 0:
+        return
+    message = messages[index]
+    if isinstance(message["content"], str):
+        message["content"] = [{"type": "text", "text": message["content"]}]
+        block = 0
+    target = message["content"][block]
+    if target.get("type") == "text" and not target.get("text"):
+        return  # the API refuses cache_control on an empty text block
+    message["content"][block] = {**target, "cache_control": dict(_EPHEMERAL)}
 
 
 async def _settled(value: Any) -> Any:
