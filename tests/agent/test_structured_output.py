@@ -353,3 +353,18 @@ async def test_backtrack_field_errors_name_the_fix() -> None:
     plain = await Agent(provider=mock(reply="text")).run("hi")
     with pytest.raises(ValueError, match="output_type"):
         backtrack(plain, field="approved")
+
+
+async def test_a_recording_with_model_text_redacted_keeps_the_attempts_out_and_says_so() -> None:
+    from agentfootprint import Tracing
+    from agentfootprint.runs import RedactionPolicy
+
+    agent = Agent(provider=mock(script=[WRONG, RIGHT]), output_type=RefundDecision,
+                  tracing=Tracing(redaction=RedactionPolicy(kinds=["model_text"])))
+    result = await agent.run("Refund?")
+    assert result.output == RefundDecision(approved=False, reason="older than 30 days")
+    recorded = Recording.from_json(Recording.of(result).to_json())
+    text = recorded.to_json()
+    assert "older than 30 days" not in text and "perhaps" not in text
+    with pytest.raises(ValueError, match="redacted"):
+        backtrack(recorded, field="approved")

@@ -255,3 +255,31 @@ async def test_anthropic_streamed_final_answer_tool_is_the_output() -> None:
                                            reason="delivered more than 30 days ago")
     assert server.bodies[0]["stream"] is True
     assert server.bodies[0]["tool_choice"] == {"type": "tool", "name": "final_result"}
+
+
+# ---------------------------------------------------------------------- Ollama
+
+
+async def test_ollama_sends_the_schema_as_format() -> None:
+    from agentfootprint.providers._ollama import OllamaProvider
+
+    answers = iter(['{"approved": "perhaps", "reason": "old"}',
+                    '{"approved": false, "reason": "delivered more than 30 days ago"}'])
+    server = Server(lambda request: httpx.Response(200, json={
+        "model": "llama3.2", "created_at": "2026-12-01T21:00:00Z",
+        "message": {"role": "assistant", "content": next(answers)},
+        "done": True, "done_reason": "stop", "prompt_eval_count": 40, "eval_count": 12}))
+    client = httpx.AsyncClient(transport=httpx.MockTransport(server))
+    provider = OllamaProvider(base_url="http://127.0.0.1:11434", client=client)
+    try:
+        result = await Agent(provider=provider, model="llama3.2",
+                             output_type=RefundDecision).run("Refund?")
+    finally:
+        await client.aclose()
+    assert result.output == RefundDecision(approved=False,
+                                           reason="delivered more than 30 days ago")
+    for body in server.bodies:
+        assert body["format"]["required"] == ["approved", "reason"]
+        assert body["format"]["properties"]["approved"] == {"title": "Approved",
+                                                            "type": "boolean"}
+    assert "field 'approved'" in server.bodies[1]["messages"][-1]["content"]

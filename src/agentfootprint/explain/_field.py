@@ -49,6 +49,10 @@ def field_origin(view: RunView, field: str) -> FieldOrigin:
     if output is None or not attempts:
         raise ValueError("this run has no structured output to explain a field of; build the "
                          "agent with output_type=... (or backtrack the answer without field=)")
+    if not isinstance(attempts, list) or not isinstance(output, dict | list):
+        raise ValueError("this run's structured output was recorded redacted (a redaction "
+                         "policy covers model_text), so its fields cannot be explained; "
+                         "backtrack the answer without field=")
     value = _at(output, field)
     if value is _MISSING:
         known = ", ".join(sorted(output)) if isinstance(output, dict) else "(none)"
