@@ -17,7 +17,7 @@ PACKAGES = sorted(
 """Every namespace of the package: one drift test covers them all."""
 
 MAX_PUBLIC_NAMES = {
-    "agentfootprint": 32,
+    "agentfootprint": 33,
     "agentfootprint.agent": 11,
     "agentfootprint.compose": 14,
     "agentfootprint.context": 4,
@@ -28,7 +28,7 @@ MAX_PUBLIC_NAMES = {
     "agentfootprint.memory": 18,
     "agentfootprint.memory.embedding": 4,
     "agentfootprint.memory.stores": 0,
-    "agentfootprint.providers": 12,
+    "agentfootprint.providers": 14,
     "agentfootprint.rag": 12,
     "agentfootprint.runs": 6,
     "agentfootprint.serve": 2,

@@ -12,6 +12,7 @@ from ._lazy import lazy_names as _lazy_names
 from ._lazy import serve_moved_modules as _serve_moved_modules
 from .agent._agent import Agent, LLMCall, RunResult
 from .agent._options import Governance, Limits, ModelSettings, Tracing
+from .agent._usage import Budget
 from .context._injection import (
     define_fact,
     define_injection,
@@ -54,6 +55,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Agent",
     "AgentFootprintError",
+    "Budget",
     "ChartBuildError",
     "CheckpointError",
     "CircuitOpenError",

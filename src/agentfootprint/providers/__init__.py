@@ -15,6 +15,7 @@ from typing import Any
 from .._lazy import moved_names as _moved_names
 from ._base import LLMRequest, LLMResponse, Provider
 from ._mock import MockProvider, mock
+from ._pricing import PRICES, Price
 from ._resilience import (
     RetryPolicy,
     with_circuit_breaker,
@@ -24,9 +25,11 @@ from ._resilience import (
 from ._resilience import with_default_retry as _with_default_retry
 
 __all__ = [
+    "PRICES",
     "LLMRequest",
     "LLMResponse",
     "MockProvider",
+    "Price",
     "Provider",
     "RetryPolicy",
     "anthropic",
