@@ -141,9 +141,9 @@ async def test_agent_calls_http_tool_and_backtrack_names_the_server(http_url: st
     assert "MCP server 'orders-http'" in born and "'lookup_order'" in born
 
 
-async def test_arguments_are_validated_before_anything_is_sent() -> None:
+async def test_arguments_are_validated_before_anything_is_sent(http_url: str) -> None:
     """A wrong argument is our validator's tool result (status invalid), never a server call."""
-    async with mcp_server(command=STDIO) as orders:
+    async with mcp_server(url=http_url) as orders:
         agent = _agent(orders.tools, [
             {"tool_calls": [{"name": "refund", "args": {"order_id": 1001, "amount": "lots"}}]},
             "I could not refund."])
@@ -153,8 +153,8 @@ async def test_arguments_are_validated_before_anything_is_sent() -> None:
     assert "order_id" in message["content"] and "refunded" not in message["content"]
 
 
-async def test_a_tool_error_is_a_tool_error_naming_the_server() -> None:
-    async with mcp_server(command=STDIO) as orders:
+async def test_a_tool_error_is_a_tool_error_naming_the_server(http_url: str) -> None:
+    async with mcp_server(url=http_url) as orders:
         agent = _agent(orders.tools, [
             {"tool_calls": [{"name": "broken", "args": {"order_id": "A-7"}}]}, "Sorry."])
         result = await agent.run("Check A-7")
@@ -178,8 +178,8 @@ async def test_a_server_that_dies_mid_call_is_a_tool_error_naming_it() -> None:
     assert "MCP server 'orders' stopped while running tool 'crash'" in message["content"]
 
 
-async def test_calls_after_the_block_say_the_session_is_closed() -> None:
-    async with mcp_server(command=STDIO) as orders:
+async def test_calls_after_the_block_say_the_session_is_closed(http_url: str) -> None:
+    async with mcp_server(url=http_url) as orders:
         lookup = orders.tool("lookup_order")
     assert orders.closed
     with pytest.raises(McpServerError, match=r"MCP server 'orders' is closed .* inside the block"):
@@ -187,13 +187,13 @@ async def test_calls_after_the_block_say_the_session_is_closed() -> None:
 
 
 async def test_a_name_on_two_servers_is_refused_and_prefix_fixes_it(http_url: str) -> None:
-    async with mcp_server(command=STDIO) as first, \
+    async with mcp_server(url=http_url) as first, \
             mcp_server(url=http_url, name="billing") as second:
         with pytest.raises(ConfigurationError, match=(
                 r"'lookup_order' .*\(MCP server 'orders' and MCP server 'billing': open one "
                 r"server with mcp_server\(..., prefix='<server>_'\)\)")):
             Agent(provider=mock(reply="x"), tools=[*first.tools, *second.tools])
-    async with mcp_server(command=STDIO, tools=["lookup_order"]) as first, \
+    async with mcp_server(url=http_url, tools=["lookup_order"]) as first, \
             mcp_server(url=http_url, name="billing", prefix="billing_",
                        tools=["lookup_order"]) as second:
         assert [t.name for t in second.tools] == ["billing_lookup_order"]
@@ -206,9 +206,9 @@ async def test_a_name_on_two_servers_is_refused_and_prefix_fixes_it(http_url: st
     assert _rows(result)[0]["mcp_tool"] == "lookup_order"
 
 
-async def test_tools_filter_names_unknown_tools() -> None:
+async def test_tools_filter_names_unknown_tools(http_url: str) -> None:
     with pytest.raises(ConfigurationError, match=r"no tool\(s\) \['nope'\]"):
-        async with mcp_server(command=STDIO, tools=["nope"]):
+        async with mcp_server(url=http_url, tools=["nope"]):
             pass
 
 
@@ -233,8 +233,14 @@ async def test_a_server_that_cannot_start_is_named() -> None:
             pass
 
 
-async def test_an_error_inside_the_block_leaves_it_as_itself() -> None:
+async def test_an_error_inside_the_block_leaves_it_as_itself(http_url: str) -> None:
     """The SDK's task groups would wrap it in an ExceptionGroup; the caller gets the error."""
     with pytest.raises(KeyError, match="MCP server 'orders' has no tool 'nope'"):
-        async with mcp_server(command=STDIO) as orders:
+        async with mcp_server(url=http_url) as orders:
             orders.tool("nope")
+
+
+async def test_headers_go_with_every_http_request(http_url: str) -> None:
+    """``headers=`` (e.g. an Authorization) builds the HTTP client, closed with the block."""
+    async with mcp_server(url=http_url, headers={"Authorization": "Bearer t0ken"}) as orders:
+        assert await orders.call("lookup_order", {"order_id": "A-1001"}) == LOOKUP_TEXT
