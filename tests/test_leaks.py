@@ -206,6 +206,8 @@ def _turns(sinks: Sinks, tmp: Path, run_store: Any) -> None:
             sinks.add("narrative", result.narrative())
             sinks.add("finished checkpoint", json.dumps(result.checkpoint))
             sinks.add("backtrack", str(backtrack(result)))
+            sinks.add("reprs", repr(result) + repr(backtrack(result)))
+            sinks.add("notebook html", result._repr_html_() + backtrack(result)._repr_html_())
             sinks.add("report html", render_html_report(recording, backtrack=backtrack(result)))
 
 
@@ -298,7 +300,8 @@ def test_the_secret_really_went_through_the_run(leaks: Sinks) -> None:
     assert [r.turn for r in leaks.results] == [1, 2, 3]
     expected = {"recording", "run store file", "paused checkpoint",
                 "pause handed to the host", "finished checkpoint", "agent events",
-                "recorder events", "narrative", "report html", "backtrack", "logs",
+                "recorder events", "narrative", "report html", "backtrack", "logs", "reprs",
+                "notebook html",
                 "stage error raised to the caller", "failed run's error", "cli runs output",
                 "cli explain output", "cli report output", "cli report file"}
     assert expected <= set(leaks.blobs), expected - set(leaks.blobs)

@@ -38,7 +38,7 @@ def _fields(result: RunResult) -> list[tuple[str, object]]:
 def result_repr(result: RunResult) -> str:
     """``RunResult(run_id=..., status=..., turn=..., iterations=..., content='...')`` within
     120 characters however long the run."""
-    return short_repr("RunResult", _fields(result))
+    return short_repr("RunResult", _fields(result), whole=("run_id",))
 
 
 def result_html(result: RunResult) -> str:

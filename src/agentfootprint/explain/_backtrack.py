@@ -31,6 +31,7 @@ from typing import Any
 from ..runs import trace
 from ..runs._view import CallView, Explainable, RunView
 from ._across import Reached, is_carrier, reached_calls, suspects_across
+from ._display import explanation_html, explanation_repr
 from ._failure import Failure, failure_of
 from ._field import field_origin
 from ._influence import rank_suspects
@@ -65,6 +66,9 @@ class Backtrack:
     """Every candidate with its proxy score, best first."""
     failure: Failure | None = None
     """Set when the run failed: the hops then explain the error, not an answer."""
+
+    __repr__ = explanation_repr
+    _repr_html_ = explanation_html
 
     def __str__(self) -> str:
         lines = [f"{hop.kind:<8} {hop.text}" for hop in self.hops]

@@ -43,6 +43,7 @@ from ..errors import ConfigurationError
 from ..flow._run import run_sync
 from ..runs._recording import Recording
 from ._backtrack import Backtrack, backtrack
+from ._display import explanation_html, explanation_repr
 from ._influence import RankedSuspect, RankingConfidence, ranking_confidence
 from ._isolation import RerunLog, RerunSandbox
 from ._rerun import Probe, Progress, Rerunner, Verdict, accepts_seed, verdict_for
@@ -166,6 +167,9 @@ class TurnReason:
     def tier(self) -> Literal["proxy"]:
         return "proxy"
 
+    __repr__ = explanation_repr
+    _repr_html_ = explanation_html
+
     def __str__(self) -> str:
         head = f"Turn {self.turn}: {self.message!r} -> {self.reply!r}"
         return f"{head}\n{self.backtrack}\n{self.confidence.reason}"
@@ -214,6 +218,9 @@ class TurnRerun:
     @property
     def tier(self) -> Literal["causal", "proxy"]:
         return "causal" if self.verdict == "CAUSAL" else "proxy"
+
+    __repr__ = explanation_repr
+    _repr_html_ = explanation_html
 
     def __str__(self) -> str:
         head = f"turn {self.turn} without {', '.join(self.labels)}: {self.probe.fraction} changed"

@@ -28,6 +28,7 @@ from ..flow._commitlog import CommitLog
 from ..runs import trace
 from ..runs._recording import AgentRun
 from ..runs._view import CallView, Explainable, RunView
+from ._display import explanation_html, explanation_repr
 from ._rerun import (
     IsWrong,
     Probe,
@@ -88,6 +89,9 @@ class DroppedContextReport:
                 return candidate
         known = ", ".join(c.id for c in self.candidates) or "none"
         raise KeyError(f"no dropped candidate {id!r}; candidates: {known}")
+
+    __repr__ = explanation_repr
+    _repr_html_ = explanation_html
 
     def __str__(self) -> str:
         if not self.candidates:

@@ -22,6 +22,7 @@ from typing import Any, Literal
 from ..errors import ConfigurationError
 from ..runs._recording import AgentRun
 from ._criterion import describe_criterion
+from ._display import explanation_html, explanation_repr
 from ._influence import (
     InfluenceStrategy,
     RankingConfidence,
@@ -173,6 +174,9 @@ class ContextBugReport:
                 "removed_with": list(s.removed_with)} for s in self.suspects],
             "uncovered": list(self.uncovered), "reruns": self.runs_used,
             "model_calls": self.model_calls, "budget": self.budget, "notes": list(self.notes)}
+
+    __repr__ = explanation_repr
+    _repr_html_ = explanation_html
 
     def __str__(self) -> str:
         return format_report(self)

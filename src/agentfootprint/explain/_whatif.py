@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from ..errors import ConfigurationError
 from ..runs._recording import AgentRun
+from ._display import explanation_html, explanation_repr
 from ._influence import InfluenceStrategy, RankedSuspect, rank_suspects
 from ._rerun import (
     BudgetExceeded,
@@ -86,6 +87,9 @@ class RerunResult:
                 "baseline": {"runs": self.baseline.runs, "flips": self.baseline.flips},
                 "answer_without": self.probe.answer_without if self.verdict == "CAUSAL"
                 else None}
+
+    __repr__ = explanation_repr
+    _repr_html_ = explanation_html
 
     def __str__(self) -> str:
         head = f"{self.verdict:<14}without {', '.join(self.labels)}: flipped {self.probe.fraction}"
@@ -174,6 +178,9 @@ class BisectionResult:
                 "culprits": [sorted(c) for c in self.culprits], "reruns": self.runs_used,
                 "probes": [{"removed": sorted(p.removed), "runs": p.runs, "flips": p.flips}
                            for p in self.probes]}
+
+    __repr__ = explanation_repr
+    _repr_html_ = explanation_html
 
     def __str__(self) -> str:
         lines = [f"BISECTION: {self.verdict} — {self.reason}"]

@@ -9,7 +9,7 @@ a small table for Jupyter's ``_repr_html_``, every value escaped.
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 __all__ = ["REPR_WIDTH", "clip", "html_summary", "short_repr"]
 
@@ -24,14 +24,18 @@ def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:max(limit - 1, 0)] + "…"
 
 
-def short_repr(kind: str, fields: Fields, *, width: int = REPR_WIDTH) -> str:
+def short_repr(kind: str, fields: Fields, *, width: int = REPR_WIDTH,
+               whole: Collection[str] = ()) -> str:
     """``kind(name=value, ...)`` in at most ``width`` characters.
 
     Text values are clipped, the longest first, until the whole fits (none below 8
-    characters); values of other types are shown with ``repr``. Text is shown with ``repr``
-    too, so a control character or a newline never breaks the line.
+    characters); the fields named in ``whole`` (an id to copy) never are. Values of other
+    types are shown with ``repr``; text is too, so a control character or a newline never
+    breaks the line.
     """
-    limits = {name: 60 for name, value in fields if isinstance(value, str)}
+    limits = {name: len(value) if name in whole else 60
+              for name, value in fields if isinstance(value, str)}
+    clippable = [name for name in limits if name not in whole]
 
     def render() -> str:
         parts = [f"{name}={clip(value, limits[name])!r}" if isinstance(value, str)
@@ -40,7 +44,7 @@ def short_repr(kind: str, fields: Fields, *, width: int = REPR_WIDTH) -> str:
 
     shown = render()
     while len(shown) > width:
-        longest = max(limits, key=lambda name: limits[name], default=None)
+        longest = max(clippable, key=lambda name: limits[name], default=None)
         if longest is None or limits[longest] <= 8:
             return shown[:width - 2] + "…)"
         limits[longest] = max(8, limits[longest] - (len(shown) - width))
