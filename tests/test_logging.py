@@ -137,3 +137,18 @@ async def test_no_logger_listening_costs_no_recorder(monkeypatch: pytest.MonkeyP
     finally:
         package.setLevel(level)
         logging.getLogger("agentfootprint.tools").setLevel(logging.NOTSET)
+
+
+async def test_a_composition_logs_its_run_and_its_members_calls(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A Sequence logs its own start and end, and every member's LLM calls."""
+    from agentfootprint.compose import Sequence
+
+    caplog.set_level(logging.INFO, logger="agentfootprint")
+    pipeline = Sequence(("writer", Agent(provider=mock(reply="draft"))),
+                        ("editor", Agent(provider=mock(reply="final"))))
+    result = await pipeline.run("write")
+    agent = _lines(caplog, "agentfootprint.agent")
+    assert any(f"run {result.run_id} started" in line for line in agent)
+    assert any(f"run {result.run_id} ended" in line for line in agent)
+    assert len(_lines(caplog, "agentfootprint.providers")) == 2

@@ -18,6 +18,7 @@ from ..agent._loop import live_emit
 from ..agent._stream import RunStream, stream_pace, tap_stream
 from ..errors import ConfigurationError, StageError
 from ..events._dispatcher import EventBridge, EventDispatcher
+from ..events._logging import run_loggers
 from ..flow import Chart, FlowEvent, Scope
 from ..flow._recorders import Recorder
 from ..flow._run import run_sync
@@ -178,6 +179,7 @@ class Composition:
             raise ConfigurationError(f"run() takes the message as a str, got {message!r}")
         bridges: list[Recorder] = [EventBridge(d, id=f"agent-events-{i}")
                               for i, d in enumerate(self.dispatchers())]
+        bridges.extend(run_loggers(self.chart.name))  # [] unless agentfootprint.* logs INFO
         bridges, live, pace = tap_stream(bridges, _unheard)  # a run_stream's: to its reader
         token = live_emit.set(live if pace is not None else None)
         pacing = stream_pace.set(pace)
