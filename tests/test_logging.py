@@ -1,4 +1,4 @@
-"""``logging``: a run speaks under ``agentfootprint.*``, masked as recorded, silent and free when off."""
+"""``logging``: a run speaks under ``agentfootprint.*``, masked as recorded, free when off."""
 
 from __future__ import annotations
 
