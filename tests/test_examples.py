@@ -105,6 +105,11 @@ EXPECTED = {
         "tool refund from MCP server 'orders' (safe to repeat: False)",
         "Refunded 42.00 EUR on order A-1001: it was delivered 3 days ago, within the 30-day "
         "window.",
+        "3 LLM call(s): 3900 input tokens (2000 read from cache, 1000 written to it), "
+        "93 output tokens, cost $0.008445",
+        " mock/claude-sonnet-4-5: ",
+        "in 1200 (cache read 0, written 1000), out 30, $0.004800",
+        "in 1400 (cache read 1000, written 0), out 28, $0.001920",
         "BORN     the result of tool 'lookup_order' from MCP server 'orders' (its tool "
         "'lookup_order')",
     ],
