@@ -231,7 +231,8 @@ def test_reprs_are_short() -> None:
     agent = Agent(provider=mock(reply="hi"), model="m", tools=[tool(_add)])
     assert repr(agent) == "<Agent 'Agent' model='m' provider='mock' tools=[_add]>"
     shown = repr(agent.run_sync("x"))
-    assert shown.startswith("RunResult(content='hi'") and "recording" not in shown
+    assert shown.startswith("RunResult(run_id=") and "content='hi'" in shown
+    assert "recording" not in shown and len(shown) <= 120
 
 
 def test_the_model_is_named_once_on_the_agent_or_on_the_provider() -> None:
