@@ -29,8 +29,8 @@ from agentfootprint.memory._stages import (
 )
 from agentfootprint.memory._store import MemoryStore, VectorSearchStore
 from agentfootprint.memory._strategies import (
-    Budget,
     MemoryType,
+    RecallBudget,
     Strategy,
     Summarize,
     TopK,
@@ -248,7 +248,7 @@ def _charts(memory_id: str, type: MemoryType, strategy: Strategy, store: MemoryS
         stages = [("LoadRecent", "load_recent", load_recent(store, count=strategy.size,
                                                                 exclude=exclude)),
                   ("PickByBudget", "pick_by_budget", pick_by_budget())]
-    elif isinstance(strategy, Budget):
+    elif isinstance(strategy, RecallBudget):
         stages = [("LoadRecent", "load_recent", load_recent(store, count=strategy.load,
                                                                 exclude=exclude)),
                   ("PickByBudget", "pick_by_budget",

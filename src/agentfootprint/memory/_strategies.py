@@ -39,8 +39,11 @@ class Window:
 
 
 @dataclass(frozen=True, slots=True)
-class Budget:
-    """The newest entries that fit the context budget (``load`` read, newest kept first)."""
+class RecallBudget:
+    """The newest entries that fit the context budget (``load`` read, newest kept first).
+
+    Made by ``memory.budget(...)``; not to be confused with ``agentfootprint.Budget``, a run's
+    token and cost limits."""
 
     reserve_tokens: int = 256
     minimum_tokens: int = 100
@@ -70,7 +73,7 @@ class TopK:
     kind: Literal["top_k"] = "top_k"
 
 
-Strategy = Window | Budget | Summarize | TopK
+Strategy = Window | RecallBudget | Summarize | TopK
 
 
 def _positive(name: str, value: object) -> int:
@@ -85,11 +88,12 @@ def window(size: int) -> Window:
 
 
 def budget(*, reserve_tokens: int = 256, minimum_tokens: int = 100,
-           max_entries: int | None = None, load: int = 20) -> Budget:
+           max_entries: int | None = None, load: int = 20) -> RecallBudget:
     """Recall the newest entries that fit what is left of the context window."""
     if max_entries is not None:
         _positive("budget(max_entries)", max_entries)
-    return Budget(reserve_tokens, minimum_tokens, max_entries, _positive("budget(load)", load))
+    return RecallBudget(reserve_tokens, minimum_tokens, max_entries,
+                        _positive("budget(load)", load))
 
 
 def summarize(*, recent: int, provider: Provider, model: str, size: int = 20) -> Summarize:
