@@ -5,7 +5,7 @@ attributes); nothing from the run is ever placed inside the script, the styleshe
 Stable hooks for people and tests: ``#chart`` (``#chart-svg`` with ``.node.ran``), ``#timeline``
 (``button.step.llm[data-call]``), ``#model-view`` (``article.call-view`` with ``mark.inj``
 carrying ``data-source``), ``#board`` (``li.suspect``, ``.stamp``, ``mark.culprit``,
-``#proven`` with ``.proven-cause`` and ``.without``; ``#failure`` for a failed run).
+``#proven`` with ``.proven-cause`` and ``.without``; ``#failure`` for a failed run), ``#usage``.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from ._data import Board, CallView, Culprit, ReportData, Span, SuspectCard
 __all__ = ["render_page"]
 
 
-def render_page(data: ReportData) -> str:
-    """The whole document."""
+def render_page(data: ReportData, *, usage: str = "") -> str:
+    """The whole document (``usage``: the usage section's HTML, see ``_usage.py``)."""
     colours = _Colours()
     parts = [
         "<!DOCTYPE html>",
@@ -40,6 +40,7 @@ def render_page(data: ReportData) -> str:
         _chart_section(data),
         _timeline_section(data),
         _model_section(data, colours),
+        usage,
         _board_section(data, colours),
         "</main>",
         f"<script>{JS}</script></body></html>",

@@ -5,9 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...runs._recording import Recording
+from ...runs._usage import usage_of
 from .._backtrack import Backtrack
 from ._data import Localization, build_report_data
 from ._page import render_page
+from ._usage import usage_section
 
 __all__ = ["render_html_report", "write_html_report"]
 
@@ -24,7 +26,7 @@ def render_html_report(recording: Recording, *, backtrack: Backtrack | None = No
         raise TypeError(f"render_html_report needs a Recording, not {type(recording).__name__}; "
                         "use Recording.of(result) or RunStore(...).load(run_id)")
     data = build_report_data(recording, backtrack=backtrack, localization=localization)
-    return render_page(data)
+    return render_page(data, usage=usage_section(usage_of(recording.commit_log())))
 
 
 def write_html_report(recording: Recording, path: str | Path, *,
