@@ -368,3 +368,22 @@ async def test_a_recording_with_model_text_redacted_keeps_the_attempts_out_and_s
     assert "older than 30 days" not in text and "perhaps" not in text
     with pytest.raises(ValueError, match="redacted"):
         backtrack(recorded, field="approved")
+
+
+async def test_an_output_rule_that_withholds_or_rewrites_the_answer_decides_the_output() -> None:
+    """act() output rules judge the text: withheld, there is no output; rewritten into another
+    valid value, that value is the output."""
+    from agentfootprint import Governance
+    from agentfootprint.agent._moments import act, allow, deny
+
+    withheld = Agent(provider=mock(reply=RIGHT), output_type=RefundDecision,
+                     governance=Governance(act=[act("output", lambda c: deny("no"), id="g")]))
+    result = await withheld.run("Refund?")
+    assert result.content == "" and result.output is None
+
+    approved = '{"approved": true, "reason": "goodwill"}'
+    rule = act("output", lambda c: allow(approved, reason="goodwill"), id="g")
+    rewritten = Agent(provider=mock(reply=RIGHT), output_type=RefundDecision,
+                      governance=Governance(act=[rule]))
+    result = await rewritten.run("Refund?")
+    assert result.output == RefundDecision(approved=True, reason="goodwill")
