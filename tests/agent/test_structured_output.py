@@ -387,3 +387,16 @@ async def test_an_output_rule_that_withholds_or_rewrites_the_answer_decides_the_
                       governance=Governance(act=[rule]))
     result = await rewritten.run("Refund?")
     assert result.output == RefundDecision(approved=True, reason="goodwill")
+
+
+async def test_a_crash_replay_keeps_the_attempts_and_the_retry_budget() -> None:
+    from agentfootprint.errors import ProviderError
+
+    provider = mock(script=[WRONG, ProviderError("down", provider="mock", status=503), RIGHT])
+    agent = Agent(provider=provider, output_type=RefundDecision, output_retries=1)
+    with pytest.raises(ProviderError) as raised:
+        await agent.run("Refund?")
+    result = await agent.resume_on_error(raised.value)
+    assert result.output == RefundDecision(approved=False, reason="older than 30 days")
+    assert [(a["valid"], a.get("reasked", False)) for a in attempts(result)] == [
+        (False, True), (True, False)]
