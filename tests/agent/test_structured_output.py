@@ -400,3 +400,30 @@ async def test_a_crash_replay_keeps_the_attempts_and_the_retry_budget() -> None:
     assert result.output == RefundDecision(approved=False, reason="older than 30 days")
     assert [(a["valid"], a.get("reasked", False)) for a in attempts(result)] == [
         (False, True), (True, False)]
+
+
+def test_strict_only_when_openai_strict_mode_takes_the_schema() -> None:
+    from pydantic import Field
+
+    from agentfootprint.agent._output import output_spec
+
+    class Cat(BaseModel):
+        kind: Literal["cat"]
+        lives: int
+
+    class Dog(BaseModel):
+        kind: Literal["dog"]
+        good: bool
+
+    class Pet(BaseModel):
+        pet: Cat | Dog = Field(discriminator="kind")
+
+    def strict(output_type: Any) -> bool:
+        spec = output_spec(output_type, retries=0, provider=mock())
+        assert spec is not None
+        return spec.strict
+
+    assert strict(RefundDecision) and strict(Shipment) and strict(Label)
+    assert strict(RefundDecision | Escalate)  # anyOf under the wrapper's object root
+    assert not strict(Pet)  # a discriminated union is a oneOf
+    assert not strict(dict[str, int])  # free-form keys: the object cannot be closed

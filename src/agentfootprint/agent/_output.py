@@ -316,6 +316,12 @@ def _inlined(schema: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+_NOT_STRICT = frozenset(("oneOf", "allOf", "not", "if", "discriminator", "patternProperties",
+                         "prefixItems", "dependentRequired", "dependentSchemas"))
+"""Keywords OpenAI's strict mode does not take (a discriminated union's ``oneOf``, a tuple's
+``prefixItems``...): a schema with one is sent non-strict."""
+
+
 def _closed(node: Any) -> Any:
     """Every object with declared properties closed (``additionalProperties: false``): the
     model is told to send no other fields (validation itself ignores extras unless the type
@@ -335,7 +341,7 @@ def _strict(schema: Any) -> bool:
     """Whether OpenAI's strict mode takes the schema as it is: every object closed and every
     property required, no defaults. (A schema that does not fit is sent non-strict.)"""
     if isinstance(schema, dict):
-        if "default" in schema:
+        if "default" in schema or not _NOT_STRICT.isdisjoint(schema):
             return False
         if schema.get("type") == "object" or "properties" in schema:
             properties = schema.get("properties") or {}
