@@ -19,6 +19,7 @@ PACKAGES = sorted(
 MAX_PUBLIC_NAMES = {
     "agentfootprint": 33,
     "agentfootprint.agent": 11,
+    "agentfootprint.audit": 3,
     "agentfootprint.compose": 14,
     "agentfootprint.context": 4,
     "agentfootprint.events": 8,

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._postgres import DDL_LOCK, check_identifier, server_label
 from ..errors import ConfigurationError, RunError
+from ._chain import head_for_save
 from ._lifecycle import (
     OPEN_STATUSES,
     check_run_id,
@@ -66,6 +67,7 @@ _DDL = (
     "ADD COLUMN IF NOT EXISTS cache_write_tokens integer NOT NULL DEFAULT 0, "
     "ADD COLUMN IF NOT EXISTS cost_usd double precision, "
     "ADD COLUMN IF NOT EXISTS latency_ms double precision",
+    "ALTER TABLE {runs} ADD COLUMN IF NOT EXISTS chain_head text",  # schema 5
     "CREATE TABLE IF NOT EXISTS {injections} (run_id text NOT NULL REFERENCES {runs} ON DELETE "
     "CASCADE, call_idx integer NOT NULL, injection_id text NOT NULL, slot text NOT NULL, "
     "trigger text NOT NULL, PRIMARY KEY (run_id, call_idx, injection_id, slot))",
@@ -238,6 +240,8 @@ class PostgresRunStore:
         recording = recording_of(result, meta)
         run_id = check_run_id(recording.run_id)
         rows = query_rows(recording)
+        body = recording.to_json()
+        head = head_for_save(recording, body)
         sql = self._psycopg.sql
         try:
             with self._db.transaction(), self._db.cursor() as cur:
@@ -247,12 +251,14 @@ class PostgresRunStore:
                 if found is not None and not extends(found[1], recording):
                     raise refuse_taken(run_id, found[0], self.name)
                 cur.execute(sql.SQL(
-                    "INSERT INTO {} (run_id, name, kind, status, created_at, preview, body) "
-                    "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (run_id) DO UPDATE SET "
-                    "name = EXCLUDED.name, kind = EXCLUDED.kind, status = EXCLUDED.status, "
-                    "preview = EXCLUDED.preview, body = EXCLUDED.body").format(self._table),
+                    "INSERT INTO {} (run_id, name, kind, status, created_at, preview, body, "
+                    "chain_head) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (run_id) "
+                    "DO UPDATE SET name = EXCLUDED.name, kind = EXCLUDED.kind, "
+                    "status = EXCLUDED.status, preview = EXCLUDED.preview, "
+                    "body = EXCLUDED.body, chain_head = EXCLUDED.chain_head"
+                    ).format(self._table),
                     (run_id, recording.name, recording.kind, recording.status,
-                     recording.created_at, preview_of(recording), recording.to_json()))
+                     recording.created_at, preview_of(recording), body, head))
                 self._write_rows(cur, rows)
         except self._psycopg.Error as exc:
             raise RunError(f"the run store {self.name} failed to save run "
@@ -354,6 +360,16 @@ class PostgresRunStore:
             return recording
         stored = recording.model_copy(update={"status": "running"})
         return with_progress(stored, self.progress(run_id))
+
+    def chain_head(self, run_id: str) -> str | None:
+        """The audit chain head kept when ``run_id`` was saved (None: none kept, or the run is
+        running again, so its body is not what was hashed); check it with
+        ``runs._chain.check_chain_head``."""
+        rows = self._execute(
+            f"read the chain head of run {run_id!r}",
+            self._psycopg.sql.SQL("SELECT chain_head, status FROM {} WHERE run_id = %s"
+                                  ).format(self._table), (run_id,))
+        return None if not rows or rows[0][1] == "running" else rows[0][0]
 
     def _parse(self, run_id: str, body: str) -> Recording:
         return parse_stored(run_id, body, self.name)

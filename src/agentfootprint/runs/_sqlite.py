@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..errors import ConfigurationError, RunError
+from ._chain import head_for_save
 from ._lifecycle import (
     OPEN_STATUSES,
     check_run_id,
@@ -141,6 +142,8 @@ class RunStore:
         if version < 4:
             self._add_query_tables()
         self._statements(_APPENDED)
+        if "chain_head" not in {row[1] for row in self._db.execute("PRAGMA table_info(runs)")}:
+            self._db.execute("ALTER TABLE runs ADD COLUMN chain_head TEXT")  # schema 5
 
     def _statements(self, script: str) -> None:
         for statement in script.split(";"):  # not executescript: it would commit
@@ -170,18 +173,21 @@ class RunStore:
         recording = recording_of(result, meta)
         run_id = check_run_id(recording.run_id)
         rows = query_rows(recording)
+        body = recording.to_json()
+        head = head_for_save(recording, body)
         with self._failing("save run " + repr(run_id)), self._transaction():
             found = self._db.execute("SELECT status, body FROM runs WHERE run_id = ?",
                                      (run_id,)).fetchone()
             if found is not None and not extends(found[1], recording):
                 raise refuse_taken(run_id, found[0], repr(str(self.path)))
             self._db.execute(  # an upsert, not REPLACE: a delete would cascade to the proofs
-                "INSERT INTO runs (run_id, name, kind, status, created_at, preview, body) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET "
+                "INSERT INTO runs (run_id, name, kind, status, created_at, preview, body, "
+                "chain_head) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET "
                 "name = excluded.name, kind = excluded.kind, status = excluded.status, "
-                "preview = excluded.preview, body = excluded.body",
+                "preview = excluded.preview, body = excluded.body, "
+                "chain_head = excluded.chain_head",
                 (run_id, recording.name, recording.kind, recording.status,
-                 recording.created_at, preview_of(recording), recording.to_json()))
+                 recording.created_at, preview_of(recording), body, head))
             self._write_rows(rows)
         return recording
 
@@ -290,6 +296,15 @@ class RunStore:
             return recording
         stored = recording.model_copy(update={"status": "running"})
         return with_progress(stored, self.progress(run_id))
+
+    def chain_head(self, run_id: str) -> str | None:
+        """The audit chain head kept when ``run_id`` was saved (None: none kept, or the run is
+        running again, so its body is not what was hashed); check it with
+        ``runs._chain.check_chain_head``."""
+        with self._failing(f"read the chain head of run {run_id!r}"):
+            row = self._db.execute("SELECT chain_head, status FROM runs WHERE run_id = ?",
+                                   (run_id,)).fetchone()
+        return None if row is None or row[1] == "running" else row[0]
 
     def _parse(self, run_id: str, body: str) -> Recording:
         return parse_stored(run_id, body, repr(str(self.path)))

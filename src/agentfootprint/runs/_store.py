@@ -22,10 +22,10 @@ from ._recording import AgentRun, Recording
 __all__ = ["RUN_STORE_SCHEMA", "RunSource", "RunStorePort", "RunSummary", "parse_proof",
            "parse_stored", "preview_of", "proof_json", "recording_of"]
 
-RUN_STORE_SCHEMA: Final = 4
+RUN_STORE_SCHEMA: Final = 5
 """The run-store schema this release writes: 1 held bodies only; 2 adds the query tables;
 3 adds the append-only proofs and progress of each run; 4 adds cached tokens, cost and latency
-to the query tables."""
+to the query tables; 5 keeps each run's audit chain head (``runs.chain_head``)."""
 
 RunSource = AgentRun | FlowRun | Recording
 """What a store saves: an agent's result, a flowchart run, or a recording."""
