@@ -1,4 +1,5 @@
-"""The ``agentfootprint`` command: ``demo``, ``runs list``, ``explain``, ``prove``, ``report``."""
+"""The ``agentfootprint`` command: ``demo``, ``runs list``, ``explain``, ``prove``, ``report``,
+``audit verify``/``audit export``."""
 
 from __future__ import annotations
 
@@ -99,7 +100,12 @@ def _main(argv: Sequence[str] | None) -> int:
                        help="false-positive rate of a CAUSAL verdict on a sampling model")
     prove.add_argument("--factory", metavar="MODULE:FUNCTION", default=None,
                        help="what rebuilds the agent (default: the factory recorded with the run)")
+    from .audit._cli import add_audit_commands, run_audit
+
+    add_audit_commands(commands, store_option)
     options = parser.parse_args(argv)
+    if options.command == "audit":  # verify needs no store; export opens its own
+        return run_audit(options)
 
     from .runs._sqlite import DEFAULT_RUN_STORE, RunStore
 
@@ -133,6 +139,7 @@ def _main(argv: Sequence[str] | None) -> int:
     if options.command == "report":
         return _report(store_path, options.run_id,
                        options.output or _report_name(options.run_id))
+    from .audit._cli import stored_run_warning
     from .explain._explain_run import NoAnswer, explain_recording
 
     with RunStore(store_path) as store:
@@ -142,12 +149,15 @@ def _main(argv: Sequence[str] | None) -> int:
         except KeyError as exc:
             print(_plain(exc.args[0]), file=sys.stderr)
             return 1
+        tampered = stored_run_warning(store, recording)
+    if tampered:  # the edited run is explained, but never as the run that happened
+        print(_plain(tampered) + "\n")
     try:
         print(_plain_lines(explain_recording(recording, proofs)))
     except NoAnswer as exc:
         print(_plain(str(exc)), file=sys.stderr)
         return 1
-    return 0
+    return 1 if tampered else 0
 
 
 def _prove(store_path: Path, options: argparse.Namespace) -> int:
@@ -188,6 +198,7 @@ def _count(text: str) -> int:
 
 def _report(store_path: Path, run_id: str, output: str) -> int:
     """Write the HTML report of a stored run; print its path."""
+    from .audit._cli import stored_run_warning
     from .explain.report._render import write_html_report
     from .runs._sqlite import RunStore
 
@@ -198,6 +209,10 @@ def _report(store_path: Path, run_id: str, output: str) -> int:
         except KeyError as exc:
             print(_plain(exc.args[0]), file=sys.stderr)
             return 1
+        tampered = stored_run_warning(store, recording)
+    if tampered:  # a report page would present the edited run as the one that happened
+        print(_plain(f"{tampered}; no report was written"), file=sys.stderr)
+        return 1
     target = Path(output)
     try:
         written = write_html_report(recording, target, localization=proofs)
