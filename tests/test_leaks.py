@@ -4,11 +4,11 @@ The secret enters through a user message, a tool argument, a check-in pause (the
 on a call carrying it), a tool error that quotes it, a flowchart stage that raises with it,
 and memory recall (turns 2 and 3 recall turn 1). A sink is anywhere a run's bytes go: the
 recording, the run store's file (and PostgreSQL rows when a server is available), checkpoints,
-events delivered to listeners and recorders, log records, the narrative, the CLI's output
-and the HTML report. Each sink is checked by :func:`assert_clean` in every form the secret
+events delivered to listeners and recorders, log records, the narrative, the CLI's output,
+the HTML report and audit bundles (bounded and full content). Each sink is checked by :func:`assert_clean` in every form the secret
 could take there (raw, JSON-escaped, HTML-escaped, base64 at any alignment).
 
-To add a sink (spans, audit bundles, HTTP responses, session stores, queues): run
+To add a sink (spans, HTTP responses, session stores, queues): run
 :func:`_scenario` (or reuse ``leaks``), collect the new sink's bytes, and add them to
 ``Sinks`` under a name — every test below then checks them.
 
@@ -38,6 +38,7 @@ import pytest
 from cryptography.fernet import Fernet
 
 from agentfootprint import Agent, Tracing, check_in_approved, tool
+from agentfootprint.audit import audit_export
 from agentfootprint.errors import StageError
 from agentfootprint.explain import backtrack, render_html_report
 from agentfootprint.flow import FlowEvent, flow_chart
@@ -203,6 +204,8 @@ def _turns(sinks: Sinks, tmp: Path, run_store: Any) -> None:
             sinks.results.append(result)
             recording = Recording.of(result)
             sinks.add("recording", recording.to_json())
+            sinks.add("audit bundle", audit_export(recording))
+            sinks.add("audit bundle, full content", audit_export(recording, full_content=True))
             sinks.add("narrative", result.narrative())
             sinks.add("finished checkpoint", json.dumps(result.checkpoint))
             sinks.add("backtrack", str(backtrack(result)))
@@ -231,6 +234,7 @@ def _failing_flow(sinks: Sinks, run_store: Any) -> None:
     sinks.add("stage error raised to the caller", str(raised.value))
     sinks.add("failed run's error", str(run.error))
     sinks.add("recording", Recording.of(run).to_json())
+    sinks.add("audit bundle", audit_export(Recording.of(run), full_content=True))
     sinks.add("narrative", run.narrative())
     run_store.save(run)
 
@@ -253,6 +257,7 @@ def _cli(sinks: Sinks, tmp: Path, store: Path, run_ids: list[str]) -> None:
         out = tmp / f"report-{run_id}.html"
         run("report", run_id, "--store", str(store), "-o", str(out))
         sinks.add("cli report file", out.read_bytes())
+        run("audit", "export", run_id, "--store", str(store), "--full-content")
 
 
 @pytest.fixture(scope="module")
@@ -303,10 +308,12 @@ def test_the_secret_really_went_through_the_run(leaks: Sinks) -> None:
                 "recorder events", "narrative", "report html", "backtrack", "logs", "reprs",
                 "notebook html",
                 "stage error raised to the caller", "failed run's error", "cli runs output",
-                "cli explain output", "cli report output", "cli report file"}
+                "cli explain output", "cli report output", "cli report file", "audit bundle",
+                "audit bundle, full content", "cli audit output"}
     assert expected <= set(leaks.blobs), expected - set(leaks.blobs)
     for name in ("recording", "paused checkpoint", "agent events",
-                 "stage error raised to the caller", "narrative", "logs"):
+                 "stage error raised to the caller", "narrative", "logs",
+                 "audit bundle, full content"):
         assert REDACTED.encode() in leaks.blobs[name], name
     logs = leaks.blobs["logs"]  # the run loggers spoke at DEBUG: start, calls, tools, end
     for needle in (b"agentfootprint.agent INFO Agent run", b"agentfootprint.providers INFO",
