@@ -26,6 +26,7 @@ from ._export import header_fields
 __all__ = ["AuditVerification", "verify_audit_bundle"]
 
 _RECORD_FIELDS = frozenset({"seq", "prev_hash", "record", "hash"})
+_MAX_SAFE = 2**53 - 1
 
 
 class AuditVerification(BaseModel):
@@ -57,6 +58,14 @@ def _no_constants(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+def _number(text: str) -> int | float:
+    """A JSON integer as I-JSON reads it: exact within ±(2**53 − 1), else a double (RFC 8785
+    writes a large whole double such as 2**53 without a fraction, and bundles never hold an
+    integer beyond that range: it is mapped to text before hashing)."""
+    value = int(text)
+    return value if -_MAX_SAFE <= value <= _MAX_SAFE else float(text)
+
+
 def _parsed(line: bytes, what: str) -> dict[str, Any]:
     """``line`` as a JSON object whose canonical bytes it is exactly; else ``_Broken``."""
     try:
@@ -65,7 +74,7 @@ def _parsed(line: bytes, what: str) -> dict[str, Any]:
         raise _Broken(f"{what} is not valid UTF-8 (byte {exc.object[exc.start]:#04x} at "
                       f"offset {exc.start})") from exc
     try:
-        value = json.loads(text, parse_constant=_no_constants)
+        value = json.loads(text, parse_constant=_no_constants, parse_int=_number)
     except ValueError as exc:
         raise _Broken(f"{what} is not a JSON line ({exc})") from exc
     if not isinstance(value, dict):
