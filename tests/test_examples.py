@@ -113,6 +113,14 @@ EXPECTED = {
         "BORN     the result of tool 'lookup_order' from MCP server 'orders' (its tool "
         "'lookup_order')",
     ],
+    "audit_bundle.py": [
+        "exported 7 records; record types: run, llm_call, decision, tool_call, llm_call, "
+        "decision, answer",
+        '"arguments": ["order_id"], "name": "lookup_order", "result": "[34 chars]"',
+        "verify: ok=True, records checked 7, head ",
+        "after one changed byte: ok=False, broken_at=4",
+        "  record 4's hash does not match its content: it was edited",
+    ],
     "quickstart_agent.py": [
         "It is 22°C and sunny in Paris.",
         'It examined "the model asked for tools"',
