@@ -47,7 +47,8 @@ async def test_a_run_logs_its_start_end_llm_calls_and_tool_calls(
     caplog.set_level(logging.DEBUG, logger="agentfootprint")
     result = await _agent().run("Where is A-1?")
     agent = _lines(caplog, "agentfootprint.agent", logging.INFO)
-    assert agent[0].endswith(f"run {result.run_id} started: 'Where is A-1?'")
+    assert agent[0].endswith(f"run {result.run_id} started")
+    assert agent[1].endswith(f"run {result.run_id} turn 1: 'Where is A-1?'")
     assert f"run {result.run_id} ended after 2 iteration(s)" in agent[-1]
     calls = _lines(caplog, "agentfootprint.providers", logging.INFO)
     assert len(calls) == 2 and all("(model mock) answered" in c for c in calls)

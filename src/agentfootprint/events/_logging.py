@@ -2,8 +2,8 @@
 
 Loggers and levels:
 
-* ``agentfootprint.agent``: a run's start, end, pause and failure (INFO); every other event
-  of the catalogue (DEBUG, name and payload).
+* ``agentfootprint.agent``: a run's start, message, end, pause and failure (INFO); every
+  other event of the catalogue (DEBUG, name and payload).
 * ``agentfootprint.providers``: each LLM call's outcome, retries and recoveries (INFO), a
   fallback or a circuit changing state (WARNING), the call's shape and answer text (DEBUG).
 * ``agentfootprint.tools``: each tool call's outcome (INFO), its arguments and result (DEBUG).
@@ -66,10 +66,9 @@ class RunLogger:
 
     def on_run_start(self, event: FlowEvent) -> None:
         if AGENT.isEnabledFor(logging.INFO):
-            args = event.value if isinstance(event.value, Mapping) else {}
             resumed = bool(event.data and event.data.get("resumed"))
-            AGENT.info("%s run %s %s: %r", self.name, event.run_id,
-                       "resumed" if resumed else "started", _clip(args.get("message", "")))
+            AGENT.info("%s run %s %s", self.name, event.run_id,
+                       "resumed" if resumed else "started")
 
     def on_run_end(self, event: FlowEvent) -> None:
         if AGENT.isEnabledFor(logging.INFO):
@@ -106,6 +105,11 @@ class RunLogger:
         elif AGENT.isEnabledFor(logging.DEBUG):
             AGENT.debug("%s run %s %s %s", self.name, event.run_id, short,
                         _clip(dict(payload), _PAYLOAD_CLIP))
+
+    def _turn_start(self, run_id: str, payload: Mapping[str, Any]) -> None:
+        if AGENT.isEnabledFor(logging.INFO):
+            AGENT.info("%s run %s turn %s: %r", self.name, run_id, payload.get("turn"),
+                       _clip(payload.get("user_message", "")))
 
     def _turn_end(self, run_id: str, payload: Mapping[str, Any]) -> None:
         self.totals = payload
@@ -169,6 +173,7 @@ class RunLogger:
 
 
 _HANDLERS = {
+    "agent.turn_start": RunLogger._turn_start,
     "agent.turn_end": RunLogger._turn_end,
     "stream.llm_start": RunLogger._llm_start,
     "stream.llm_end": RunLogger._llm_end,
