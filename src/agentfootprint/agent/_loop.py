@@ -316,8 +316,7 @@ class _Stages(MemoryStages, ToolBatchStages):
             "tools_count": len(tools)})
         started = time.perf_counter()
         response = await self._call(scope, request, iteration)
-        record_call(scope, spec, response, started=started, iteration=iteration,
-                    cache=request.cache)
+        took = time.perf_counter() - started
         if spec.output is not None:
             response = spec.output.answered(scope, response)
         scope[trace.LLM_CONTENT] = response.content
@@ -332,6 +331,8 @@ class _Stages(MemoryStages, ToolBatchStages):
                       "cache_read": response.usage.cache_read,
                       "cache_write": response.usage.cache_write},
             "stop_reason": response.stop_reason})
+        record_call(scope, spec, response, seconds=took, iteration=iteration,
+                    cache=request.cache)
 
     async def _call(self, scope: Scope, request: LLMRequest, iteration: int) -> LLMResponse:
         spec = self.spec

@@ -20,7 +20,8 @@ judged on that sum, so a budget bounds them all together.
 
 A cost limit needs a price for the agent's model: one without is refused when the agent is
 built, naming the fix. A call answered by a model with no price (a fallback) costs ``None``
-and cannot move the cost total; ``cost.tick`` says so.
+and cannot move the cost total. ``cost.tick`` is emitted for every priced call (after
+``stream.llm_end``), with the call's and the running cost.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ import contextlib
 import contextvars
 import logging
 import math
-import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -137,15 +137,13 @@ def counting_together(meter: UsageMeter) -> Iterator[UsageMeter]:
         _shared.reset(token)
 
 
-def record_call(scope: Scope, spec: AgentSpec, response: LLMResponse, *, started: float,
+def record_call(scope: Scope, spec: AgentSpec, response: LLMResponse, *, seconds: float,
                 iteration: int, cache: CachePrefix | None) -> None:
-    """Record one call's usage, latency and cost; emit ``cost.tick``; judge the budget.
-
-    ``started`` is ``time.perf_counter()`` taken just before the call.
-    """
+    """Record one call's usage, latency (``seconds`` it took) and cost; emit ``cost.tick``;
+    judge the budget."""
     from ._spec import emit
 
-    latency = round((time.perf_counter() - started) * 1000, 3)
+    latency = round(seconds * 1000, 3)
     budget = spec.budget
     prices = budget.prices if budget is not None else None
     model = response.model or spec.model
@@ -168,14 +166,13 @@ def record_call(scope: Scope, spec: AgentSpec, response: LLMResponse, *, started
         meter.add(row)
     total_cost = (meter.cost_usd if meter is not None
                   else sum(r["cost_usd"] or 0.0 for r in rows))
-    emit(scope, "cost.tick", {
-        "iteration": iteration, "call": len(rows), "model": model,
-        "provider": spec.provider.name, "input_tokens": usage.input,
-        "output_tokens": usage.output, "cache_read_tokens": usage.cache_read,
-        "cache_write_tokens": usage.cache_write, "cost_usd": cost,
-        "total_cost_usd": total_cost,
-        "note": None if cost is not None else
-        f"no price for model {model!r}: this call's cost is unknown, not 0"})
+    if cost is not None:  # an unpriced call's tokens are in stream.llm_end; its cost unknown
+        emit(scope, "cost.tick", {
+            "iteration": iteration, "call": len(rows), "model": model,
+            "provider": spec.provider.name, "input_tokens": usage.input,
+            "output_tokens": usage.output, "cache_read_tokens": usage.cache_read,
+            "cache_write_tokens": usage.cache_write, "cost_usd": cost,
+            "total_cost_usd": total_cost})
     if budget is not None:
         _judge(scope, budget, rows, meter, total_cost)
 

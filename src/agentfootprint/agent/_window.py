@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypedDict
 
 from ..errors import ConfigurationError
 from ..providers._base import LLMRequest, Message, Provider
+from ..providers._tokens import ESTIMATE, TokenCounter, token_counter
 from ..runs._window import windowed_messages
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "RestoringWindow",
     "WindowPlan",
     "WindowStrategy",
+    "bind_window",
     "plan_for",
     "restoring",
     "sliding_window",
@@ -73,6 +75,8 @@ class WindowPlan:
     summary: Message | None = None
     error: str | None = None
     """Why the strategy could not shape this call (then everything is sent)."""
+    counted_by: str | None = None
+    """How a token budget counted: a vocabulary (``o200k_base``) or ``estimate: len/4``."""
 
     def to_state(self, strategy: str, iteration: int) -> dict[str, Any]:
         """The JSON record the loop keeps under ``window`` (see ``windowed_messages``)."""
@@ -83,6 +87,8 @@ class WindowPlan:
             record["summarized"] = [e["index"] for e in self.evicted]
         if self.error is not None:
             record["error"] = self.error
+        if self.counted_by is not None:
+            record["counted_by"] = self.counted_by
         return record
 
 
@@ -201,14 +207,18 @@ class SlidingWindow(WindowStrategy):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TokenBudget(WindowStrategy):
-    """Keep the newest messages whose estimated tokens fit ``max_tokens``.
+    """Keep the newest messages whose tokens fit ``max_tokens``.
 
     The kept part is contiguous from the end (what is pinned is kept regardless), and starts
-    at a user message so no provider sees a conversation that opens mid-exchange.
+    at a user message so no provider sees a conversation that opens mid-exchange. Tokens are
+    counted by ``count``; ``counted_by`` (recorded with each plan) says with what.
     """
 
     max_tokens: int
     count: Callable[[Message], int]
+    counted_by: str = "estimate: len/4"
+    auto: bool = False
+    """Neither ``count`` nor ``tokenizer`` was given: the agent picks its model's vocabulary."""
 
     async def plan(self, history: Sequence[Message], *, turn: int,
                    previous: dict[str, Any] | None) -> WindowPlan:
@@ -235,7 +245,8 @@ class TokenBudget(WindowStrategy):
             if history[unit[0]]["role"] == "user":
                 break
             tail.difference_update(unit)
-        return _plan(history, kept | tail, "over-budget", turn)
+        plan = _plan(history, kept | tail, "over-budget", turn)
+        return replace(plan, counted_by=self.counted_by)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -298,6 +309,27 @@ def _estimate(message: Message) -> int:
     return math.ceil((len(message["content"]) + extra) / 4)
 
 
+def _message_counter(counter: TokenCounter) -> Callable[[Message], int]:
+    """Tokens of a message's content and tool calls, by ``counter``."""
+    def count(message: Message) -> int:
+        calls = message.get("tool_calls") or ()
+        extra = "".join(c["name"] + str(c.get("args") or {}) for c in calls)
+        return counter(message["content"]) + (counter(extra) if extra else 0)
+    return count
+
+
+def bind_window(window: WindowStrategy | None, model: str) -> WindowStrategy | None:
+    """``window`` for an agent of ``model``: a token budget given no counter counts with the
+    model's vocabulary when one is available offline (see ``providers/_tokens.py``)."""
+    if not isinstance(window, TokenBudget) or not window.auto:
+        return window
+    counter = token_counter(model=model)
+    if not counter.exact:
+        return window
+    return replace(window, count=_message_counter(counter), counted_by=counter.label,
+                   auto=False)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RestoringWindow(WindowStrategy):
     """Another strategy's window with some history messages put back (whole units).
@@ -354,11 +386,27 @@ def sliding_window(*, turns: int) -> WindowStrategy:
     return SlidingWindow(name="sliding_window", turns=_check_count(turns, "turns"))
 
 
-def token_budget(*, max_tokens: int, count: Callable[[Message], int] | None = None
-                 ) -> WindowStrategy:
-    """Send the newest messages that fit ``max_tokens`` (estimated by ``count``)."""
-    return TokenBudget(name="token_budget", max_tokens=_check_count(max_tokens, "max_tokens"),
-                       count=count or _estimate)
+def token_budget(*, max_tokens: int, count: Callable[[Message], int] | None = None,
+                 tokenizer: object = None) -> WindowStrategy:
+    """Send the newest messages that fit ``max_tokens``.
+
+    Tokens are counted by ``count`` (a function of a message), or ``tokenizer`` (an encoding
+    name such as ``"o200k_base"``, a ``tokenizer.json`` path, or a tokenizer object), or else
+    with the agent's model's vocabulary when it is available offline (OpenAI models, with the
+    ``tokens`` extra), or else estimated as ``len/4``. Each plan records which.
+    """
+    limit = _check_count(max_tokens, "max_tokens")
+    if count is not None and tokenizer is not None:
+        raise ConfigurationError("token_budget() takes count= or tokenizer=, not both")
+    if count is not None:
+        return TokenBudget(name="token_budget", max_tokens=limit, count=count,
+                           counted_by=f"count={getattr(count, '__name__', 'custom')}")
+    if tokenizer is not None:
+        counter = token_counter(tokenizer)
+        return TokenBudget(name="token_budget", max_tokens=limit,
+                           count=_message_counter(counter), counted_by=counter.label)
+    return TokenBudget(name="token_budget", max_tokens=limit, count=_estimate,
+                       counted_by=ESTIMATE.label, auto=True)
 
 
 def summarize_window(*, provider: Provider, model: str, keep_turns: int = 3) -> WindowStrategy:

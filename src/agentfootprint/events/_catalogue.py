@@ -200,10 +200,8 @@ def _build_events() -> dict[str, type[BaseModel]]:
         output_tokens: int
         cache_read_tokens: int = 0
         cache_write_tokens: int = 0
-        cost_usd: float | None = None
-        """None: the model has no price, so the cost is unknown (never taken as 0)."""
-        total_cost_usd: float | None = None
-        note: str | None = None
+        cost_usd: float
+        total_cost_usd: float
 
     class LimitHit(_Payload):
         budget: str
