@@ -29,6 +29,7 @@ MAX_PUBLIC_NAMES = {
     "agentfootprint.memory": 18,
     "agentfootprint.memory.embedding": 4,
     "agentfootprint.memory.stores": 0,
+    "agentfootprint.observe": 3,
     "agentfootprint.providers": 14,
     "agentfootprint.rag": 12,
     "agentfootprint.runs": 6,

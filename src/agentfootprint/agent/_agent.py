@@ -190,6 +190,7 @@ class _Runner:
         self.watch = list(tracing.watch)
         self.observer_delivery = observer_delivery
         self.redaction = as_run_policy(tracing.redaction)  # with the contract's repeat rules
+        self.observe = tracing.observe  # e.g. otel(): a recorder of its own for each run
         self.last: RunResult | None = None
 
     def __repr__(self) -> str:
@@ -216,7 +217,9 @@ class _Runner:
 
     def _recorders(self) -> tuple[list[Recorder], Callable[[FlowEvent], None]]:
         bridge = EventBridge(self.events)
-        logs = run_loggers(self.name)  # [] unless an agentfootprint.* logger logs INFO
+        logs: list[Recorder] = [*run_loggers(self.name)]  # [] unless agentfootprint.* logs INFO
+        if self.observe is not None:
+            logs.append(self.observe.recorder(self.name))
         if self.observer_delivery == "inline":
             return [bridge, *self.watch, *logs], bridge.on_emit
         queue = deferred(bridge)

@@ -9,8 +9,8 @@ as what it is:
 * ``settings=ModelSettings(temperature=None, max_tokens=None)`` — sampling asked of the model;
 * ``governance=Governance(act=[...], permissions=...)`` — the rules and the checker that judge
   the run;
-* ``tracing=Tracing(redaction=..., run_store=..., watch=[...], observer_delivery="inline")`` —
-  what the run leaves behind and who watches it.
+* ``tracing=Tracing(redaction=..., run_store=..., watch=[...], observer_delivery="inline",
+  observe=otel())`` — what the run leaves behind and who watches it.
 
 The old flat keywords still work for one release: each one warns (``DeprecationWarning``) with
 the grouped spelling. Giving a group both ways is refused, never merged silently.
@@ -21,7 +21,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 from ..errors import ConfigurationError
 
@@ -82,6 +82,17 @@ class Tracing:
     """Recorders that see every event of the run as it happens."""
     observer_delivery: Literal["inline", "deferred"] = "inline"
     """``deferred``: listeners get events after each step instead of inside it."""
+    observe: Observer | None = None
+    """Sends every run out as it happens, e.g. as OpenTelemetry spans:
+    ``observe=otel()`` (``agentfootprint.observe``)."""
+
+
+class Observer(Protocol):
+    """What ``Tracing(observe=...)`` takes: it gives each run a recorder of its own."""
+
+    def recorder(self, name: str) -> Recorder:
+        """A recorder for one run of the agent (or composition) called ``name``."""
+        ...
 
 
 _MOVED: Final[Mapping[str, str]] = {
