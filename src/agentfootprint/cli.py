@@ -1,5 +1,5 @@
 """The ``agentfootprint`` command: ``demo``, ``runs list``, ``explain``, ``prove``, ``report``,
-``audit verify``/``audit export``."""
+``audit verify``/``audit export``, ``export otel``."""
 
 from __future__ import annotations
 
@@ -103,9 +103,14 @@ def _main(argv: Sequence[str] | None) -> int:
     from .audit._cli import add_audit_commands, run_audit
 
     add_audit_commands(commands, store_option)
+    from .observe._cli import add_export_commands, run_export
+
+    add_export_commands(commands, store_option)
     options = parser.parse_args(argv)
     if options.command == "audit":  # verify needs no store; export opens its own
         return run_audit(options)
+    if options.command == "export":
+        return run_export(options)
 
     from .runs._sqlite import DEFAULT_RUN_STORE, RunStore
 

@@ -167,12 +167,13 @@ def export_otel(recording: Any, *, tracer_provider: Any = None, endpoint: str | 
             raise ConfigurationError(
                 f"export_otel() takes a Recording, RunResult or FlowRun, not {recording!r}"
             ) from exc
-    own = None
+    own: tuple[Any, list[bool]] | None = None
     if endpoint is not None:
         if tracer_provider is not None:
             raise ConfigurationError(
                 "export_otel() got both endpoint= and tracer_provider=; give one")
-        own = tracer_provider = _otlp_provider(endpoint)
+        own = _otlp_provider(endpoint)
+        tracer_provider = own[0]
     counter = _Counting(_tracer(tracer_provider))
     writer = SpanWriter(counter, run_id=recording.run_id, name=recording.name,
                         capture_content=capture_content)
@@ -188,24 +189,37 @@ def export_otel(recording: Any, *, tracer_provider: Any = None, endpoint: str | 
         error = next((r.error for r in reversed(records) if r.error), "RunError")
     writer.end(at, status=recording.status, error=error)
     if own is not None:
-        flushed = own.force_flush()
-        own.shutdown()
-        if not flushed:
+        provider, sent = own
+        flushed = provider.force_flush()
+        provider.shutdown()
+        if not flushed or not all(sent):
             raise ConfigurationError(
                 f"the spans of run {recording.run_id!r} could not be sent to {endpoint!r} in "
                 "time; check that an OTLP/HTTP collector listens there")
     return counter.count
 
 
-def _otlp_provider(endpoint: str) -> Any:
+def _otlp_provider(endpoint: str) -> tuple[Any, list[bool]]:
+    """A tracer provider sending to ``endpoint`` over OTLP/HTTP, and the list each batch's
+    outcome is appended to (True: the collector took it)."""
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExportResult
 
+    sent: list[bool] = []
+    exporter = OTLPSpanExporter(endpoint=endpoint, timeout=10)
+    export = exporter.export
+
+    def noting(spans: Any) -> Any:
+        result = export(spans)
+        sent.append(result == SpanExportResult.SUCCESS)
+        return result
+
+    exporter.export = noting  # type: ignore[method-assign]
     provider = TracerProvider(resource=Resource.create({"service.name": "agentfootprint"}))
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
-    return provider
+    provider.add_span_processor(BatchSpanProcessor(exporter))
+    return provider, sent
 
 
 class _Counting:
