@@ -74,11 +74,16 @@ def _dumps() -> Callable[[Any], bytes]:
 
 def jsonable(value: Any) -> Any:
     """``value`` with every part RFC 8785 refuses mapped as the module docstring says."""
+    kind = type(value)
+    if kind is str:  # the common cases first: a chain is mostly short text and ids
+        return value if value.isascii() else _SURROGATE.sub(_escaped, value)
+    if kind is dict:
+        return {k if type(k) is str and k.isascii() else _key(k): jsonable(item)
+                for k, item in value.items()}
     if value is None or isinstance(value, bool):
         return value
     if isinstance(value, str):
-        return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", value) \
-            if not value.isascii() else value
+        return _SURROGATE.sub(_escaped, value)
     if isinstance(value, int):
         return value if -_MAX_SAFE <= value <= _MAX_SAFE else str(value)
     if isinstance(value, float):
@@ -90,6 +95,10 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [jsonable(item) for item in value]
     return jsonable(str(value))
+
+
+def _escaped(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
 
 
 def _key(key: object) -> str:
