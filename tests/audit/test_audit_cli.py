@@ -180,3 +180,27 @@ def test_a_recording_round_trip_keeps_the_head() -> None:
     recording = Recording.of(asyncio.run(agent.run("hi")))
     again = Recording.from_json(recording.to_json())
     assert audit_export(again) == audit_export(recording)
+
+
+def test_postgres_keeps_and_checks_the_chain_head(pg_url: str, pg_schema: str) -> None:
+    """The PostgreSQL run store keeps the same head; an answer edited in its row is caught."""
+    import psycopg
+    from psycopg import sql
+
+    from agentfootprint.runs import PostgresRunStore
+
+    agent = Agent(provider=mock(script=[ANSWER]), model="mock")
+    result = asyncio.run(agent.run("Where is order A-1?"))
+    with PostgresRunStore(pg_url, schema=pg_schema) as store:
+        store.save(result)
+        head = store.chain_head(result.run_id)
+        recording = store.load(result.run_id)
+        assert head is not None and check_chain_head(recording, head).status == "intact"
+        final = json.loads(audit_export(recording).split(b"\n")[0])["final_hash"]
+        assert head == f"{AUDIT_FORMAT}:{final}"
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("UPDATE {} SET body = replace(body, %s, %s)").format(
+            sql.Identifier(pg_schema, "af_runs")), ("shipped on Monday", "was cancelled"))
+    with PostgresRunStore(pg_url, schema=pg_schema) as store:
+        edited = store.load(result.run_id)
+        assert check_chain_head(edited, store.chain_head(result.run_id)).broken
