@@ -254,7 +254,9 @@ def _charts(memory_id: str, type: MemoryType, strategy: Strategy, store: MemoryS
                   ("PickByBudget", "pick_by_budget",
                    pick_by_budget(reserve_tokens=strategy.reserve_tokens,
                                   minimum_tokens=strategy.minimum_tokens,
-                                  max_entries=strategy.max_entries))]
+                                  max_entries=strategy.max_entries,
+                                  count_tokens=strategy.counter,
+                                  counted_by=strategy.counter.label))]
     else:
         assert isinstance(strategy, Summarize)
         stages = [("LoadRecent", "load_recent", load_recent(store, count=strategy.size,

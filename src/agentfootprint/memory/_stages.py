@@ -335,12 +335,14 @@ def pick_by_budget(
     minimum_tokens: int = 100,
     max_entries: int | None = None,
     count_tokens: Callable[[str], int] = lambda text: math.ceil(len(text) / 4),
+    counted_by: str = "estimate: len/4",
 ) -> Stage:
     """Keep the newest loaded entries that fit the token budget, chronologically.
 
-    ``pick`` records which rule applied (``skip-empty``, ``skip-no-budget`` or ``pick``) and
-    why each dropped entry went. Entries are judged newest first in load order, never by id,
-    so a turn's user message and its answer keep their order.
+    ``pick`` records which rule applied (``skip-empty``, ``skip-no-budget`` or ``pick``),
+    how tokens were counted (``counted_by``) and why each dropped entry went. Entries are
+    judged newest first in load order, never by id, so a turn's user message and its answer
+    keep their order.
     """
 
     def stage(scope: Scope) -> None:
@@ -370,7 +372,8 @@ def pick_by_budget(
             used += cost
             kept.append(entry)
         scope[trace.SELECTED] = list(reversed(kept))
-        scope[trace.PICK] = {"rule": "pick", "budget": budget, "used": used, "dropped": dropped}
+        scope[trace.PICK] = {"rule": "pick", "budget": budget, "used": used, "dropped": dropped,
+                             "counted_by": counted_by}
 
     return stage
 

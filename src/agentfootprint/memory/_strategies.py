@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from agentfootprint.errors import ConfigurationError
+from agentfootprint.providers._tokens import ESTIMATE, TokenCounter, token_counter
 
 if TYPE_CHECKING:
     from agentfootprint.memory.embedding._base import Embedder
@@ -50,6 +51,8 @@ class RecallBudget:
     max_entries: int | None = None
     load: int = 20
     kind: Literal["budget"] = "budget"
+    counter: TokenCounter = ESTIMATE
+    """How an entry's tokens are counted (``budget(tokenizer=...)``; else the estimate)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,12 +91,19 @@ def window(size: int) -> Window:
 
 
 def budget(*, reserve_tokens: int = 256, minimum_tokens: int = 100,
-           max_entries: int | None = None, load: int = 20) -> RecallBudget:
-    """Recall the newest entries that fit what is left of the context window."""
+           max_entries: int | None = None, load: int = 20,
+           tokenizer: object = None) -> RecallBudget:
+    """Recall the newest entries that fit what is left of the context window.
+
+    ``tokenizer`` counts their tokens (an encoding name such as ``"o200k_base"``, a
+    ``tokenizer.json`` path or a tokenizer object, see ``providers/_tokens.py``); without one
+    they are estimated as ``len/4``, and the recall records which.
+    """
     if max_entries is not None:
         _positive("budget(max_entries)", max_entries)
     return RecallBudget(reserve_tokens, minimum_tokens, max_entries,
-                        _positive("budget(load)", load))
+                        _positive("budget(load)", load),
+                        counter=token_counter(tokenizer) if tokenizer is not None else ESTIMATE)
 
 
 def summarize(*, recent: int, provider: Provider, model: str, size: int = 20) -> Summarize:

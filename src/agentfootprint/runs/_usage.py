@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..flow._commitlog import CommitLog
+from ..flow._commitlog import CommitLog, CommitRecord
 from . import trace
 from ._view import is_stage, llm_started
 
@@ -135,13 +135,13 @@ def _int(value: object) -> int:
     return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
 
 
-def _last(log: CommitLog, key: str, idx: int, ns: str) -> Any:
-    """The item a call appended to ``key``'s list at record ``idx`` (None if it added none)."""
-    now = log.value_at(key, idx, ns=ns, default=None)
-    before = log.value_at(key, idx - 1, ns=ns, default=None)
-    if isinstance(now, list) and now and len(now) > (len(before) if isinstance(before, list)
-                                                     else 0):
-        return now[-1]
+def _last(record: CommitRecord, key: str) -> Any:
+    """The item a call's record added to ``key``'s list (None if it added none), read from
+    the record's own change: replaying the list would cost the run's length per call."""
+    for change in record.changes:
+        if (change.key == key and change.op in ("set", "append")
+                and isinstance(change.value, list) and change.value):
+            return change.value[-1]
     return None
 
 
@@ -164,10 +164,10 @@ def usage_of(log: CommitLog) -> RunUsage:
                   _int(log.value_at(trace.OUTPUT_TOKENS, idx, ns=ns, default=0)))
         previous = spent.get(ns, (0, 0))
         spent[ns] = totals
-        row = _last(log, trace.LLM_USAGE, idx, ns)
+        row = _last(record, trace.LLM_USAGE)
         row = row if isinstance(row, Mapping) else {}
         started = llm_started(record)
-        latency = _last(log, trace.LLM_LATENCY, idx, ns)
+        latency = _last(record, trace.LLM_LATENCY)
         cost = row.get("cost_usd")
         cache = row.get("cache")
         calls.append(CallUsage(
