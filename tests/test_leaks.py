@@ -5,8 +5,9 @@ on a call carrying it), a tool error that quotes it, a flowchart stage that rais
 and memory recall (turns 2 and 3 recall turn 1). A sink is anywhere a run's bytes go: the
 recording, the run store's file (and PostgreSQL rows when a server is available), checkpoints,
 events delivered to listeners and recorders, log records, the narrative, the CLI's output,
-the HTML report and audit bundles (bounded and full content). Each sink is checked by :func:`assert_clean` in every form the secret
-could take there (raw, JSON-escaped, HTML-escaped, base64 at any alignment).
+the HTML report and audit bundles (bounded and full content). Each sink is checked by
+:func:`assert_clean` in every form the secret could take there (raw, JSON-escaped,
+HTML-escaped, base64 at any alignment).
 
 To add a sink (spans, HTTP responses, session stores, queues): run
 :func:`_scenario` (or reuse ``leaks``), collect the new sink's bytes, and add them to
