@@ -87,10 +87,15 @@ async def test_each_call_has_its_cost_in_the_recording_and_the_result_sums_them(
 
 
 async def test_cost_tick_carries_each_calls_cost_and_the_running_total() -> None:
-    """``cost.tick`` per call, validating against its declared payload model."""
+    """``cost.tick`` per call, right after its ``stream.llm_end``, validating against its
+    declared payload model."""
     ag, _ = agent(asks(1))
     ticks = events(ag, "cost.tick")
+    order: list[str] = []
+    ag.on("*", lambda event: order.append(event.type.removeprefix("agentfootprint.")))
     await ag.run("go")
+    ends = [i for i, name in enumerate(order) if name == "stream.llm_end"]
+    assert [order[i + 1] for i in ends] == ["cost.tick", "cost.tick"]
     model = payload_model("cost.tick")
     for tick in ticks:
         model.model_validate(tick)
@@ -242,3 +247,19 @@ async def test_latency_is_a_timing_that_comparisons_drop() -> None:
     assert trace.LLM_LATENCY in a.recording.state
     assert trace.LLM_LATENCY not in trace.without_timings(a.recording.state)
     assert trace.without_timings(a.recording.state) == trace.without_timings(b.recording.state)
+
+
+async def test_a_compositions_usage_has_every_member_call() -> None:
+    """A Sequence of two agents: both calls, each with its member's scope, and the sum."""
+    from agentfootprint.compose import Sequence
+
+    def member(reply: str, used: int) -> Agent:
+        return Agent(provider=mock(script=[{"content": reply, "usage": {"input": used,
+                                                                        "output": 5}}]),
+                     model="house-model", budget=Budget(prices=PRICES_))
+
+    result = await Sequence(("draft", member("one", 10)), ("polish", member("two", 20))).run("go")
+    usage = result.usage
+    assert [(c.scope.split("#")[0], c.input_tokens) for c in usage.calls] == [
+        ("draft", 10), ("polish", 20)]
+    assert usage.cost_usd == pytest.approx((30 * 1.0 + 10 * 2.0) / 1_000_000)
