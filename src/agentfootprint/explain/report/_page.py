@@ -81,8 +81,9 @@ def _header(data: ReportData) -> str:
     return (f'<header class="top"><h1>{title}</h1>'
             f"<dl>{items}</dl>"
             '<nav><a href="#chart">chart</a><a href="#timeline">timeline</a>'
-            '<a href="#model-view">what the model saw</a><a href="#board">backtrack board</a>'
-            "</nav></header>")
+            '<a href="#model-view">what the model saw</a>'
+            + ('<a href="#usage">usage and cost</a>' if data.calls else "")
+            + '<a href="#board">backtrack board</a></nav></header>')
 
 
 def _chart_section(data: ReportData) -> str:
