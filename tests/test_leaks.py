@@ -5,7 +5,8 @@ on a call carrying it), a tool error that quotes it, a flowchart stage that rais
 and memory recall (turns 2 and 3 recall turn 1). A sink is anywhere a run's bytes go: the
 recording, the run store's file (and PostgreSQL rows when a server is available), checkpoints,
 events delivered to listeners and recorders, log records, the narrative, the CLI's output,
-the HTML report and audit bundles (bounded and full content). Each sink is checked by
+the HTML report, audit bundles (bounded and full content) and OpenTelemetry spans (live and
+exported, content capture on). Each sink is checked by
 :func:`assert_clean` in every form the secret could take there (raw, JSON-escaped,
 HTML-escaped, base64 at any alignment).
 
@@ -30,7 +31,7 @@ import logging
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -141,8 +142,35 @@ class _Everything:
             [event.name, event.key, value, event.data], default=repr))
 
 
+def _otel_sink() -> tuple[Callable[[], str], Callable[[Any], str], Any]:
+    """Spans as an OTLP collector would get them, content capture on: the live spans so far,
+    a recording's exported spans (each as the SDK's JSON), and the live observer."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from agentfootprint.observe import export_otel, otel
+
+    def provider() -> tuple[TracerProvider, InMemorySpanExporter]:
+        exporter = InMemorySpanExporter()
+        made = TracerProvider()
+        made.add_span_processor(SimpleSpanProcessor(exporter))
+        return made, exporter
+
+    live, live_spans = provider()
+
+    def exported(recording: Any) -> str:
+        made, spans = provider()
+        export_otel(recording, tracer_provider=made, capture_content=True)
+        return "\n".join(span.to_json() for span in spans.get_finished_spans())
+
+    return (lambda: "\n".join(span.to_json() for span in live_spans.get_finished_spans()),
+            exported, otel(tracer_provider=live, capture_content=True))
+
+
 def _turns(sinks: Sinks, tmp: Path, run_store: Any) -> None:
     """Three turns of one conversation, a fresh agent per request, as a host would run them."""
+    live_spans, exported_spans, observer = _otel_sink()
 
     @tool(check_in=True)
     def save_key(key: str) -> str:
@@ -183,7 +211,8 @@ def _turns(sinks: Sinks, tmp: Path, run_store: Any) -> None:
                           identity=MemoryIdentity("conv-1"),
                           tracing=Tracing(redaction=RedactionPolicy(kinds=POLICY_KINDS,
                                                                     seal_key=SEAL_KEY),
-                                          run_store=run_store, watch=[_Everything(sinks)]))
+                                          run_store=run_store, watch=[_Everything(sinks)],
+                                          observe=observer))
             agent.on("*", lambda event: sinks.add("agent events", json.dumps(
                 [event.type, event.payload], default=repr)))
             result = agent.run_sync(message)
@@ -198,7 +227,8 @@ def _turns(sinks: Sinks, tmp: Path, run_store: Any) -> None:
                               identity=MemoryIdentity("conv-1"),
                               tracing=Tracing(redaction=RedactionPolicy(kinds=POLICY_KINDS,
                                                                         seal_key=SEAL_KEY),
-                                              run_store=run_store, watch=[_Everything(sinks)]))
+                                              run_store=run_store, watch=[_Everything(sinks)],
+                                              observe=observer))
                 again.spec.provider = agent.spec.provider  # the same model, mid-conversation
                 result = again.resume_sync(json.loads(json.dumps(checkpoint)),
                                            check_in_approved(by="ops"))
@@ -213,6 +243,8 @@ def _turns(sinks: Sinks, tmp: Path, run_store: Any) -> None:
             sinks.add("reprs", repr(result) + repr(backtrack(result)))
             sinks.add("notebook html", result._repr_html_() + backtrack(result)._repr_html_())
             sinks.add("report html", render_html_report(recording, backtrack=backtrack(result)))
+            sinks.add("otel spans, exported", exported_spans(recording))
+    sinks.add("otel spans", live_spans())
 
 
 def _failing_flow(sinks: Sinks, run_store: Any) -> None:
@@ -310,11 +342,12 @@ def test_the_secret_really_went_through_the_run(leaks: Sinks) -> None:
                 "notebook html",
                 "stage error raised to the caller", "failed run's error", "cli runs output",
                 "cli explain output", "cli report output", "cli report file", "audit bundle",
-                "audit bundle, full content", "cli audit output"}
+                "audit bundle, full content", "cli audit output", "otel spans",
+                "otel spans, exported"}
     assert expected <= set(leaks.blobs), expected - set(leaks.blobs)
     for name in ("recording", "paused checkpoint", "agent events",
                  "stage error raised to the caller", "narrative", "logs",
-                 "audit bundle, full content"):
+                 "audit bundle, full content", "otel spans", "otel spans, exported"):
         assert REDACTED.encode() in leaks.blobs[name], name
     logs = leaks.blobs["logs"]  # the run loggers spoke at DEBUG: start, calls, tools, end
     for needle in (b"agentfootprint.agent INFO Agent run", b"agentfootprint.providers INFO",
