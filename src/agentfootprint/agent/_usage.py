@@ -9,8 +9,12 @@ built-in ``providers.PRICES``) are compared with each limit given. At the call t
   call is made; ``result.stopped_early`` is ``"budget:<limit name>"`` (``"budget:max_cost_usd"``)
   and ``result.usage.budget`` says which limit, at which call, and how much was used. A stopped
   run is a result, not an error: what it did is kept and can be explained.
-* ``on_exceed="warn"``: the run goes on; the crossing is recorded, emitted (``cost.limit_hit``)
-  and logged at WARNING under ``agentfootprint.usage``, once per limit.
+* ``on_exceed="warn"``: the run goes on.
+
+Either way the crossing is recorded (``budget_crossed``), emitted (``cost.limit_hit``) and logged
+at WARNING under ``agentfootprint.usage``, once per limit. An explanation whose re-run was cut by
+a budget should treat it as out of budget, not as a changed answer (``stopped_early`` starts with
+``"budget:"``).
 
 Every call counts, including the one that crosses (a budget cannot know a call's size before
 it answers), the calls ``with_retry`` repeated inside it (their time is in its latency; a failed
