@@ -121,6 +121,16 @@ EXPECTED = {
         "after one changed byte: ok=False, broken_at=4",
         "  record 4's hash does not match its content: it was edited",
     ],
+    "otel_export.py": [
+        "Live spans:\ninvoke_agent forecaster  [AGENT] agentfootprint.run_id=",
+        "  * agentfootprint.context.injected {'injection_id': 'units', 'slot': 'system', "
+        "'trigger': 'always', 'iteration': 1}",
+        "  chat mock  [LLM] gen_ai.provider.name=mock, gen_ai.request.model=mock, "
+        "gen_ai.usage.input_tokens=14, gen_ai.usage.output_tokens=0, "
+        "gen_ai.response.finish_reasons=('tool_call',)",
+        "  execute_tool weather  [TOOL] gen_ai.tool.name=weather, gen_ai.tool.call.id=call_1",
+        "Exported from the recording: 4 spans\ninvoke_agent forecaster  [AGENT]",
+    ],
     "quickstart_agent.py": [
         "It is 22°C and sunny in Paris.",
         'It examined "the model asked for tools"',
