@@ -29,6 +29,7 @@ from ..flow._commitlog import CommitLog, CommitRecord
 from ..flow._redact import REDACTED
 from . import trace
 from ._recording import Recording
+from ._usage import CallUsage, usage_of
 from ._view import RunView, StepIndex, is_stage, llm_started
 
 __all__ = ["audit_records", "bounded_text"]
@@ -38,21 +39,6 @@ _PERMISSION_EVENT = "permission.check"
 _PROOF_WORDS = frozenset({"kind", "version", "verdict", "model", "id", "label", "labels",
                           "members", "removed", "removed_with", "uncovered"})
 """Fields of a kept proof that name things (ids, verdicts) rather than quote anyone."""
-
-
-_USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
-                 "cost_usd")
-"""What a call's ``llm_usage`` row says it used and cost (``runs/_usage.py`` reads the same)."""
-
-
-def _appended(record: CommitRecord, key: str) -> Any:
-    """The item ``record`` added to the list under ``key`` (one a call), read from its own
-    change — not by replaying the list, which would cost the whole run's length per call."""
-    for change in record.changes:
-        if change.key == key and change.op in ("set", "append") and \
-                isinstance(change.value, list) and change.value:
-            return change.value[-1]
-    return None
 
 
 def bounded_text(value: Any) -> Any:
@@ -90,6 +76,7 @@ class _Reader:
         self.asked: dict[tuple[str, str], Mapping[str, Any]] = {}
         self.seen_tools: set[tuple[str, str]] = set()
         self.counts: dict[tuple[str, str], int] = {}
+        self.usage: Iterator[CallUsage] = iter(usage_of(self.log).calls)  # one per call
         self.calls = 0
 
     def text(self, value: Any) -> Any:
@@ -154,9 +141,7 @@ class _Reader:
     def llm_call(self, record: CommitRecord, where: dict[str, Any]) -> dict[str, Any]:
         idx, ns = record.idx, record.ns
         self.calls += 1
-        used = _appended(record, trace.LLM_USAGE)
-        used = used if isinstance(used, Mapping) else {}
-        latency = _appended(record, trace.LLM_LATENCY)
+        used = next(self.usage, None)  # what RunResult.usage and the store's tables read
         started = llm_started(record)
         asked = self.log.value_at(trace.LLM_TOOL_CALLS, idx, ns=ns, default=[])
         calls = []
@@ -167,16 +152,16 @@ class _Reader:
         out: dict[str, Any] = {
             "type": "llm_call", "call": self.calls, **where,
             "iteration": self.log.value_at(trace.ITERATION, idx - 1, ns=ns, default=None),
-            "model": used.get("model", started.get("model")),
-            "provider": used.get("provider", started.get("provider")),
+            "model": used.model if used else started.get("model"),
+            "provider": used.provider if used else started.get("provider"),
             "stop_reason": self.log.value_at(trace.STOP_REASON, idx, ns=ns, default=None),
             "answer": self.text(self.log.value_at(trace.LLM_CONTENT, idx, ns=ns, default=None)),
             "tool_calls": calls}
-        for name in _USAGE_FIELDS:
-            if name in used:
-                out[name] = used[name]
-        if isinstance(latency, int | float):
-            out["latency_ms"] = latency
+        if used is not None:
+            out.update(input_tokens=used.input_tokens, output_tokens=used.output_tokens,
+                       cache_read_tokens=used.cache_read_tokens,
+                       cache_write_tokens=used.cache_write_tokens, cost_usd=used.cost_usd,
+                       latency_ms=used.latency_ms)
         return out
 
     def tool_calls(self, record: CommitRecord, where: dict[str, Any]
