@@ -279,3 +279,20 @@ def test_cli_export_otel_sends_a_stored_run_over_otlp_http(tmp_path: Path,
     assert names == ["chat mock", "chat mock", "execute_tool weather", "invoke_agent helper"]
     assert status == 0 and cli(["export", "otel", "nope", "--store", str(store_path),
                                 "--endpoint", url]) == 1
+
+
+async def test_a_composition_with_a_traced_member_is_traced_live_as_one_run(spans: Any) -> None:
+    provider, exporter = spans
+    pipeline = Sequence(
+        ("classify", LLMCall(provider=mock(reply="urgent"), name="classify")),
+        ("answer", _agent(provider)))
+    result = await pipeline.run("What is the weather?")
+    live = _tree(exporter.get_finished_spans())
+    assert [row[:3] for row in live if row[0] < 2] == [
+        (0, "invoke_workflow Sequence", None),
+        (1, "invoke_agent answer", "invoke_workflow Sequence"),
+        (1, "invoke_agent classify", "invoke_workflow Sequence")]
+    assert len(live) == 7  # the root, two agents, three chats and the tool call
+    exporter.clear()
+    export_otel(result, tracer_provider=provider)
+    assert _tree(exporter.get_finished_spans()) == live

@@ -171,6 +171,18 @@ class Composition:
                 found.setdefault(id(dispatcher), dispatcher)
         return list(found.values())
 
+    def observers(self) -> list[Any]:
+        """The observers (``Tracing(observe=...)``) of the agents in the tree, once each: a
+        member's observer sees the whole composition's run, as one trace."""
+        found: dict[int, Any] = {}
+        for runner in self.runners:
+            nested = (runner.observers() if isinstance(runner, Composition)
+                      else [getattr(runner, "observe", None)])
+            for observer in nested:
+                if observer is not None:
+                    found.setdefault(id(observer), observer)
+        return list(found.values())
+
     async def run(self, message: str, *, run_id: str | None = None,
                   timeout: float | None = None, deps: Any = None) -> RunResult:
         """Run the whole pipeline once; the result's recording spans every runner in it.
@@ -180,6 +192,8 @@ class Composition:
         bridges: list[Recorder] = [EventBridge(d, id=f"agent-events-{i}")
                               for i, d in enumerate(self.dispatchers())]
         bridges.extend(run_loggers(self.chart.name))  # [] unless agentfootprint.* logs INFO
+        name = self.chart.description or self.chart.name
+        bridges.extend(o.recorder(name) for o in self.observers())  # members' observe=otel()
         bridges, live, pace = tap_stream(bridges, _unheard)  # a run_stream's: to its reader
         token = live_emit.set(live if pace is not None else None)
         pacing = stream_pace.set(pace)
