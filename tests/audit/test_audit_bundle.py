@@ -298,3 +298,64 @@ def test_without_rfc8785_export_names_the_extra(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setitem(sys.modules, "rfc8785", None)
     with pytest.raises(ConfigurationError, match=r"agentfootprint\[audit\]"):
         audit_export(RECORDING)
+
+
+# -- the records a governed run leaves ----------------------------------------------------
+
+
+def _records(bundle: bytes) -> list[dict[str, Any]]:
+    return [json.loads(line)["record"] for line in bundle.split(b"\n")[1:-1]]
+
+
+def test_a_governed_run_records_its_verdicts_rejections_and_costs() -> None:
+    """Permission verdicts, act() decisions, bad tool arguments, a structured answer that
+    failed its type, and each call's usage and cost are records — bounded, without the words."""
+    from pydantic import BaseModel
+
+    from agentfootprint import Budget, Governance
+    from agentfootprint.agent._moments import act, allow, deny
+    from agentfootprint.agent._permissions import PermissionPolicy, PermissionRule
+    from agentfootprint.providers import Price
+
+    class Refund(BaseModel):
+        approved: bool
+        reason: str
+
+    policy = PermissionPolicy(rules=[PermissionRule(
+        id="no-secret", tool="lookup", result="deny", rationale="never for secret keys",
+        when=lambda given: given.get("api_key") == SECRETISH)])
+    refuse_a2 = act("before_tool", lambda c: deny("not A-2") if c.args.get("order_id") == "A-2"
+                    else allow(), id="no-a2")
+    agent = Agent(
+        provider=mock(script=[
+            {"tool_calls": [{"name": "lookup", "args": {"api_key": SECRETISH, "order_id": "A-1"}},
+                            {"name": "lookup", "args": {"api_key": "k", "order_id": "A-2"}},
+                            {"name": "lookup", "args": {"order_id": 7}}]},
+            '{"approved": "perhaps", "reason": "x"}',
+            '{"approved": false, "reason": "the key is secret"}']),
+        model="mock", tools=[lookup], output_type=Refund, budget=Budget(
+            max_cost_usd=10.0, prices={"mock": Price(input=1.0, output=2.0)}),
+        governance=Governance(permissions=policy, act=[refuse_a2]))
+    recording = Recording.of(asyncio.run(agent.run("refund?")))
+    bundle = audit_export(recording)
+    assert verify_audit_bundle(bundle).ok and SECRETISH.encode() not in bundle
+    records = _records(bundle)
+    kinds = {r["type"] for r in records}
+    assert {"permission", "act_decision", "validation_rejection", "tool_call", "llm_call",
+            "decision", "answer"} <= kinds, kinds
+    verdicts = [r for r in records if r["type"] == "permission"]
+    assert [v["result"] for v in verdicts][:1] == ["deny"]
+    assert verdicts[0]["policy_rule_id"] == "no-secret"
+    assert verdicts[0]["rationale"] == f"[{len('never for secret keys')} chars]"
+    acted = [r for r in records if r["type"] == "act_decision"]
+    assert any(a["rule"] == "no-a2" and a["decision"] == "deny" for a in acted)
+    assert all(a.get("reason") is None or a["reason"].endswith("chars]") for a in acted)
+    statuses = [r["status"] for r in records if r["type"] == "tool_call"]
+    assert statuses == ["denied", "denied", "invalid"]
+    rejected = [r for r in records if r["type"] == "validation_rejection"]
+    assert {r["what"] for r in rejected} == {"tool_arguments", "output"}
+    output = next(r for r in rejected if r["what"] == "output")
+    assert output["fields"] == ["approved"] and output["text"].endswith("chars]")
+    calls = [r for r in records if r["type"] == "llm_call"]
+    assert len(calls) == 3 and all("input_tokens" in c and "cost_usd" in c for c in calls)
+
