@@ -296,3 +296,34 @@ async def test_a_composition_with_a_traced_member_is_traced_live_as_one_run(span
     exporter.clear()
     export_otel(result, tracer_provider=provider)
     assert _tree(exporter.get_finished_spans()) == live
+
+
+async def test_an_agent_used_as_a_tool_is_nested_under_its_tool_call(spans: Any) -> None:
+    provider, exporter = spans
+    inner = _agent(None)
+    outer = Agent(
+        provider=mock(script=[{"tool_calls": [{"name": "forecast",
+                                               "args": {"request": "weather?"}}]}, "Sunny."]),
+        model="mock", name="desk", tools=[inner.as_tool(name="forecast",
+                                                        description="Ask the forecaster.")],
+        tracing=Tracing(observe=otel(tracer_provider=provider)))
+    result = await outer.run("Weather?")
+    live = _tree(exporter.get_finished_spans())
+    shape = sorted(row[:3] for row in live)
+    assert shape == [
+        (0, "invoke_agent desk", None),
+        (1, "chat mock", "invoke_agent desk"),
+        (1, "chat mock", "invoke_agent desk"),
+        (1, "execute_tool forecast", "invoke_agent desk"),
+        (2, "invoke_agent helper", "execute_tool forecast"),
+        (3, "chat mock", "invoke_agent helper"),
+        (3, "chat mock", "invoke_agent helper"),
+        (3, "execute_tool weather", "invoke_agent helper")]
+    finished = exporter.get_finished_spans()
+    [call] = _named(finished, "execute_tool forecast")
+    [nested] = _named(finished, "invoke_agent helper")
+    assert call.attributes["agentfootprint.sub_run_id"] == nested.attributes[
+        "agentfootprint.run_id"] != result.run_id
+    exporter.clear()
+    export_otel(result, tracer_provider=provider)
+    assert _tree(exporter.get_finished_spans()) == live

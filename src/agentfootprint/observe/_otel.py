@@ -15,14 +15,12 @@ process's global tracer provider (``opentelemetry.trace.set_tracer_provider``); 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
 from typing import Any
 
 from ..errors import ConfigurationError
 from ..flow import FlowEvent
 from ..flow._commitlog import CommitRecord
-from ..runs import trace
-from ._spans import SCHEMA_URL, SpanWriter, StepTimes
+from ._spans import SCHEMA_URL, SpanWriter, StepTimes, laid_out
 
 __all__ = ["OtelObserver", "OtelRecorder", "export_otel", "otel"]
 
@@ -130,24 +128,6 @@ class OtelRecorder:
             writer.end(time.time_ns(), status=status, error=error)
 
 
-def _timed(records: Iterable[CommitRecord], start: int) -> Iterable[tuple[CommitRecord,
-                                                                            StepTimes]]:
-    """A stored run's steps with times: each LLM call lasts its recorded latency, every other
-    step and emit one microsecond, end to end from ``start``."""
-    tick = 1_000
-    at = start
-    for record in records:
-        emits = [at + tick * (i + 1) for i in range(len(record.emits))]
-        took = tick * (len(record.emits) + 1)
-        if record.stage_id.rsplit("/", 1)[-1] == trace.CALL_LLM:
-            latency = next((c.value[-1] for c in record.changes
-                            if c.key == trace.LLM_LATENCY and c.value), None)
-            if isinstance(latency, int | float) and not isinstance(latency, bool):
-                took = max(took, int(latency * 1_000_000))
-        yield record, StepTimes(at, at + took, emits)
-        at += took
-
-
 def export_otel(recording: Any, *, tracer_provider: Any = None, endpoint: str | None = None,
                 capture_content: bool = False) -> int:
     """Write a recorded run's spans (the same tree ``otel()`` writes live); the span count.
@@ -181,7 +161,7 @@ def export_otel(recording: Any, *, tracer_provider: Any = None, endpoint: str | 
     writer.begin(start)
     at = start
     records = recording.commit_log().records
-    for record, times in _timed(records, start):
+    for record, times in laid_out(records, start):
         writer.step(record, times)
         at = times.end
     error = None

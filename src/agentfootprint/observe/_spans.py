@@ -29,14 +29,14 @@ redaction policy, and both give one span tree. Message and tool content (``gen_a
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from ..flow._commitlog import CommitRecord
 from ..runs import trace
 
-__all__ = ["SCHEMA_URL", "SEMCONV_VERSION", "SpanWriter", "StepTimes"]
+__all__ = ["SCHEMA_URL", "SEMCONV_VERSION", "SpanWriter", "StepTimes", "laid_out"]
 
 SEMCONV_VERSION: Final = "1.44.0"
 """The OpenTelemetry semantic conventions these spans follow (GenAI, development status)."""
@@ -81,6 +81,23 @@ class StepTimes:
         return self.emits[index] if index < len(self.emits) else self.end
 
 
+def laid_out(records: Sequence[CommitRecord], start: int) -> Iterator[tuple[CommitRecord,
+                                                                             StepTimes]]:
+    """A stored run's steps with times: each LLM call lasts its recorded latency, every other
+    step and emit one microsecond, end to end from ``start``."""
+    tick = 1_000
+    at = start
+    for record in records:
+        emits = [at + tick * (i + 1) for i in range(len(record.emits))]
+        took = tick * (len(record.emits) + 1)
+        if _local(record.stage_id) == trace.CALL_LLM:
+            latency = _appended(record, trace.LLM_LATENCY)
+            if isinstance(latency, int | float) and not isinstance(latency, bool):
+                took = max(took, int(latency * 1_000_000))
+        yield record, StepTimes(at, at + took, emits)
+        at += took
+
+
 @dataclass(slots=True)
 class _Scope:
     """An open span standing for the run or one mounted subflow (agent, composition, memory)."""
@@ -92,6 +109,8 @@ class _Scope:
     shows whether it is an agent (which starts with Seed) or a composition."""
     tools: dict[str, Any] = field(default_factory=dict)
     """Tool spans still open (a paused call), by tool call id."""
+    starts: dict[str, int] = field(default_factory=dict)
+    """When each tool call started, by tool call id."""
 
 
 def _local(stage_id: str) -> str:
@@ -149,9 +168,13 @@ class SpanWriter:
 
     # -- the run ------------------------------------------------------------------------------
 
-    def begin(self, start: int) -> None:
+    def begin(self, start: int, *, parent: Any = None) -> None:
+        """Open the root span (under ``parent``, a tool span, for an agent run as a tool)."""
+        from opentelemetry.trace import set_span_in_context
+
         self.root = self._tracer.start_span(
             f"invoke_workflow {self.name}", start_time=start,
+            context=set_span_in_context(parent) if parent is not None else None,
             attributes={_PREFIX + "run_id": self.run_id})
         self._scopes[""] = _Scope(self.root, self.name, "")
 
@@ -329,12 +352,21 @@ class SpanWriter:
         rows = _changed(record, trace.TOOL_RESULTS)
         origins = {str(r.get("tool_call_id")): r for r in rows if isinstance(r, Mapping)
                    } if isinstance(rows, list | tuple) else {}
+        links = _changed(record, trace.SUB_RUNS)
+        kept = _changed(record, trace.SUB_RECORDINGS)
         for call_id, span, at in ended:
             origin = origins.get(call_id, {})
             if origin.get("mcp_server"):
                 span.set_attributes({"gen_ai.tool.type": "extension",
                                      _PREFIX + "mcp.server": str(origin["mcp_server"]),
                                      _PREFIX + "mcp.tool": str(origin.get("mcp_tool", ""))})
+            link = links.get(call_id) if isinstance(links, Mapping) else None
+            if isinstance(link, Mapping) and link.get("run_id"):
+                inner = str(link["run_id"])
+                span.set_attribute(_PREFIX + "sub_run_id", inner)
+                recording = kept.get(inner) if isinstance(kept, Mapping) else None
+                if isinstance(recording, Mapping):
+                    self._nest(span, recording, scope.starts.pop(call_id, at))
             span.end(end_time=at)
 
     def _tool_started(self, scope: _Scope, data: Mapping[str, Any], at: int) -> None:
@@ -349,6 +381,7 @@ class SpanWriter:
         if self.capture and "args" in data:
             attributes["gen_ai.tool.call.arguments"] = _json(data["args"])
         scope.tools[call_id] = self._start(f"execute_tool {name}", scope.span, at, attributes)
+        scope.starts[call_id] = at
 
     def _tool_ended(self, span: Any, data: Mapping[str, Any]) -> None:
         from opentelemetry.trace import Status, StatusCode
@@ -361,6 +394,24 @@ class SpanWriter:
         if data.get("error"):
             span.set_attribute("error.type", "tool_error")
             span.set_status(Status(StatusCode.ERROR))
+
+    def _nest(self, span: Any, recording: Mapping[str, Any], start: int) -> None:
+        """An agent run as a tool: its recording's spans under the tool call's span."""
+        from ..runs._recording import Recording
+
+        try:
+            inner = Recording.model_validate(dict(recording))
+            records = inner.commit_log().records
+        except Exception:  # a recording this release cannot read: the link attribute stays
+            return
+        writer = SpanWriter(self._tracer, run_id=inner.run_id, name=inner.name,
+                            capture_content=self.capture)
+        writer.begin(start, parent=span)
+        end = start
+        for step, times in laid_out(records, start):
+            writer.step(step, times)
+            end = times.end
+        writer.end(end, status=inner.status)
 
     # -- helpers ------------------------------------------------------------------------------
 
