@@ -279,3 +279,20 @@ async def test_a_fallback_asks_its_own_model_for_the_primary_default() -> None:
     await both.complete(REQUEST.model_copy(update={"model": "first-model"}))
     await both.complete(REQUEST.model_copy(update={"model": "pinned"}))
     assert [r.model for r in second.requests] == ["second-model", "pinned"]
+
+
+async def test_a_retry_outside_an_agent_run_is_logged(
+        wire: WireServer, caplog: pytest.LogCaptureFixture) -> None:
+    """Called directly (no agent run to turn it into an event), a retry is still seen: an
+    INFO record under agentfootprint.providers with the attempt and the status."""
+    import logging
+
+    caplog.set_level(logging.INFO, logger="agentfootprint.providers")
+    provider, good = _build("ollama", wire.url)
+    provider.sleep = Sleeps()  # type: ignore[attr-defined]
+    wire.plan(_failure(503), good)
+    await provider.complete(REQUEST)
+    lines = [r.getMessage() for r in caplog.records if r.name == "agentfootprint.providers"]
+    assert any(line.startswith("retried: ") and "attempt=2" in line and "status=503" in line
+               for line in lines), lines
+    assert any(line.startswith("recovered: ") for line in lines)

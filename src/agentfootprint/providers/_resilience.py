@@ -11,13 +11,15 @@ Wrappers answer for the wrapped provider's ``model`` and ``configured_model``, s
 built on ``with_retry(openai(model="x"))`` runs model ``"x"``. Every decorator reports what it
 did (``retried``, ``recovered``, ``fell_back``, ``circuit_changed``) to whoever is listening in
 the current context (the agent turns these into events), so no report is lost by a wrapper
-that forgot to forward a hook.
+that forgot to forward a hook; with no one listening (a provider called outside an agent run)
+the report is logged at INFO under ``agentfootprint.providers``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import logging
 import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -43,10 +45,16 @@ resilience_reports: contextvars.ContextVar[Callable[[Report], None] | None] = (
     contextvars.ContextVar("resilience_reports", default=None))
 
 
+_log = logging.getLogger("agentfootprint.providers")
+
+
 def _report(kind: str, **data: Any) -> None:
     sink = resilience_reports.get()
     if sink is not None:
         sink({"kind": kind, **data})
+    elif _log.isEnabledFor(logging.INFO):  # outside an agent run: no events, so the log says it
+        _log.info("%s: %s", kind.replace("_", " "),
+                  ", ".join(f"{key}={value!r}" for key, value in data.items()))
 
 
 def default_should_retry(error: BaseException) -> bool:
