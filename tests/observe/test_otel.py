@@ -327,3 +327,41 @@ async def test_an_agent_used_as_a_tool_is_nested_under_its_tool_call(spans: Any)
     exporter.clear()
     export_otel(result, tracer_provider=provider)
     assert _tree(exporter.get_finished_spans()) == live
+
+
+MCP_SERVER = '''
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("orders", log_level="WARNING")
+
+
+@server.tool()
+def lookup_order(order_id: str) -> str:
+    """Look up an order by its id."""
+    return f"order {order_id}: delivered"
+
+
+server.run("stdio")
+'''
+
+
+async def test_an_mcp_tool_span_names_its_server(spans: Any, tmp_path: Path) -> None:
+    pytest.importorskip("mcp")
+    import sys
+
+    from agentfootprint.tools import mcp_server
+
+    provider, exporter = spans
+    script = tmp_path / "orders_server.py"
+    script.write_text(MCP_SERVER)
+    async with mcp_server(command=[sys.executable, str(script)]) as orders:
+        agent = Agent(
+            provider=mock(script=[{"tool_calls": [{"name": "lookup_order",
+                                                   "args": {"order_id": "A-1"}}]}, "Delivered."]),
+            model="mock", name="support", tools=orders.tools,
+            tracing=Tracing(observe=otel(tracer_provider=provider)))
+        await agent.run("Where is A-1?")
+    [span] = _named(exporter.get_finished_spans(), "execute_tool lookup_order")
+    assert span.attributes["agentfootprint.mcp.server"] == "orders"
+    assert span.attributes["agentfootprint.mcp.tool"] == "lookup_order"
+    assert span.attributes["gen_ai.tool.type"] == "extension"
