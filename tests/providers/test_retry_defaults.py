@@ -224,6 +224,8 @@ def test_wrappers_keep_the_model_the_provider_was_built_with() -> None:
         assert Agent(provider=wrapped).spec.model == "x"
         with pytest.raises(ConfigurationError):
             Agent(provider=wrapped, model="other")
+    assert with_retry(base).structured_output == base.structured_output == "json_schema"
+    assert with_fallback(base, mock(reply="y")).structured_output is None  # modes differ
     assert with_retry(openai(api_key="k")).model == "gpt-4o-mini"
     assert with_retry(openai(api_key="k")).configured_model is None
 

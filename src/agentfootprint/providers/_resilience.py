@@ -120,6 +120,7 @@ class Retry(Provider):
     model = property(lambda self: self.inner.model)
     configured_model = property(lambda self: self.inner.configured_model)
     deterministic = property(lambda self: self.inner.deterministic)
+    structured_output = property(lambda self: self.inner.structured_output)
 
     def __getattr__(self, name: str) -> Any:
         # The wrapped adapter's own surface (client, params, base_url, aclose, close_sync)
@@ -234,6 +235,9 @@ class Fallback(Provider):
     configured_model = property(lambda self: self.primary.configured_model)
     deterministic = property(
         lambda self: self.primary.deterministic and self.fallback.deterministic)
+    structured_output = property(  # a native mode only when both sides share it
+        lambda self: self.primary.structured_output
+        if self.primary.structured_output == self.fallback.structured_output else None)
 
     def fork(self) -> Provider:
         primary, fallback = self.primary.fork(), self.fallback.fork()
@@ -295,6 +299,7 @@ class CircuitBreaker(Provider):
     model = property(lambda self: self.inner.model)
     configured_model = property(lambda self: self.inner.configured_model)
     deterministic = property(lambda self: self.inner.deterministic)
+    structured_output = property(lambda self: self.inner.structured_output)
 
     def _move(self, state: Literal["closed", "open", "half_open"], reason: str) -> None:
         if state != self.state:
