@@ -57,14 +57,16 @@ class OtelObserver:
                 "opentelemetry.sdk.trace.TracerProvider (or None for the global one)")
         self.tracer_provider = tracer_provider
         self.capture_content = bool(capture_content)
+        self._tracer: Any = None
 
     def __repr__(self) -> str:
         return f"otel(capture_content={self.capture_content})"
 
     def recorder(self, name: str) -> OtelRecorder:
         """A recorder for one run of ``name`` (the agent's or composition's name)."""
-        return OtelRecorder(_tracer(self.tracer_provider), name=name,
-                            capture_content=self.capture_content)
+        if self._tracer is None:  # once: a global provider set later is still used (a proxy)
+            self._tracer = _tracer(self.tracer_provider)
+        return OtelRecorder(self._tracer, name=name, capture_content=self.capture_content)
 
 
 def otel(*, tracer_provider: Any = None, capture_content: bool = False) -> OtelObserver:
