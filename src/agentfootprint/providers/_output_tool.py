@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 
 from ._base import LLMResponse, OutputSchema, ToolSchema
-from ._openai import RAW_ARGUMENTS_KEY
 
 __all__ = ["OUTPUT_TOOL", "output_tool", "take_output_call"]
 
@@ -36,6 +35,8 @@ def take_output_call(response: LLMResponse) -> LLMResponse:
     chosen = next((c for c in response.tool_calls if c["name"] == OUTPUT_TOOL), None)
     if chosen is None:
         return response
+    from ._openai import RAW_ARGUMENTS_KEY  # (only here: importing the package stays light)
+
     rest = [c for c in response.tool_calls if c is not chosen]
     args = chosen["args"]
     raw = args.get(RAW_ARGUMENTS_KEY)
