@@ -365,3 +365,35 @@ async def test_an_mcp_tool_span_names_its_server(spans: Any, tmp_path: Path) -> 
     assert span.attributes["agentfootprint.mcp.server"] == "orders"
     assert span.attributes["agentfootprint.mcp.tool"] == "lookup_order"
     assert span.attributes["gen_ai.tool.type"] == "extension"
+
+
+async def test_a_paused_run_ends_its_trace_and_the_resumed_run_starts_one(spans: Any) -> None:
+    from agentfootprint import check_in_approved
+
+    @tool(check_in=True)
+    def refund(order_id: str) -> str:
+        """Refund an order."""
+        return f"refunded {order_id}"
+
+    provider, exporter = spans
+    agent = Agent(
+        provider=mock(script=[{"tool_calls": [{"name": "refund", "args": {"order_id": "A-1"}}]},
+                              "Refunded."]),
+        model="mock", name="clerk", tools=[refund],
+        tracing=Tracing(observe=otel(tracer_provider=provider)))
+    paused = await agent.run("Refund A-1")
+    assert paused.paused
+    [first] = _named(exporter.get_finished_spans(), "invoke_agent clerk")
+    assert first.attributes["agentfootprint.status"] == "paused"
+    [waiting] = _named(exporter.get_finished_spans(), "execute_tool refund")
+    assert waiting.attributes["agentfootprint.tool.status"] == "paused"
+    exporter.clear()
+    done = await agent.resume(paused.checkpoint, check_in_approved(by="ops"))
+    assert done.content == "Refunded."
+    finished = exporter.get_finished_spans()
+    [second] = [s for s in finished if s.parent is None]
+    assert second.name == "invoke_agent clerk"
+    assert second.attributes["agentfootprint.resumed"] is True
+    assert second.attributes["agentfootprint.status"] == "done"
+    assert second.attributes["agentfootprint.run_id"] == paused.run_id
+    assert "chat mock" in [s.name for s in finished]

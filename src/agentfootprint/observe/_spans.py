@@ -69,6 +69,11 @@ _CONTENT_FIELDS: Final = frozenset(("rationale", "reason", "error", "message", "
 """Payload fields that can hold text: kept only with ``capture_content``."""
 
 
+_AGENT_STAGES: Final = trace.declared_stage_ids()
+"""The agent loop's stages: a run or subflow whose first step is one of them is an agent (a
+composition starts with its own Start; a resumed agent with the stage it paused in)."""
+
+
 @dataclass(frozen=True, slots=True)
 class StepTimes:
     """When one step ran (epoch nanoseconds): its start, its commit, and each of its emits."""
@@ -106,7 +111,7 @@ class _Scope:
     name: str
     role: str
     """``agent``, ``workflow``, ``memory_read`` or ``memory_write``; ``""`` until its first step
-    shows whether it is an agent (which starts with Seed) or a composition."""
+    shows whether it is an agent (a stage of the agent loop) or a composition."""
     tools: dict[str, Any] = field(default_factory=dict)
     """Tool spans still open (a paused call), by tool call id."""
     starts: dict[str, int] = field(default_factory=dict)
@@ -207,8 +212,8 @@ class SpanWriter:
             return
         scope = self._scopes.get(_path(record.ns)) or self._scopes[""]
         local = _local(record.stage_id)
-        if not scope.role:  # its first step says what it is: an agent starts with Seed
-            self._decide(scope, record, agent=local == trace.SEED)
+        if not scope.role:  # its first step says what it is: one of the agent loop's stages
+            self._decide(scope, record, agent=local in _AGENT_STAGES)
         if local == trace.CALL_LLM:
             self._chat(scope, record, times)
         elif record.emits:
