@@ -1,7 +1,7 @@
 """Imports go down the layers of ARCHITECTURE.md, for every package, lazy imports included.
 
     cli · demo · serve                           (apps; the CLI runs the demo; serve: MCP)
-    explain · audit · observe                    (analysis & export)
+    explain · audit · observe · lint             (analysis & export)
     compose
     agent
     context · tools · memory · rag               (context may use tools; rag is built on memory)
@@ -31,7 +31,7 @@ LAYER = {
     "context": 3, "tools": 3, "memory": 3, "rag": 3,
     "agent": 4,
     "compose": 5,
-    "explain": 6, "audit": 6, "observe": 6,
+    "explain": 6, "audit": 6, "observe": 6, "lint": 6,
     "cli": 7, "_demo": 7, "serve": 7,
 }
 SIDEWAYS = {("context", "tools"), ("rag", "memory"), ("cli", "_demo"), ("runs", "providers"),

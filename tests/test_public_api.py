@@ -26,6 +26,7 @@ MAX_PUBLIC_NAMES = {
     "agentfootprint.explain": 15,
     "agentfootprint.explain.report": 0,
     "agentfootprint.flow": 16,
+    "agentfootprint.lint": 5,
     "agentfootprint.memory": 18,
     "agentfootprint.memory.embedding": 4,
     "agentfootprint.memory.stores": 0,
