@@ -1,5 +1,5 @@
 """The ``agentfootprint`` command: ``demo``, ``runs list``, ``explain``, ``prove``, ``report``,
-``audit verify``/``audit export``, ``export otel``."""
+``audit verify``/``audit export``, ``export otel``, ``lint-tools``."""
 
 from __future__ import annotations
 
@@ -106,7 +106,12 @@ def _main(argv: Sequence[str] | None) -> int:
     from .observe._cli import add_export_commands, run_export
 
     add_export_commands(commands, store_option)
+    from .lint._cli import add_lint_command, run_lint
+
+    add_lint_command(commands)
     options = parser.parse_args(argv)
+    if options.command == "lint-tools":  # reads a catalog file, no run store
+        return run_lint(options)
     if options.command == "audit":  # verify needs no store; export opens its own
         return run_audit(options)
     if options.command == "export":
