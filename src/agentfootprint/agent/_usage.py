@@ -155,11 +155,14 @@ def record_call(scope: Scope, spec: AgentSpec, response: LLMResponse, *, seconds
     usage = response.usage
     cost = call_cost(price, input=usage.input, output=usage.output,
                      cache_read=usage.cache_read, cache_write=usage.cache_write)
-    row: dict[str, Any] = {
-        "iteration": iteration, "model": model, "provider": spec.provider.name,
-        "input_tokens": usage.input, "output_tokens": usage.output,
-        "cache_read_tokens": usage.cache_read, "cache_write_tokens": usage.cache_write,
-        "cost_usd": cost}
+    row: dict[str, Any] = {  # one a call, so kept small: zero cache counts are left out
+        "model": model, "provider": spec.provider.name, "input_tokens": usage.input,
+        "output_tokens": usage.output,
+        "cost_usd": None if cost is None else round(cost, 10)}
+    if usage.cache_read:
+        row["cache_read_tokens"] = usage.cache_read
+    if usage.cache_write:
+        row["cache_write_tokens"] = usage.cache_write
     if cache:
         row["cache"] = dict(cache)
     rows: list[dict[str, Any]] = [*(scope.get(trace.LLM_USAGE) or ()), row]
@@ -176,7 +179,7 @@ def record_call(scope: Scope, spec: AgentSpec, response: LLMResponse, *, seconds
             "provider": spec.provider.name, "input_tokens": usage.input,
             "output_tokens": usage.output, "cache_read_tokens": usage.cache_read,
             "cache_write_tokens": usage.cache_write, "cost_usd": cost,
-            "total_cost_usd": total_cost})
+            "total_cost_usd": round(total_cost, 10)})
     if budget is not None:
         _judge(scope, budget, rows, meter, total_cost)
 
