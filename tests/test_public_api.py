@@ -23,7 +23,7 @@ MAX_PUBLIC_NAMES = {
     "agentfootprint.compose": 14,
     "agentfootprint.context": 4,
     "agentfootprint.events": 8,
-    "agentfootprint.explain": 15,
+    "agentfootprint.explain": 18,
     "agentfootprint.explain.report": 0,
     "agentfootprint.flow": 16,
     "agentfootprint.lint": 5,

@@ -12,7 +12,9 @@ from ._chat import RecordedChat, recorded_chat
 from ._criterion import WrongIf, wrong_if
 from ._dropped import DroppedContextReport, find_dropped_context
 from ._influence import semantic_alignment
+from ._integrity import ContextErrorReport, find_context_errors
 from ._localize import ContextBugReport, localize_context_bug
+from ._self_explain import self_explain
 from ._toolpack import trace_debug_agent, trace_toolpack
 from .report._render import render_html_report, write_html_report
 
@@ -32,14 +34,17 @@ __getattr__ = _moved_names(__name__, {
 __all__ = [
     "Backtrack",
     "ContextBugReport",
+    "ContextErrorReport",
     "DroppedContextReport",
     "RecordedChat",
     "WrongIf",
     "backtrack",
+    "find_context_errors",
     "find_dropped_context",
     "localize_context_bug",
     "recorded_chat",
     "render_html_report",
+    "self_explain",
     "semantic_alignment",
     "trace_debug_agent",
     "trace_toolpack",
