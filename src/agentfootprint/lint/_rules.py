@@ -55,7 +55,7 @@ def listed_values(description: str) -> list[str]:
     for pattern in (_TRIGGERED, _QUOTED_LIST, _PIPES):
         match = pattern.search(description)
         if match:
-            values = [v.strip("'\"`") for v in _SPLIT.split(match["list"]) if v.strip()]
+            values = [v.strip("'\"`").rstrip(".") for v in _SPLIT.split(match["list"])]
             values = list(dict.fromkeys(v for v in values if v))
             if len(values) >= 2:
                 return values

@@ -121,10 +121,13 @@ class _VectorCache:
         except (ValueError, struct.error):
             return None
 
-    def put(self, text: str, vector: Sequence[float]) -> None:
+    def put(self, text: str, vector: Sequence[float]) -> list[float]:
+        """Keep ``vector`` as float32; return it as kept, so a fresh vector and a cached one
+        give the very same cosines."""
         raw = struct.pack(f"<{len(vector)}f", *vector)
         self.entries[self.key(text)] = base64.b64encode(raw).decode("ascii")
         self.dirty = True
+        return list(struct.unpack(f"<{len(vector)}f", raw))
 
     def save(self) -> None:
         if self.file is None or not self.dirty:
@@ -143,9 +146,8 @@ def _vectors(texts: Sequence[str], embedder: Any, cache: _VectorCache) -> list[l
     found = [cache.get(text) for text in texts]
     missing = sorted({text for text, vector in zip(texts, found, strict=True) if vector is None})
     if missing:
-        computed = dict(zip(missing, embedder.embed_sync(missing), strict=True))
-        for text, vector in computed.items():
-            cache.put(text, vector)
+        computed = {text: cache.put(text, vector)
+                    for text, vector in zip(missing, embedder.embed_sync(missing), strict=True)}
         cache.save()
         found = [vector if vector is not None else computed[text]
                  for text, vector in zip(texts, found, strict=True)]
@@ -194,11 +196,20 @@ def twin_pairs(tools: Sequence[ToolDefinition], embedder: Any, *,
     return pairs
 
 
+def _mentions(description: str, name: str) -> bool:
+    """Whether ``description`` refers to the tool ``name``: anywhere for an identifier-like
+    name (``find_order``, ``searchV2``), only in quotes or backticks for a plain word
+    (``search`` in running text is not a reference)."""
+    escaped = re.escape(name)
+    if re.fullmatch(r"[a-z]+", name):
+        return re.search(rf"[`'\"]{escaped}[`'\"]", description) is not None
+    return re.search(rf"(?<![\w-]){escaped}(?![\w-])", description) is not None
+
+
 def _names_the_other(tools: Sequence[ToolDefinition], pair: TwinPair) -> bool:
     described = {tool.name: tool.description for tool in tools}
-    pattern = r"(?<![\w-]){}(?![\w-])"
-    return bool(re.search(pattern.format(re.escape(pair.right)), described[pair.left])
-                or re.search(pattern.format(re.escape(pair.left)), described[pair.right]))
+    return (_mentions(described[pair.left], pair.right)
+            or _mentions(described[pair.right], pair.left))
 
 
 def twin_findings(tools: Sequence[ToolDefinition], pairs: Sequence[TwinPair],
