@@ -131,6 +131,15 @@ EXPECTED = {
         "  execute_tool weather  [TOOL] gen_ai.tool.name=weather, gen_ai.tool.call.id=call_1",
         "Exported from the recording: 4 spans\ninvoke_agent forecaster  [AGENT]",
     ],
+    "lint_catalog.py": [
+        "warning enum-in-prose        set_priority.level: the description of 'level' lists its "
+        "values (low, normal, high)",
+        "warning thin-description     ship: the description 'Ships.' (1 word)",
+        "warning undocumented-param   refund_order.note: the optional parameter 'note'",
+        "twin rule: ",  # "ran (all-MiniLM-L6-v2, ...)", or "not run: ... pip install ..."
+        "$ agentfootprint lint-tools tools.json",
+        "exit code 1",
+    ],
     "quickstart_agent.py": [
         "It is 22°C and sunny in Paris.",
         'It examined "the model asked for tools"',

@@ -109,8 +109,9 @@ def _description(tool: ToolDefinition) -> list[LintFinding]:
     if len(words) < THIN_WORDS or set(words) <= set(_words(tool.name.replace("_", " "))):
         return [LintFinding(
             rule="thin-description", severity="warning", tools=(tool.name,),
-            message=f"the description {text[:60]!r} ({len(words)} words) says too little to "
-                    "choose this tool over another.",
+            message=f"the description {text[:60]!r} ({len(words)} word"
+                    f"{'' if len(words) == 1 else 's'}) says too little to choose this tool "
+                    "over another.",
             fix="Say what the tool does, what it returns and when to use it, in a sentence "
                 "or two.")]
     if not _WHEN.search(text):
