@@ -32,8 +32,7 @@ async def _contradicting_run(**tracing: Any) -> Any:
     fact = define_fact(id="house-currency", data="We always quote amounts in EUR.")
     agent = Agent(provider=mock(script=[_call("c1", "balance", account="ACC-1"),
                                         "Your balance is 250.00 EUR."]),
-                  model="m", tools=[balance], context=[fact],
-                  **({"tracing": Tracing(**tracing)} if tracing else {}))
+                  model="m", tools=[balance], context=[fact], tracing=Tracing(**tracing))
     return await agent.run("What is my balance?")
 
 
