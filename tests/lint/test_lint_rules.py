@@ -309,3 +309,35 @@ def test_a_corrupt_cache_is_ignored(tmp_path: Path) -> None:
     embedder = Planted({"a": [1, 0, 0], "b": [0, 1, 0]})
     assert lint_tools(_tools("a", "b"), embedder=embedder, cache_dir=tmp_path).ok
     assert json.loads((tmp_path / "planted_3.json").read_text())  # rewritten whole
+
+
+def test_each_tools_nearest_twin_is_precomputed_for_run_time_lookups() -> None:
+    """The report keeps every tool's nearest other tool (once per catalog); a tool-call
+    listener reads it per call with no model and no NumPy at run time."""
+    embedder = Planted({"lookup_order": [1, 0, 0], "find_order": [0.8, 0.6, 0],
+                        "ship_order": [0, 0, 1]})
+    report = lint_tools(_tools("lookup_order", "find_order", "ship_order"), embedder=embedder,
+                        cache_dir=False)
+    assert report.nearest["lookup_order"] == ("find_order", pytest.approx(0.8))
+    assert report.nearest["ship_order"][0] in ("lookup_order", "find_order")
+    assert json.loads(report.to_json())["nearest"]["find_order"]["tool"] == "lookup_order"
+    assert static([good()]).nearest == {}  # the twin rule did not run: nothing to look up
+
+    @tool
+    def lookup_order(order_id: str) -> str:
+        """Find an order by id. Use it for order questions."""
+        return "delivered"
+
+    agent = Agent(provider=mock(script=[
+        {"tool_calls": [{"name": "lookup_order", "args": {"order_id": "A-1"}}]}, "Delivered."]),
+        tools=[lookup_order])
+    seen: list[tuple[str, str, float]] = []
+
+    def note(event: Any) -> None:
+        chosen = event.payload["tool_name"]
+        other, cosine = report.nearest[chosen]
+        seen.append((chosen, other, round(1 - cosine, 2)))  # the margin of this call
+
+    agent.on("stream.tool_start", note)
+    agent.run_sync("Where is A-1?")
+    assert seen == [("lookup_order", "find_order", 0.2)]

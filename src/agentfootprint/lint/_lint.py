@@ -61,6 +61,7 @@ def lint_tools(source: Any, *, threshold: float = DEFAULT_THRESHOLD,
     rules = list(STATIC_RULES)
     not_run: dict[str, str] = {}
     model: str | None = None
+    nearest: dict[str, tuple[str, float]] = {}
     use, why = _embedder(embedder) if twins else (None, "switched off (twins=False)")
     if use is not None:
         folder = (None if cache_dir is False
@@ -71,9 +72,13 @@ def lint_tools(source: Any, *, threshold: float = DEFAULT_THRESHOLD,
             why = f"the embedding model failed: {exc}"
         else:
             findings.extend(twin_findings(tools, pairs, limit))
+            for pair in pairs:  # most similar first: a tool's first pair is its nearest
+                nearest.setdefault(pair.left, (pair.right, pair.cosine))
+                nearest.setdefault(pair.right, (pair.left, pair.cosine))
             rules.append(_TWIN_RULE)
             model = str(use.id)
     if why is not None:
         not_run[_TWIN_RULE] = why
     return LintReport(findings=sorted_findings(findings), tools_checked=len(tools),
-                      rules_run=tuple(rules), not_run=not_run, threshold=limit, model=model)
+                      rules_run=tuple(rules), not_run=not_run, threshold=limit, model=model,
+                      nearest=nearest)

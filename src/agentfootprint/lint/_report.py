@@ -59,6 +59,10 @@ class LintReport:
     """The cosine at or above which two tools are reported as near-duplicates."""
     model: str | None = None
     """The embedding model the twin rule used, when it ran."""
+    nearest: dict[str, tuple[str, float]] = field(default_factory=dict)
+    """Tool name → its nearest other tool and their cosine, when the twin rule ran: computed
+    once per catalog, so a run can note, per tool call, how close the chosen tool was to being
+    confused (a dict lookup in a ``stream.tool_start`` listener; no model at run time)."""
 
     @property
     def ok(self) -> bool:
@@ -73,7 +77,9 @@ class LintReport:
         return {"tools_checked": self.tools_checked, "ok": self.ok,
                 "findings": [finding.as_dict() for finding in self.findings],
                 "rules_run": list(self.rules_run), "not_run": dict(self.not_run),
-                "threshold": self.threshold, "model": self.model}
+                "threshold": self.threshold, "model": self.model,
+                "nearest": {name: {"tool": other, "cosine": round(cosine, 4)}
+                            for name, (other, cosine) in self.nearest.items()}}
 
     def to_json(self) -> str:
         """The report as a JSON document (``agentfootprint lint-tools --format json``)."""
