@@ -140,6 +140,16 @@ EXPECTED = {
         "$ agentfootprint lint-tools tools.json",
         "exit code 1",
     ],
+    "context_integrity.py": [
+        "CONTEXT ERRORS — 1 finding(s) from 1 of 4 checks",
+        "The answer says balance is 250.00, but the tool 'balance' result it was given says "
+        "120.0.",
+        "    sources: step:call_llm#12, tool_call:call-1, step:tool_calls#7",
+        "  dangling-tool-offer                COULD NOT RUN — no grounds declared",
+        "  answer-contradicts-source          FOUND 1 — over 1 stated value(s)",
+        "INTEGRITY: 1 contradiction(s) in the run:",
+        "PROOF: not proven yet",
+    ],
     "quickstart_agent.py": [
         "It is 22°C and sunny in Paris.",
         'It examined "the model asked for tools"',
