@@ -341,3 +341,10 @@ def test_each_tools_nearest_twin_is_precomputed_for_run_time_lookups() -> None:
     agent.on("stream.tool_start", note)
     agent.run_sync("Where is A-1?")
     assert seen == [("lookup_order", "find_order", 0.2)]
+
+
+def test_one_tool_or_none_needs_no_embedding() -> None:
+    embedder = Planted({})
+    assert lint_tools(_tools("alone"), embedder=embedder, cache_dir=False).ok
+    assert lint_tools([], embedder=embedder, cache_dir=False).tools_checked == 0
+    assert embedder.calls == []

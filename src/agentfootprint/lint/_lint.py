@@ -64,8 +64,11 @@ def lint_tools(source: Any, *, threshold: float = DEFAULT_THRESHOLD,
     nearest: dict[str, tuple[str, float]] = {}
     use, why = _embedder(embedder) if twins else (None, "switched off (twins=False)")
     if use is not None:
-        folder = (None if cache_dir is False
-                  else default_cache_dir() if cache_dir is None else Path(cache_dir))
+        try:
+            folder = (None if cache_dir is False
+                      else default_cache_dir() if cache_dir is None else Path(cache_dir))
+        except RuntimeError:  # no home folder to put a cache in: embed without one
+            folder = None
         try:
             pairs = twin_pairs(tools, use, cache_dir=folder)
         except ConfigurationError as exc:  # a model that is installed but cannot load

@@ -175,6 +175,8 @@ def _cosines(vectors: list[list[float]]) -> list[list[float]]:
 def twin_pairs(tools: Sequence[ToolDefinition], embedder: Any, *,
                cache_dir: Path | None) -> list[TwinPair]:
     """Every pair of differently named tools with its cosine and margin, most similar first."""
+    if len(tools) < 2:
+        return []
     texts = [tool_text(tool) for tool in tools]
     cache = _VectorCache(cache_dir, f"{embedder.id}@{embedder.dimensions}")
     cosines = _cosines([_unit(v) for v in _vectors(texts, embedder, cache)])
