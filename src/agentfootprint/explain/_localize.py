@@ -203,6 +203,10 @@ def format_report(report: ContextBugReport) -> str:
             without = cause.probe.answer_without
             if without is not None:
                 lines.append(f"  without it the agent answered: {_clip(without, 100)!r}")
+    elif report.baseline is not None and report.uncovered:
+        names = ", ".join(report.labels.get(u, u) for u in report.uncovered)
+        lines.append(f"NOT PROVEN YET: the budget ran out before {len(report.uncovered)} "
+                     f"suspect(s) were re-run ({names}); they are not innocent.")
     elif report.baseline is not None:
         lines.append("NOTHING PROVEN: no removal of the suspects changed the answer as judged.")
     lines.append("")
@@ -302,8 +306,9 @@ async def localize_context_bug(
     if order:
         try:
             baseline = await runner.baseline()
-        except BudgetExceeded:
-            notes.append(f"[budget] budget={budget} ran out during the baseline.")
+        except BudgetExceeded as exc:
+            notes.append(f"[budget] {exc}, during the baseline." if str(exc) else
+                         f"[budget] budget={budget} ran out during the baseline.")
         if baseline is not None and baseline.runs == 0:
             notes.append("[baseline-incomplete] no re-run of the unchanged agent could complete "
                          "in isolation — " + "; ".join(baseline.reasons))

@@ -150,7 +150,11 @@ async def _settle(value: Any) -> Any:
 
 
 class BudgetExceeded(Exception):
-    """The explanation's re-run budget ran out (not an error: the report says what is left)."""
+    """The explanation's re-run budget ran out (not an error: the report says what is left).
+
+    Its message, when it has one, says which budget: the agent's own ``Budget`` (tokens or
+    cost) also stops an explanation, as every re-run of it counts against that budget together.
+    """
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,6 +219,11 @@ class Rerunner:
                          if log is not None else None)
         self.deterministic: bool | None = None
         self.base: Probe | None = None
+        from ..agent._usage import UsageMeter
+
+        self.meter = UsageMeter()
+        """Every re-run of this explanation counts its model calls here, and the agent's
+        ``Budget`` judges their sum (``agent/_usage.py``): re-runs count against it together."""
 
     async def wrong(self, answer: str, result: Any = None) -> bool:
         subject = result if self.judges_result and result is not None else answer
@@ -338,6 +347,7 @@ class Rerunner:
         run = getattr(made, "run", None)
         if callable(run):
             made = self._isolated(made, log, self.done)
+            self._refuse_spent(getattr(getattr(made, "spec", None), "budget", None))
             try:
                 made = await self._start(made)
             except BudgetExceeded:
@@ -356,6 +366,12 @@ class Rerunner:
                 f"rebuild() returned {made!r}; it must return an Agent (we await "
                 ".run(message)), a RunResult, or the answer text")
         self.model_calls += _model_calls(made)
+        spent = getattr(made, "stopped_early", None)
+        if isinstance(spent, str) and spent.startswith("budget:"):
+            raise BudgetExceeded(
+                f"the agent's budget ({spent.removeprefix('budget:')}) was crossed by this "
+                f"explanation's re-runs after {self.done} re-run(s) ({self.meter.calls} model "
+                "calls); raise it or give the explanation a smaller budget=")
         _check_left_out(made, removed)
         if getattr(made, "paused", False):
             return Outcome(content, False, "the re-run paused for a person", made)
@@ -375,15 +391,33 @@ class Rerunner:
             self.deterministic = _all_deterministic(isolated)
         return isolated
 
+    def _refuse_spent(self, budget: Any) -> None:
+        """Start no re-run once this explanation's re-runs together spent the agent's budget."""
+        if budget is None:
+            return
+        meter = self.meter
+        used = {"max_input_tokens": meter.input_tokens, "max_output_tokens": meter.output_tokens,
+                "max_total_tokens": meter.input_tokens + meter.output_tokens,
+                "max_cost_usd": meter.cost_usd}
+        for name, limit in budget.limits():
+            if used[name] >= limit:
+                raise BudgetExceeded(
+                    f"the agent's budget ({name}={limit:g}) was spent by this explanation's "
+                    f"re-runs after {self.done} re-run(s) ({meter.calls} model calls); raise it "
+                    "or give the explanation a smaller budget=")
+
     async def _start(self, runner: Any) -> Any:
-        if hasattr(runner, "_init_kwargs"):  # an Agent: same conversation, same identity
-            options: dict[str, Any] = {}
-            if self.prior:
-                options["continue_from"] = {"history": self.prior}
-            if self.identity is not None and runner._init_kwargs.get("memory"):
-                options["identity"] = identity_from_record(self.identity)
-            return await runner.run(self.message, **options)
-        return await runner.run(self.message)
+        from ..agent._usage import counting_together
+
+        with counting_together(self.meter):
+            if hasattr(runner, "_init_kwargs"):  # an Agent: same conversation, same identity
+                options: dict[str, Any] = {}
+                if self.prior:
+                    options["continue_from"] = {"history": self.prior}
+                if self.identity is not None and runner._init_kwargs.get("memory"):
+                    options["identity"] = identity_from_record(self.identity)
+                return await runner.run(self.message, **options)
+            return await runner.run(self.message)
 
     def _note_unisolated(self) -> None:
         if self.deterministic is None:

@@ -143,8 +143,9 @@ async def find_causes(runner: Rerunner, ids: Sequence[str], labels: Mapping[str,
                     f"[undecided] removing every suspect at once gave no clear answer "
                     f"({everything.fraction} flipped, {everything.incomplete} re-run(s) could "
                     "not complete).")
-    except BudgetExceeded:
+    except BudgetExceeded as exc:
         found.notes.append(
+            f"[budget] {exc} before every suspect was covered." if str(exc) else
             f"[budget] the re-run budget ({runner.budget}) ran out before every suspect was "
             "covered.")
     reached = set(found.covered) | {m for c in found.causes for m in c.members}

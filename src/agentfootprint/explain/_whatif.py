@@ -289,8 +289,9 @@ async def bisect_culprits(
                     "(the sources interact non-monotonically); no culprit set is claimed"))
             culprits.append(found)
             remaining = [i for i in remaining if i not in found]
-    except BudgetExceeded:
+    except BudgetExceeded as exc:
         return done("INCONCLUSIVE", [], (
+            f"{exc}, before the search finished; no partial claim is made" if str(exc) else
             f"the probe budget max_probes={max_probes} ran out before the search finished; "
             "no partial claim is made"))
     names = "; ".join(_label_of(c, labels) for c in culprits)
