@@ -204,9 +204,9 @@ def format_report(report: ContextBugReport) -> str:
             if without is not None:
                 lines.append(f"  without it the agent answered: {_clip(without, 100)!r}")
     elif report.baseline is not None and report.uncovered:
-        names = ", ".join(report.labels.get(u, u) for u in report.uncovered)
+        waiting = ", ".join(report.labels.get(u, u) for u in report.uncovered)
         lines.append(f"NOT PROVEN YET: the budget ran out before {len(report.uncovered)} "
-                     f"suspect(s) were re-run ({names}); they are not innocent.")
+                     f"suspect(s) were re-run ({waiting}); they are not innocent.")
     elif report.baseline is not None:
         lines.append("NOTHING PROVEN: no removal of the suspects changed the answer as judged.")
     lines.append("")
