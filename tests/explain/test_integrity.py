@@ -120,6 +120,27 @@ async def test_a_source_giving_one_label_two_values_is_ambiguous_and_never_a_fin
     assert find_context_errors(await agent.run("price?")).of(CONTRADICTS) == ()
 
 
+async def test_a_value_one_of_several_results_gives_is_not_contradicted_by_another() -> None:
+    """Two balances were read; the answer quotes one of them: no finding (and a value
+    neither gives is ambiguous between them, so no finding either)."""
+
+    @tool
+    def account(number: str) -> str:
+        """One account."""
+        return json.dumps({"balance": {"ACC-1": 120, "ACC-2": 300}[number]})
+
+    async def answer(text: str) -> ContextErrorReport:
+        agent = Agent(provider=mock(script=[
+            {"tool_calls": [{"id": "a", "name": "account", "args": {"number": "ACC-1"}},
+                            {"id": "b", "name": "account", "args": {"number": "ACC-2"}}]},
+            text]), model="m", tools=[account])
+        return find_context_errors(await agent.run("balances?"))
+
+    quoted = await answer("Your balance is 300 EUR.")
+    assert quoted.of(CONTRADICTS) == () and _status(quoted, CONTRADICTS) == "nothing"
+    assert (await answer("Your balance is 999 EUR.")).of(CONTRADICTS) == ()
+
+
 # -- (d) an instruction that fired against its condition ---------------------------------------
 
 

@@ -16,8 +16,9 @@ A **value** is one of three kinds, compared only with its own kind:
 * an identifier: letters and digits mixed (``ORD-7781``, ``A1B2``; compared case-insensitively).
 
 Labels are lower-cased words with ``the``/``your``/``a``… dropped; two labels are the same when
-the shorter is the tail of the longer (``account balance`` names ``balance``). A source that
-gives one label two different values is ambiguous and never used. Anything else — prose,
+the shorter is the tail of the longer (``account balance`` names ``balance``). A value any
+source gives under the label agrees; sources that give one label several different values are
+ambiguous and never used for a finding. Anything else — prose,
 paraphrase, units, arithmetic — is out of scope: no finding is ever made from it.
 """
 

@@ -299,32 +299,31 @@ def _contradictions(view: RunView) -> Outcome:
     if not sources:
         return _cannot(check, "no tool result or fact reached the answering call "
                               f"({final.runtime_stage_id}), or they are redacted")
+    given = [(piece, claim) for piece in sources for claim in claims_in(piece.text)]
     checked, found = 0, []
-    for piece in sources:
-        given = claims_in(piece.text)
-        for claim in stated:
-            values = [g for g in given if same_label(claim.label, g.label)
-                      and same_value(claim, g) is not None]
-            if not values:
-                continue
-            checked += 1
-            if any(same_value(claim, g) for g in values):
-                continue
-            distinct = {_canonical(g) for g in values}
-            if len(distinct) != 1:
-                continue  # the source itself gives that label several values: ambiguous
-            given_value = values[0]
-            where = (f"tool_call:{piece.tool_call_id}" if piece.tool_call_id
-                     else f"injection:{piece.id}")
-            kind = f"tool '{piece.id}' result" if piece.kind == "tool" else f"fact {piece.id!r}"
-            found.append(ContextError(
-                check, "error",
-                (f"step:{final.runtime_stage_id}", where,
-                 *((f"step:{piece.runtime_stage_id}",) if piece.runtime_stage_id else ())),
-                f"answer: {claim.label_text} = {claim.value}; {kind}: "
-                f"{given_value.label_text} = {given_value.value}",
-                f"The answer says {claim.label_text} is {claim.value}, but the {kind} it was "
-                f"given says {given_value.value}."))
+    for claim in stated:
+        values = [(piece, g) for piece, g in given if same_label(claim.label, g.label)
+                  and same_value(claim, g) is not None]
+        if not values:
+            continue
+        checked += 1
+        if any(same_value(claim, g) for _, g in values):
+            continue  # some source gives the answer's value: it may be the one cited
+        if len({_canonical(g) for _, g in values}) != 1:
+            continue  # the sources give that label several values: ambiguous, never a finding
+        piece, given_value = values[0]
+        cited = list(dict.fromkeys(p for p, _ in values))
+        where = [f"tool_call:{p.tool_call_id}" if p.tool_call_id else f"injection:{p.id}"
+                 for p in cited]
+        steps = [f"step:{p.runtime_stage_id}" for p in cited if p.runtime_stage_id]
+        kind = f"tool '{piece.id}' result" if piece.kind == "tool" else f"fact {piece.id!r}"
+        found.append(ContextError(
+            check, "error",
+            tuple(dict.fromkeys((f"step:{final.runtime_stage_id}", *where, *steps))),
+            f"answer: {claim.label_text} = {claim.value}; {kind}: "
+            f"{given_value.label_text} = {given_value.value}",
+            f"The answer says {claim.label_text} is {claim.value}, but the {kind} it was "
+            f"given says {given_value.value}."))
     if not checked:
         return _cannot(check, "no label the answer states appears in a tool result or fact "
                               "it was given")
