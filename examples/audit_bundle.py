@@ -44,8 +44,9 @@ async def main() -> None:
     print("the tool call as recorded:", json.dumps(json.loads(tool_line)["record"]))
 
     checked = verify_audit_bundle(bundle)
-    print(f"verify: ok={checked.ok}, records checked {checked.records_checked}, "
-          f"head {checked.final_hash[:16] if checked.final_hash else None}…")
+    print(f"verify: ok={checked.ok}, records checked {checked.records_checked}")
+    print(f"the head to publish elsewhere: final_hash, {len(checked.final_hash or '')} hex "
+          "characters (it differs on every run: the run id and the time are in the chain)")
 
     position = bundle.index(b'"result_type":"string"') + len('"result_type":"')
     tampered = bundle[:position] + b"S" + bundle[position + 1:]  # "string" -> "String"

@@ -117,7 +117,7 @@ EXPECTED = {
         "exported 7 records; record types: run, llm_call, decision, tool_call, llm_call, "
         "decision, answer",
         '"arguments": ["order_id"], "name": "lookup_order", "result": "[34 chars]"',
-        "verify: ok=True, records checked 7, head ",
+        "verify: ok=True, records checked 7\nthe head to publish elsewhere: final_hash, 64 hex",
         "after one changed byte: ok=False, broken_at=4",
         "  record 4's hash does not match its content: it was edited",
     ],
