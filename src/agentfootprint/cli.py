@@ -220,12 +220,14 @@ def _report(store_path: Path, run_id: str, output: str) -> int:
             print(_plain(exc.args[0]), file=sys.stderr)
             return 1
         tampered = stored_run_warning(store, recording)
+        head = store.chain_head(run_id)  # the page says whether the run still matches it
     if tampered:  # a report page would present the edited run as the one that happened
         print(_plain(f"{tampered}; no report was written"), file=sys.stderr)
         return 1
     target = Path(output)
     try:
-        written = write_html_report(recording, target, localization=proofs)
+        written = write_html_report(recording, target, localization=proofs,
+                                    chain_head=head)
     except OSError as exc:
         print(_plain(f"cannot write the report to {str(target)!r} ({exc}); pass -o with a "
                      "writable path"), file=sys.stderr)

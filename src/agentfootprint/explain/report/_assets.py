@@ -37,9 +37,49 @@ header.top h1 { margin: 0 0 8px; font-size: 21px; font-weight: 650; }
 header.top dl { display: grid; grid-template-columns: max-content 1fr; gap: 3px 14px; margin: 0; }
 header.top dt { color: #aab4c6; }
 header.top dd { margin: 0; white-space: pre-wrap; overflow-wrap: anywhere; }
-header.top nav { margin-top: 10px; display: flex; gap: 16px; font-size: 13px; }
+header.top nav { margin-top: 10px; display: flex; flex-wrap: wrap; gap: 4px 16px;
+  font-size: 13px; }
 header.top nav a { color: #cfe0ff; }
-main { padding: 18px 28px 40px; display: grid; gap: 18px; max-width: 1500px; }
+main { padding: 18px 28px 40px; display: grid; grid-template-columns: minmax(0, 1fr);
+  gap: 18px; max-width: 1500px; }
+code { overflow-wrap: anywhere; }
+.lead { margin: 6px 0 12px; padding: 9px 13px; border-radius: 8px; font-size: 15.5px;
+  line-height: 1.45; color: var(--ink); background: #fff; border-left: 6px solid var(--line);
+  overflow-wrap: anywhere; max-width: 1100px; }
+.lead.proven { background: var(--causal-soft); border-left-color: var(--causal); }
+.lead.proven b { color: var(--causal); }
+.lead.not-proven, .lead.nothing { background: #fff8e1; border-left-color: #e0a800; }
+.lead.failed { background: var(--causal-soft); border-left-color: var(--causal); }
+.lead a { color: var(--lit); white-space: nowrap; }
+.lead q { font-weight: 650; }
+.table-wrap { overflow-x: auto; max-width: 100%; }
+.table-wrap table { min-width: 520px; }
+.members { display: grid; gap: 6px; margin-top: 8px; }
+details.member-chart { border: 1px solid var(--line); border-radius: 8px; padding: 6px 10px;
+  background: #fbfcfe; }
+details.member-chart > summary { cursor: pointer; font-size: 13px; }
+details.member-chart .chart-wrap { margin-top: 8px; }
+svg.chart .node.member .box { stroke-width: 2; }
+.call-usage { font-size: 12.5px; color: var(--muted); margin: 0 0 8px; overflow-wrap: anywhere; }
+.call-usage b { color: var(--ink); }
+.unknown { color: var(--warn); }
+ol.tool-runs, ol.findings { list-style: none; margin: 0; padding: 0; display: grid; gap: 8px; }
+li.tool-run, li.finding { border: 1px solid var(--line); border-radius: 8px; padding: 8px 10px;
+  background: #fff; min-width: 0; }
+li.tool-run .tool-name { margin: 0 0 4px; font-weight: 650; }
+li.tool-run .status { font-size: 11px; font-weight: 700; color: var(--ok); }
+.caption { display: block; font-size: 11px; font-weight: 700; color: var(--muted);
+  text-transform: uppercase; letter-spacing: .04em; margin: 6px 0 2px; }
+pre.args, pre.result { white-space: pre-wrap; overflow-wrap: anywhere; margin: 0;
+  font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 12.5px; padding: 6px 9px;
+  background: #fbfcfe; border: 1px solid var(--line); border-radius: 6px; }
+li.finding.error { border-color: var(--causal); }
+li.finding .severity { font-size: 11px; font-weight: 800; text-transform: uppercase;
+  color: var(--causal); }
+li.finding.warning .severity { color: var(--warn); }
+tr.disposition.found td:nth-child(2) { color: var(--causal); font-weight: 700; }
+tr.disposition.could-not-run td:nth-child(2) { color: var(--warn); font-weight: 700; }
+code.hash { font-size: 12px; }
 section { background: var(--paper); border: 1px solid var(--line); border-radius: 10px;
   padding: 14px 18px 18px; min-width: 0; }
 h2 { font-size: 17px; margin: 0 0 6px; }
@@ -153,7 +193,7 @@ li.hop { display: grid; grid-template-columns: 84px 1fr; gap: 8px; font-size: 13
 li.hop .hop-kind { font-weight: 800; color: var(--lit); letter-spacing: .04em; }
 li.hop code { color: var(--muted); }
 ol.suspects { list-style: none; margin: 0; padding: 0; display: grid;
-  grid-template-columns: repeat(auto-fill, minmax(300px, 1fr)); gap: 10px; }
+  grid-template-columns: repeat(auto-fill, minmax(min(300px, 100%), 1fr)); gap: 10px; }
 li.suspect { border: 1px solid var(--line); border-radius: 9px; padding: 9px 11px;
   position: relative; background: #fff; }
 li.suspect.causal { border: 2px solid var(--causal); background: var(--causal-soft); }
@@ -174,13 +214,26 @@ li.suspect q { display: block; margin-top: 6px; font-size: 13px; color: var(--in
 li.suspect .why { margin: 6px 0 0; font-size: 12px; color: var(--muted); }
 .notes { margin: 8px 0 0; padding-left: 18px; font-size: 13px; color: var(--warn); }
 .empty { color: var(--muted); font-style: italic; }
+@media (max-width: 640px) {
+  header.top { padding: 14px 14px 12px; }
+  header.top h1 { font-size: 19px; }
+  header.top dl { grid-template-columns: minmax(0, 1fr); }
+  header.top dd { margin-bottom: 4px; }
+  main { padding: 10px 8px 28px; gap: 12px; }
+  section { padding: 10px 11px 14px; }
+  li.msg { grid-template-columns: minmax(0, 1fr); gap: 2px; }
+  li.msg .role { padding-top: 0; }
+  li.hop { grid-template-columns: minmax(0, 1fr); gap: 0; }
+  li.iteration { min-width: 170px; max-width: 230px; }
+  .chart-wrap { max-height: 520px; }
+}
 """
 
 JS: Final = """
 (function () {
   "use strict";
   var views = Array.prototype.slice.call(document.querySelectorAll(".call-view"));
-  var pickers = Array.prototype.slice.call(document.querySelectorAll("[data-call]"));
+  var pickers = Array.prototype.slice.call(document.querySelectorAll("button[data-call]"));
   function showCall(index, scroll) {
     views.forEach(function (view) { view.hidden = view.dataset.callIndex !== index; });
     pickers.forEach(function (el) {
@@ -215,6 +268,15 @@ JS: Final = """
   });
   steps.forEach(function (s) {
     s.addEventListener("mouseenter", function () { focusStage(s.dataset.stageId); });
+  });
+  nodes.forEach(function (n) {
+    var member = n.getAttribute("data-member");
+    if (!member) { return; }
+    n.addEventListener("click", function () {
+      var box = Array.prototype.slice.call(document.querySelectorAll("details.member-chart"))
+        .filter(function (d) { return d.dataset.member === member; })[0];
+      if (box) { box.open = !box.open; if (box.open) { box.scrollIntoView({block: "nearest"}); } }
+    });
   });
   document.documentElement.dataset.ready = "true";
 }());

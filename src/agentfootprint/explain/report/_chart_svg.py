@@ -6,6 +6,11 @@ is enough: a chain of stages runs top to bottom; a decider's branches and a fork
 children sit side by side under it; a subflow is a box around its own chain; a loop is an edge
 back up the left margin. Every node carries ``data-stage-id`` (and ``data-runs``), so the
 page's script and the browser test can tie it to the timeline; all text is escaped.
+
+A composition's chart shows the composition: each member agent (a subflow whose own chain
+holds an LLM call) is drawn as one box (``g.node.member`` with ``data-member``), and its
+internal stages sit in a ``<details class="member-chart">`` below the chart, closed by default
+(:func:`member_charts`), so a pipeline's view is the pipeline, not the framework's stages.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from typing import Any, Literal
 
 from ._data import ChartRun
 
-__all__ = ["render_chart_svg"]
+__all__ = ["member_charts", "render_chart_svg"]
 
 NODE_W = 176.0
 NODE_H = 36.0
@@ -54,13 +59,95 @@ class _Edge:
     label: str = ""
 
 
-def render_chart_svg(spec: dict[str, Any], run: ChartRun) -> str:
-    """The SVG markup of ``spec``; stages in ``run.runs`` and edges in ``run.taken`` are lit."""
+def render_chart_svg(spec: dict[str, Any], run: ChartRun, *,
+                     svg_id: str | None = "chart-svg") -> str:
+    """The SVG markup of ``spec``; stages in ``run.runs`` and edges in ``run.taken`` are lit.
+    Member agents nested in it are drawn collapsed, one box each."""
     if not spec:
         return '<p class="empty">This run recorded no chart.</p>'
+    collapsed, _ = _collapse(spec)
     layout = _Layout()
-    layout.place_chain(spec, 0.0, layout.measure_chain(spec)[0], 0.0)
-    return layout.svg(run)
+    layout.place_chain(collapsed, 0.0, layout.measure_chain(collapsed)[0], 0.0)
+    return layout.svg(run, svg_id)
+
+
+def member_charts(spec: dict[str, Any], run: ChartRun) -> str:
+    """One closed ``<details>`` per member agent drawn collapsed in ``spec``'s chart, holding
+    that member's own chart (its internal stages, lit as they ran)."""
+    if not spec:
+        return ""
+    _, members = _collapse(spec)
+    out = []
+    for member in members:
+        inner = member["subflow"]
+        stages = _count(inner)
+        ran = sum(1 for sid in _ids(inner) if run.runs.get(sid))
+        name = str(member.get("name") or member["id"])
+        out.append(
+            f'<details class="member-chart" data-member="{escape(str(member["id"]))}">'
+            f"<summary><b>{escape(name)}</b> — its {stages} internal stage(s), {ran} ran"
+            "</summary>"
+            f'<div class="chart-wrap">{render_chart_svg(inner, run, svg_id=None)}</div>'
+            f"{member_charts(inner, run)}</details>")
+    return "".join(out)
+
+
+def _is_member(node: dict[str, Any]) -> bool:
+    """A subflow whose own chain (not a nested subflow's) holds an LLM call: an agent."""
+    inner = node.get("subflow")
+    if not isinstance(inner, dict):
+        return False
+    todo = [inner]
+    while todo:
+        current = todo.pop()
+        if str(current.get("id", "")).rsplit("/", 1)[-1] == "call_llm":
+            return True
+        if current.get("next"):
+            todo.append(current["next"])
+        todo.extend(child for _, child in _fan(current))
+    return False
+
+
+def _collapse(spec: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A copy of ``spec`` with every member agent replaced by one box; the members, in order."""
+    members: list[dict[str, Any]] = []
+
+    def copy(node: dict[str, Any] | None) -> dict[str, Any] | None:
+        if not node:
+            return node
+        out = dict(node)
+        if _is_member(node):
+            members.append(node)
+            out.pop("subflow", None)
+            out["member"] = _count(node["subflow"])
+        elif node.get("subflow"):
+            out["subflow"] = copy(node["subflow"])
+        if node.get("next"):
+            out["next"] = copy(node["next"])
+        if node.get("branches"):
+            out["branches"] = {label: copy(child) for label, child in node["branches"].items()}
+        if node.get("parallel"):
+            out["parallel"] = [copy(child) for child in node["parallel"]]
+        return out
+
+    return copy(spec) or {}, members
+
+
+def _ids(spec: dict[str, Any] | None) -> list[str]:
+    found: list[str] = []
+    todo = [spec] if spec else []
+    while todo:
+        node = todo.pop()
+        found.append(str(node.get("id")))
+        for child in (node.get("next"), node.get("subflow")):
+            if child:
+                todo.append(child)
+        todo.extend(child for _, child in _fan(node))
+    return list(dict.fromkeys(found))
+
+
+def _count(spec: dict[str, Any] | None) -> int:
+    return len(_ids(spec))
 
 
 def _chain(spec: dict[str, Any] | None) -> list[dict[str, Any]]:
@@ -160,7 +247,7 @@ class _Layout:
 
     # -- draw -------------------------------------------------------------------------------
 
-    def svg(self, run: ChartRun) -> str:
+    def svg(self, run: ChartRun, svg_id: str | None = "chart-svg") -> str:
         loops = [e for e in self.edges if e.kind == "loop" and e.dst in self.rects]
         shift = MARGIN + LANE * (len(loops) + 1)
         width = max(r.x + r.w for r in self.rects.values()) + shift + MARGIN
@@ -191,7 +278,8 @@ class _Layout:
             *(markup for lit, markup in drawn_edges if lit),
             *boxes,
         ])
-        return (f'<svg id="chart-svg" class="chart" viewBox="0 0 {width:.0f} {height:.0f}" '
+        ident = f'id="{svg_id}" ' if svg_id else ""
+        return (f'<svg {ident}class="chart" viewBox="0 0 {width:.0f} {height:.0f}" '
                 f'width="{width:.0f}" height="{height:.0f}" role="img" '
                 f'aria-label="the run\'s flowchart; stages that ran are lit">'
                 f"<defs>{_marker('af-arrow', 'arrow')}{_marker('af-arrow-lit', 'arrow lit')}"
@@ -239,8 +327,13 @@ class _Layout:
         if node.get("description"):
             about += f" — {node['description']}"
         about += f" · ran {runs}×" if runs else " · did not run"
-        head = (f'<g class="node {escape(kind)} {state}" data-stage-id="{escape(node_id)}" '
-                f'data-runs="{runs}" tabindex="0"><title>{escape(about)}</title>')
+        member = node.get("member")
+        if member is not None:
+            about += f" · an agent of {member} internal stages, collapsed: open it below"
+        head = (f'<g class="node {escape(kind)} {state}{" member" if member is not None else ""}"'
+                f' data-stage-id="{escape(node_id)}" data-runs="{runs}"'
+                + (f' data-member="{escape(node_id)}"' if member is not None else "")
+                + f' tabindex="0"><title>{escape(about)}</title>')
         if node.get("subflow"):
             shape = (f'<rect class="cluster" x="{x:.1f}" y="{y:.1f}" width="{rect.w:.1f}" '
                      f'height="{rect.h:.1f}" rx="10"/>'
@@ -258,8 +351,9 @@ class _Layout:
             else:
                 shape = (f'<rect class="box" x="{x:.1f}" y="{y:.1f}" width="{rect.w:.1f}" '
                          f'height="{rect.h:.1f}" rx="7"/>')
+            label = f"▸ {_clip(name, 18)}" if member is not None else _clip(name, 22)
             shape += (f'<text class="label" x="{x + rect.w / 2:.1f}" y="{y + rect.h / 2 + 4:.1f}" '
-                      f'text-anchor="middle">{escape(_clip(name, 22))}</text>')
+                      f'text-anchor="middle">{escape(label)}</text>')
             badge_x = x + rect.w - 6
         if runs > 1:
             shape += (f'<text class="runs" x="{badge_x:.1f}" y="{y - 3:.1f}" '

@@ -29,6 +29,7 @@ from .._failure import Failure, failure_of
 from .._kept import KeptCause, KeptProof, is_redacted, kept_proof
 from .._localize import ContextBugReport
 from .._suspects import Suspect, is_stage
+from ._tool_runs import ToolRun, tool_runs_of
 
 __all__ = [
     "Board",
@@ -43,6 +44,7 @@ __all__ = [
     "Span",
     "Step",
     "SuspectCard",
+    "ToolRun",
     "build_report_data",
 ]
 
@@ -102,6 +104,8 @@ class CallView:
     is_final: bool
     failed: str | None = None
     """The error, when this call is the one that raised (the run failed on it)."""
+    tool_runs: tuple[ToolRun, ...] = ()
+    """Every tool call this call asked for, its arguments and its result."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +194,8 @@ class Board:
     follow_note: str = ""
     failure: Failure | None = None
     """Set for a failed run: the board explains the error, not an answer."""
+    uncovered: tuple[str, ...] = ()
+    """Suspects the kept re-runs did not reach before their budget ran out (not innocent)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -368,7 +374,9 @@ def _calls(log: CommitLog, failure: Failure | None = None) -> list[CallView]:
             else _tool_names(call.tool_calls),
             is_final=record.idx == final_idx,
             failed=failure.error if failure is not None
-            and record.runtime_stage_id == raised else None))
+            and record.runtime_stage_id == raised else None,
+            tool_runs=() if record.runtime_stage_id == raised
+            else tool_runs_of(log, record, call.tool_calls)))
     return out
 
 
@@ -488,7 +496,8 @@ def _board(recording: Recording, log: CommitLog, calls: list[CallView],
         reruns=kept.reruns if kept is not None else None,
         causes=kept.causes if kept is not None else (),
         criterion=kept.criterion if kept is not None else None,
-        rule=kept.cost() if kept is not None else None, follow_note=note)
+        rule=kept.cost() if kept is not None else None, follow_note=note,
+        uncovered=kept.uncovered if kept is not None else ())
 
 
 def _failure_board(recording: Recording, calls: list[CallView], failure: Failure,

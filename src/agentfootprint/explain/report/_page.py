@@ -5,7 +5,11 @@ attributes); nothing from the run is ever placed inside the script, the styleshe
 Stable hooks for people and tests: ``#chart`` (``#chart-svg`` with ``.node.ran``), ``#timeline``
 (``button.step.llm[data-call]``), ``#model-view`` (``article.call-view`` with ``mark.inj``
 carrying ``data-source``), ``#board`` (``li.suspect``, ``.stamp``, ``mark.culprit``,
-``#proven`` with ``.proven-cause`` and ``.without``; ``#failure`` for a failed run), ``#usage``.
+``#proven`` with ``.proven-cause`` and ``.without``; ``#failure`` for a failed run), ``#usage``;
+``#lead``, ``.tool-runs``, ``.call-usage``, ``#integrity`` and ``#audit`` (see ``_sections.py``).
+
+Responsive by construction: nothing is wider than the viewport at 390 px — the chart scrolls
+inside its own box, tables scroll inside ``.table-wrap``, long values wrap.
 """
 
 from __future__ import annotations
@@ -15,18 +19,35 @@ from collections.abc import Iterable
 from html import escape
 from itertools import pairwise
 
+from ...runs._usage import CallUsage, RunUsage
 from .._failure import Failure
+from .._integrity import ContextErrorReport
 from .._kept import prove_command
 from ._assets import CSS, JS, PALETTE_SIZE, content_security_policy
-from ._chart_svg import render_chart_svg
+from ._chart_svg import member_charts, render_chart_svg
 from ._data import Board, CallView, Culprit, ReportData, Span, SuspectCard
+from ._sections import (
+    AuditStatus,
+    audit_section,
+    call_usage_line,
+    integrity_section,
+    lead_html,
+    tool_runs_html,
+    usage_by_call,
+)
+from ._usage import usage_section
 
 __all__ = ["render_page"]
 
 
-def render_page(data: ReportData, *, usage: str = "") -> str:
-    """The whole document (``usage``: the usage section's HTML, see ``_usage.py``)."""
+def render_page(data: ReportData, *, usage: RunUsage | None = None,
+                integrity: ContextErrorReport | None = None,
+                audit: AuditStatus | None = None) -> str:
+    """The whole document: ``usage`` (``runs.usage_of``), ``integrity``
+    (``find_context_errors``) and ``audit`` (the run against its kept chain head) add their
+    sections and per-call lines."""
     colours = _Colours()
+    per_call = usage_by_call(data.calls, usage) if usage is not None else {}
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -39,9 +60,11 @@ def render_page(data: ReportData, *, usage: str = "") -> str:
         "<main>",
         _chart_section(data),
         _timeline_section(data),
-        _model_section(data, colours),
-        usage,
+        _model_section(data, colours, per_call),
+        usage_section(usage) if usage is not None else "",
         _board_section(data, colours),
+        integrity_section(integrity) if data.calls or integrity is not None else "",
+        audit_section(audit),
         "</main>",
         f"<script>{JS}</script></body></html>",
     ]
@@ -78,12 +101,14 @@ def _header(data: ReportData) -> str:
     title = (f"Why did {_e(data.name)} fail?" if data.failure is not None
              else f"Why did {_e(data.name)} answer this?" if agent
              else f"What {_e(data.name)} did, and why")
-    return (f'<header class="top"><h1>{title}</h1>'
+    return (f'<header class="top"><h1>{title}</h1>{lead_html(data)}'
             f"<dl>{items}</dl>"
             '<nav><a href="#chart">chart</a><a href="#timeline">timeline</a>'
             '<a href="#model-view">what the model saw</a>'
             + ('<a href="#usage">usage and cost</a>' if data.calls else "")
-            + '<a href="#board">backtrack board</a></nav></header>')
+            + '<a href="#board">backtrack board</a>'
+            + ('<a href="#integrity">integrity</a>' if data.calls else "")
+            + '<a href="#audit">audit</a></nav></header>')
 
 
 def _chart_section(data: ReportData) -> str:
@@ -93,7 +118,15 @@ def _chart_section(data: ReportData) -> str:
             '(×N: how many times)<span class="swatch idle"></span>did not run · '
             "click a stage to find it on the timeline</p>"
             f'<div class="chart-wrap">{render_chart_svg(data.chart, data.chart_run)}</div>'
-            "</section>")
+            f"{_members(data)}</section>")
+
+
+def _members(data: ReportData) -> str:
+    inner = member_charts(data.chart, data.chart_run)
+    if not inner:
+        return ""
+    return ('<p class="legend">Each agent of the composition is one box (▸); open one to see '
+            f'its own stages.</p><div class="members">{inner}</div>')
 
 
 def _timeline_section(data: ReportData) -> str:
@@ -121,7 +154,8 @@ def _timeline_section(data: ReportData) -> str:
             "to see exactly what the model saw.</p>" + body + "</section>")
 
 
-def _model_section(data: ReportData, colours: _Colours) -> str:
+def _model_section(data: ReportData, colours: _Colours,
+                   per_call: dict[int, CallUsage]) -> str:
     if not data.calls:
         return ('<section id="model-view"><h2>What the model saw</h2>'
                 '<p class="empty">This run made no LLM call.</p></section>')
@@ -139,7 +173,7 @@ def _model_section(data: ReportData, colours: _Colours) -> str:
             f'<article class="call-view" id="call-{call.index}" data-call-index="{call.index}" '
             f'data-rid="{_e(call.runtime_stage_id)}"{"" if call.index == shown else " hidden"}>'
             f"<header>{_e(_call_title(call))}"
-            f"{_call_role(call)}</header>"
+            f"{_call_role(call)}</header>{call_usage_line(per_call.get(call.index))}"
             + _call_body(call, colours, mark) + "</article>")
     return ('<section id="model-view"><h2>What the model saw</h2>'
             '<p class="legend">Exactly what each call sent, rebuilt from the recording. Each '
@@ -180,9 +214,9 @@ def _call_body(call: CallView, colours: _Colours, culprit: Culprit | None) -> st
             f"<td>{_e(r.reason)}</td><td>{_e('; '.join(r.landed) or '—')}</td></tr>"
             for r in call.injections)
         out.append("<h3>Injections (who let each in, and how it landed)</h3>"
-                   '<table class="injections"><thead><tr><th>source</th><th>flavor</th>'
-                   "<th>trigger</th><th>this call</th><th>why</th><th>landed</th></tr></thead>"
-                   f"<tbody>{rows}</tbody></table>")
+                   '<div class="table-wrap"><table class="injections"><thead><tr><th>source</th>'
+                   "<th>flavor</th><th>trigger</th><th>this call</th><th>why</th><th>landed</th>"
+                   f"</tr></thead><tbody>{rows}</tbody></table></div>")
     if call.failed is not None:
         out.append("<h3>The call failed — the model gave no answer</h3>"
                    f'<pre class="answer failed">{_e(call.failed)}</pre>')
@@ -190,6 +224,7 @@ def _call_body(call: CallView, colours: _Colours, culprit: Culprit | None) -> st
     answer = call.answer or ("(asked for " + ", ".join(call.asked_tools) + ")"
                              if call.asked_tools else "")
     out.append(f'<h3>The model answered</h3><pre class="answer">{_e(answer)}</pre>')
+    out.append(tool_runs_html(call))
     return "".join(out)
 
 
@@ -269,10 +304,11 @@ def _board_section(data: ReportData, colours: _Colours) -> str:
                       "backtrack.</p></section>"
     if board.failure is not None:
         return head + _failure_board(data, board, board.failure, colours) + "</section>"
-    out = [head, f'<p class="tiers">Scores are a <b>proxy</b> ({_e(board.strategy)}): they '
-                 "order the suspects for re-runs and convict no one. Only isolated re-runs "
-                 "stamp CAUSAL — the answer flips without a source more often than with "
-                 "nothing removed, at a stated false-positive rate.</p>"]
+    out = [head]
+    tiers = (f'<p class="tiers">Scores are a <b>proxy</b> ({_e(board.strategy)}): they '
+             "order the suspects for re-runs and convict no one. Only isolated re-runs "
+             "stamp CAUSAL — the answer flips without a source more often than with "
+             "nothing removed, at a stated false-positive rate.</p>")
     if board.reruns is None:
         out.append('<div class="banner proxy" id="not-proven">Nothing is proven yet: no '
                    "re-runs are kept for this run, so every line below is a proxy. Prove a "
@@ -291,6 +327,7 @@ def _board_section(data: ReportData, colours: _Colours) -> str:
                    + (f" {_e(board.rule[:1].upper() + board.rule[1:])}." if board.rule
                       else "") + "</div>")
     out.append(_proven(board))
+    out.append(tiers)
     if board.confidence:
         out.append(f'<p class="note">{_e(board.confidence)}</p>')
     heading = ("The chain, from the answer back to the proven cause" if board.causes

@@ -59,5 +59,6 @@ def usage_section(usage: RunUsage) -> str:
             '<p class="legend">Tokens per model call: input counts every prompt token, '
             "cached ones included; cache read / written say how many came from or went into "
             "the provider's prompt cache.</p>"
-            f"<table><thead>{head}</thead><tbody>{''.join(rows)}</tbody></table>"
+            f'<div class="table-wrap"><table><thead>{head}</thead>'
+            f"<tbody>{''.join(rows)}</tbody></table></div>"
             + "".join(notes) + "</section>")
