@@ -7,7 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from agentfootprint import Agent, Tracing, define_fact, tool
+import pytest
+
+from agentfootprint import Agent, ProviderError, Tracing, define_fact, tool
 from agentfootprint.explain import self_explain, trace_toolpack
 from agentfootprint.explain._toolpack import TRACE_TOOL_NAMES, call_trace_tool
 from agentfootprint.flow import flow_chart
@@ -165,4 +167,22 @@ async def test_self_explain_sums_up_answer_chain_integrity_and_proof(tmp_path: P
         "labels": ["fact 'house-currency'"], "why": "flipped every time"}]})
     kept = self_explain(result)
     assert "PROOF (kept with the run):" in kept and "not proven yet" not in kept
+    quiet = self_explain(flow_chart("Only", lambda s: s.__setitem__("x", 1), id="only").build()
+                         .run_sync({}))
+    assert "INTEGRITY: ⚠ no check could run — no evidence either way" in quiet
     store.close()
+
+
+def test_a_failed_run_explains_its_error_and_has_nothing_to_prove(tmp_path: Path) -> None:
+    with RunStore(tmp_path / "runs.db") as store:
+        agent = Agent(provider=mock(script=[
+            _call("c1", "balance", account="ACC-1"),
+            ProviderError("upstream 503: overloaded", status=503, provider="mock")]),
+            model="m", tools=[balance], tracing=Tracing(run_store=store))
+        with pytest.raises(ProviderError):
+            agent.run_sync("balance?")
+        recording = store.load(store.list()[0].run_id)
+    text = self_explain(recording)
+    assert text.startswith("ANSWER: none — the run failed: ")
+    assert "upstream 503" in text and "\nWHERE IT FAILED:\n  FAILED" in text
+    assert text.endswith("PROOF: nothing to prove — the run gave no model answer.")

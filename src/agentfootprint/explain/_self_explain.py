@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..runs._view import Explainable
-from ._backtrack import backtrack
+from ._backtrack import Backtrack, backtrack
 from ._integrity import find_context_errors
 from ._kept import kept_proof, prove_command
 
@@ -31,25 +31,36 @@ _QUOTE = 200
 def self_explain(result: Explainable, *,
                  grounds: Mapping[str, Iterable[str]] | None = None) -> str:
     """A short plain-text self-explanation of ``result`` (a RunResult, FlowRun or Recording)."""
-    chain = backtrack(result)
+    try:
+        chain: Backtrack | None = backtrack(result)
+    except ValueError:  # no LLM call: a flow run has no answer to walk back from
+        chain = None
     run_id = getattr(result, "run_id", None)
     lines = []
-    if chain.failure is not None:
+    if chain is None:
+        lines.append("ANSWER: none — this run made no LLM call, so nothing to backtrack "
+                     "(its narrative and trace_slice explain a flow run).")
+    elif chain.failure is not None:
         lines.append(f"ANSWER: none — the run failed: {chain.failure.error[:_QUOTE]}")
+        lines.append("WHERE IT FAILED:")
+        lines.extend(f"  {hop.kind:<8} {hop.text}" for hop in chain.hops)
     else:
         answer = chain.answer if len(chain.answer) <= _QUOTE else chain.answer[:_QUOTE] + "…"
         lines.append(f"ANSWER: {answer!r}")
-    lines.append("RESTS ON (backtrack; the source followed is the best proxy match, not a "
-                 "proven cause):" if chain.failure is None else "WHERE IT FAILED:")
-    lines.extend(f"  {hop.kind:<8} {hop.text}" for hop in chain.hops[1:])
+        lines.append("RESTS ON (backtrack; the source followed is the best proxy match, not a "
+                     "proven cause):")
+        lines.extend(f"  {hop.kind:<8} {hop.text}" for hop in chain.hops[1:])
     report = find_context_errors(result, grounds=grounds)
     blocked = len(report.dispositions) - len(report.ran)
     if report.findings:
         lines.append(f"INTEGRITY: {len(report.findings)} contradiction(s) in the run:")
         lines.extend(f"  - {f.check}: {f.explanation}" for f in report.findings)
+    elif report.ran:
+        lines.append(f"INTEGRITY: no contradiction found by the {len(report.ran)} of "
+                     f"{len(report.dispositions)} check(s) that ran.")
     else:
-        lines.append(f"INTEGRITY: no contradiction found by the {len(report.ran)} check(s) "
-                     "that ran.")
+        lines.append("INTEGRITY: ⚠ no check could run — no evidence either way, not a clean "
+                     "run.")
     if blocked:
         lines.append(f"  ⚠ {blocked} check(s) could not run: " + "; ".join(
             f"{d.check} ({d.reason})" for d in report.dispositions
@@ -58,9 +69,9 @@ def self_explain(result: Explainable, *,
     return "\n".join(lines)
 
 
-def _proof_lines(result: Any, run_id: str | None, chain: Any) -> list[str]:
-    if chain.failure is not None:
-        return ["PROOF: nothing to prove — a failed run has no answer."]
+def _proof_lines(result: Any, run_id: str | None, chain: Backtrack | None) -> list[str]:
+    if chain is None or chain.failure is not None:
+        return ["PROOF: nothing to prove — the run gave no model answer."]
     store = getattr(getattr(result, "source", None), "run_store", None)
     proofs = getattr(store, "proofs", None)
     kept = kept_proof(proofs(run_id)) if callable(proofs) and run_id else None
