@@ -15,7 +15,7 @@ from agentfootprint.explain._toolpack import TRACE_TOOL_NAMES, call_trace_tool
 from agentfootprint.flow import flow_chart
 from agentfootprint.flow._redact import RedactionPolicy
 from agentfootprint.providers import mock
-from agentfootprint.runs import Recording, RunStore
+from agentfootprint.runs import Recording, RunStore, trace
 
 SECRET = "inner-secret-Z93"
 
@@ -112,6 +112,9 @@ async def test_inspect_tool_run_descends_into_the_agent_used_as_a_tool() -> None
     tools = trace_toolpack(Recording.from_json(Recording.of(result).to_json()))
     outer_view = call_trace_tool(tools, "inspect_tool_call", {"tool_call_id": "o1"})
     assert "i1" not in outer_view  # the outer call alone does not show the inner run's calls
+    assert f"inside: agent run {result.recording.state[trace.SUB_RUNS]['o1']['run_id']} — " \
+           "inspect_tool_run('o1') shows its steps" in outer_view
+    assert "⚠ boundary" not in outer_view
     text = call_trace_tool(tools, "inspect_tool_run", {"tool_call_id": "o1"})
     assert text.startswith("INNER RUN ") and "agent tool 'audit', called by o1" in text
     assert "LLM CALLS (2): call_llm#" in text

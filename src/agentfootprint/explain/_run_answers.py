@@ -35,6 +35,8 @@ __all__ = ["RunAnswers"]
 _NARRATIVE_LINES: Final = 40
 _NARRATIVE_CAP: Final = 200
 _LINE_CHARS: Final = 400
+_BOUNDARY: Final = "⚠ boundary:"
+"""How ``inspect_tool_call`` says a tool's inside is not traced (replaced for agent tools)."""
 
 
 def _text(value: Any) -> str:
@@ -129,6 +131,22 @@ class RunAnswers:
         tail = (f"more: read_narrative(from_line={end})" if end < total
                 else "(end of narrative)")
         return "\n".join([head, *lines, tail]), f"read_narrative(from_line={start})"
+
+    # -- inspect_tool_call, with the way inside --------------------------------------------
+
+    def tool_call(self, answers: TraceAnswers, args: dict[str, Any]) -> Answer:
+        """``inspect_tool_call``; for an agent that ran as a tool, the boundary line becomes
+        the way into its inner run (kept) or says the inner run was not kept."""
+        text, again = answers.tool_call(args)
+        wanted = _text(args.get("tool_call_id"))
+        sub = self.view.run.sub_runs.get(wanted)
+        if sub is None:
+            return text, again
+        inside = (f"inside: agent run {sub.run_id} — inspect_tool_run('{wanted}') shows its "
+                  "steps, tool calls and answer" if sub.recording is not None else
+                  f"inside: agent run {sub.run_id} ⚠ its recording was not kept with this run")
+        lines = [inside if line.startswith(_BOUNDARY) else line for line in text.splitlines()]
+        return "\n".join(lines), again
 
     # -- inspect_tool_run -------------------------------------------------------------------
 

@@ -176,7 +176,8 @@ def _tools(answers: TraceAnswers, whole: RunAnswers, cap: int) -> list[Tool]:
          "fields.", {"key": string, "at": at}, ["key"], answers.get_value),
         ("inspect_tool_call", "An agent's tool call by id: the step that proposed it and its "
          "arguments, the step that ran it, rules that changed or refused it, its outcome and "
-         "result.", {"tool_call_id": string}, ["tool_call_id"], answers.tool_call),
+         "result.", {"tool_call_id": string}, ["tool_call_id"],
+         lambda a: whole.tool_call(answers, a)),
         ("find_context_errors", "Where the run contradicts itself (a parked tool still "
          "offered, a tool offered after the results it rests on left the window, an answer "
          "value a tool result or fact contradicts, an injection that fired against its "
