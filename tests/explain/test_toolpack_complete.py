@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from agentfootprint import Agent, ProviderError, Tracing, define_fact, tool
-from agentfootprint.explain import self_explain, trace_toolpack
+from agentfootprint.explain import self_explain, trace_debug_agent, trace_toolpack
 from agentfootprint.explain._toolpack import TRACE_TOOL_NAMES, call_trace_tool
 from agentfootprint.flow import flow_chart
 from agentfootprint.flow._redact import RedactionPolicy
@@ -189,3 +189,29 @@ def test_a_failed_run_explains_its_error_and_has_nothing_to_prove(tmp_path: Path
     assert text.startswith("ANSWER: none — the run failed: ")
     assert "upstream 503" in text and "\nWHERE IT FAILED:\n  FAILED" in text
     assert text.endswith("PROOF: nothing to prove — the run gave no model answer.")
+
+
+async def test_a_debug_agent_calls_the_new_tools_and_reads_their_answers() -> None:
+    """A scripted debugger: find_context_errors, then backtrack, then its verdict."""
+    run = await _contradicting_run()
+    debugger = trace_debug_agent(run, mock(script=[
+        _call("d1", "find_context_errors"), _call("d2", "backtrack"),
+        "CULPRIT: call_llm#12 — the answer contradicts tool call c1."]), "mock-debugger")
+    result = await debugger.run("Why is the balance wrong?")
+    outputs = [m["content"] for m in result.history if m["role"] == "tool"]
+    assert outputs[0].startswith("CONTEXT ERRORS — 1 finding(s)")
+    assert outputs[1].startswith('ANSWER   "Your balance is 250.00 EUR."')
+    assert result.content.startswith("CULPRIT: call_llm#12")
+
+
+async def test_an_inner_run_whose_recording_was_not_kept_says_so() -> None:
+    inner = Agent(provider=mock(reply="inner answer"), model="m", name="helper")
+    outer = Agent(provider=mock(script=[_call("o1", "ask", request="hi"), "done"]), model="m",
+                  tools=[inner.as_tool(name="ask", description="Ask the helper.")],
+                  tracing=Tracing(redaction=RedactionPolicy(keys=[trace.SUB_RECORDINGS])))
+    tools = trace_toolpack(await outer.run("go"))
+    text = call_trace_tool(tools, "inspect_tool_run", {"tool_call_id": "o1"})
+    assert "its recording was not kept with this run" in text
+    assert "inner answer" not in text
+    assert "its recording was not kept" in call_trace_tool(tools, "inspect_tool_call",
+                                                            {"tool_call_id": "o1"})
