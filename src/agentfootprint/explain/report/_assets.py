@@ -31,10 +31,11 @@ CSS: Final = """
   font-size: 15px; color: var(--ink); background: var(--bg);
 }
 * { box-sizing: border-box; }
-body { margin: 0; }
+body { margin: 0; overflow-wrap: break-word; }
 header.top { background: var(--ink); color: #fff; padding: 18px 28px 14px; }
 header.top h1 { margin: 0 0 8px; font-size: 21px; font-weight: 650; }
-header.top dl { display: grid; grid-template-columns: max-content 1fr; gap: 3px 14px; margin: 0; }
+header.top dl { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: 3px 14px;
+  margin: 0; }
 header.top dt { color: #aab4c6; }
 header.top dd { margin: 0; white-space: pre-wrap; overflow-wrap: anywhere; }
 header.top nav { margin-top: 10px; display: flex; flex-wrap: wrap; gap: 4px 16px;
@@ -54,9 +55,9 @@ code { overflow-wrap: anywhere; }
 .lead q { font-weight: 650; }
 .table-wrap { overflow-x: auto; max-width: 100%; }
 .table-wrap table { min-width: 520px; }
-.members { display: grid; gap: 6px; margin-top: 8px; }
+.members { display: grid; grid-template-columns: minmax(0, 1fr); gap: 6px; margin-top: 8px; }
 details.member-chart { border: 1px solid var(--line); border-radius: 8px; padding: 6px 10px;
-  background: #fbfcfe; }
+  background: #fbfcfe; min-width: 0; }
 details.member-chart > summary { cursor: pointer; font-size: 13px; }
 details.member-chart .chart-wrap { margin-top: 8px; }
 svg.chart .node.member .box { stroke-width: 2; }
@@ -163,7 +164,7 @@ mark.src-7::before { background: var(--src-7-edge); }
 mark.culprit { background: var(--culprit); outline: 2px solid var(--causal); color: inherit;
   border-radius: 2px; font-weight: 700; }
 ol.messages { list-style: none; margin: 0; padding: 0; display: grid; gap: 6px; }
-li.msg { display: grid; grid-template-columns: 120px 1fr; gap: 8px; align-items: start; }
+li.msg { display: grid; grid-template-columns: 120px minmax(0, 1fr); gap: 8px; align-items: start; }
 li.msg .role { font-size: 12px; font-weight: 700; color: var(--muted); padding-top: 8px; }
 li.msg .role .src { display: block; font-weight: 600; color: var(--ink); }
 li.msg.injected pre, li.msg.role-tool pre { border-left: 4px solid var(--src-3-edge); }
@@ -189,13 +190,13 @@ ul.tools { margin: 0; padding-left: 18px; font-size: 13px; }
 li.suspect .without { margin: 6px 0 0; font-size: 12.5px; }
 pre.answer.failed { border-color: var(--causal); color: var(--causal); }
 ol.hops { list-style: none; margin: 0; padding: 0; display: grid; gap: 4px; }
-li.hop { display: grid; grid-template-columns: 84px 1fr; gap: 8px; font-size: 13px; }
+li.hop { display: grid; grid-template-columns: 84px minmax(0, 1fr); gap: 8px; font-size: 13px; }
 li.hop .hop-kind { font-weight: 800; color: var(--lit); letter-spacing: .04em; }
 li.hop code { color: var(--muted); }
 ol.suspects { list-style: none; margin: 0; padding: 0; display: grid;
   grid-template-columns: repeat(auto-fill, minmax(min(300px, 100%), 1fr)); gap: 10px; }
 li.suspect { border: 1px solid var(--line); border-radius: 9px; padding: 9px 11px;
-  position: relative; background: #fff; }
+  position: relative; background: #fff; min-width: 0; }
 li.suspect.causal { border: 2px solid var(--causal); background: var(--causal-soft); }
 li.suspect.followed { box-shadow: 0 0 0 3px var(--lit-soft); }
 li.suspect .rank { font-weight: 800; color: var(--muted); margin-right: 6px; }
@@ -278,6 +279,15 @@ JS: Final = """
       if (box) { box.open = !box.open; if (box.open) { box.scrollIntoView({block: "nearest"}); } }
     });
   });
+  // a chart wider than its box opens centred on its main column (it scrolls both ways)
+  function centre(root) {
+    Array.prototype.slice.call(root.querySelectorAll(".chart-wrap")).forEach(function (w) {
+      if (w.scrollWidth > w.clientWidth) { w.scrollLeft = (w.scrollWidth - w.clientWidth) / 2; }
+    });
+  }
+  centre(document);
+  Array.prototype.slice.call(document.querySelectorAll("details.member-chart")).forEach(
+    function (d) { d.addEventListener("toggle", function () { if (d.open) { centre(d); } }); });
   document.documentElement.dataset.ready = "true";
 }());
 """

@@ -305,28 +305,30 @@ def _board_section(data: ReportData, colours: _Colours) -> str:
     if board.failure is not None:
         return head + _failure_board(data, board, board.failure, colours) + "</section>"
     out = [head]
+    banner: list[str] = []
     tiers = (f'<p class="tiers">Scores are a <b>proxy</b> ({_e(board.strategy)}): they '
              "order the suspects for re-runs and convict no one. Only isolated re-runs "
              "stamp CAUSAL — the answer flips without a source more often than with "
              "nothing removed, at a stated false-positive rate.</p>")
     if board.reruns is None:
-        out.append('<div class="banner proxy" id="not-proven">Nothing is proven yet: no '
-                   "re-runs are kept for this run, so every line below is a proxy. Prove a "
-                   f"cause with <code>{_e(prove_command(data.run_id))}</code> (or "
-                   "<code>localize_context_bug(...)</code>).</div>")
+        banner.append('<div class="banner proxy" id="not-proven">Nothing is proven yet: no '
+                      "re-runs are kept for this run, so every line below is a proxy. Prove a "
+                      f"cause with <code>{_e(prove_command(data.run_id))}</code> (or "
+                      "<code>localize_context_bug(...)</code>).</div>")
     elif board.baseline is None:
-        out.append('<div class="banner proxy">No suspect could be removed, so nothing was '
-                   "re-run: every line below is a proxy.</div>")
+        banner.append('<div class="banner proxy">No suspect could be removed, so nothing was '
+                      "re-run: every line below is a proxy.</div>")
     else:
         flips, _, runs = board.baseline.partition("/")
         stable = not (flips.isdigit() and runs.isdigit() and int(flips) * 2 > int(runs))
-        out.append(f'<div class="banner {"stable" if stable else "unstable"}" id="baseline">'
-                   f"Baseline: {_e(board.baseline)} re-runs flipped with nothing removed — "
-                   + ("stable." if stable else "UNSTABLE: the answer is not reproducible, so "
-                      "nothing could be proven.")
-                   + (f" {_e(board.rule[:1].upper() + board.rule[1:])}." if board.rule
-                      else "") + "</div>")
-    out.append(_proven(board))
+        banner.append(f'<div class="banner {"stable" if stable else "unstable"}" id="baseline">'
+                      f"Baseline: {_e(board.baseline)} re-runs flipped with nothing removed — "
+                      + ("stable." if stable else "UNSTABLE: the answer is not reproducible, so "
+                         "nothing could be proven.")
+                      + (f" {_e(board.rule[:1].upper() + board.rule[1:])}." if board.rule
+                         else "") + "</div>")
+    out.append(_proven(board))  # the proof first, then how it was judged, then the proxy
+    out.extend(banner)
     out.append(tiers)
     if board.confidence:
         out.append(f'<p class="note">{_e(board.confidence)}</p>')

@@ -76,7 +76,10 @@ def tool_runs_of(log: CommitLog, call: CommitRecord, asked: Any) -> tuple[ToolRu
         if found is not None:
             used.add(found)
             result = _as_text(results[found].get("content", ""))
-        out.append(ToolRun(call_id, name, _as_text(want.get("args", want.get("arguments"))),
+        args = want.get("args", want.get("arguments"))
+        shown = json.dumps(args, ensure_ascii=False, indent=2, default=repr) \
+            if isinstance(args, dict) and args else _as_text(args)
+        out.append(ToolRun(call_id, name, shown,
                            result, statuses.get(call_id) or None))
     return tuple(out)
 
