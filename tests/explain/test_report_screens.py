@@ -314,6 +314,22 @@ def test_a_report_without_a_kept_head_says_no_chain(pages: Pages) -> None:
     assert 'id="integrity"' in html
 
 
+def test_a_run_that_no_longer_matches_its_head_says_so(tmp_path: Path) -> None:
+    """The audit section reads verified / does not match / no chain from the kept head."""
+
+    def two_runs() -> tuple[Recording, Recording, str | None]:
+        with RunStore(tmp_path / "runs.db") as store:
+            kept = store.save(_tool_agent().run_sync("Where is my order?"))
+            other = Recording.of(_tool_agent().run_sync("Where is my parcel?"))
+            return kept, other, store.chain_head(kept.run_id)
+
+    kept, other, head = off_the_browser_loop(two_runs)
+    assert head is not None
+    assert 'data-chain="verified"' in render_html_report(kept, chain_head=head)
+    broken = render_html_report(other, chain_head=head)
+    assert 'data-chain="broken"' in broken and "Does not match its chain head" in broken
+
+
 def _distinct_bytes(png: bytes) -> int:
     """How many distinct byte values the decoded image data has (a blank page has few)."""
     assert png[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"

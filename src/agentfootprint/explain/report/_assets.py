@@ -80,7 +80,6 @@ li.finding .severity { font-size: 11px; font-weight: 800; text-transform: upperc
 li.finding.warning .severity { color: var(--warn); }
 tr.disposition.found td:nth-child(2) { color: var(--causal); font-weight: 700; }
 tr.disposition.could-not-run td:nth-child(2) { color: var(--warn); font-weight: 700; }
-code.hash { font-size: 12px; }
 section { background: var(--paper); border: 1px solid var(--line); border-radius: 10px;
   padding: 14px 18px 18px; min-width: 0; }
 h2 { font-size: 17px; margin: 0 0 6px; }

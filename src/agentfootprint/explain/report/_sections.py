@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Literal
 
-from ...runs._chain import chain_head, check_chain_head, stored_head
+from ...runs._chain import check_chain_head
 from ...runs._recording import Recording
 from ...runs._usage import CallUsage, RunUsage
 from .._integrity import ContextErrorReport
@@ -193,23 +193,23 @@ class AuditStatus:
 
     state: ChainState
     sentence: str
-    head_now: str | None = None
-    """The chain head recomputed from this recording (``None`` without ``rfc8785``)."""
 
 
 def audit_status(recording: Recording, kept_head: str | None) -> AuditStatus:
-    """``kept_head``: what the run store kept (``store.chain_head(run_id)``), or ``None``."""
+    """``kept_head``: what the run store kept (``store.chain_head(run_id)``), or ``None``.
+
+    The page states the verdict, not the hashes (they change with every run id and clock;
+    ``agentfootprint audit export RUN_ID`` writes the chain and its head)."""
     if kept_head is None:
-        now = chain_head(recording)
-        return AuditStatus(
-            "no-chain", "No chain: no audit chain head was kept with this run (or given to the "
-            "report), so it is not checked against one.", stored_head(now) if now else None)
+        return AuditStatus("no-chain", "No chain: no audit chain head was kept with this run "
+                           "(or given to the report), so it is not checked against one.")
     check = check_chain_head(recording, kept_head)
-    state: ChainState = ("verified" if check.status == "intact" else "broken" if check.broken
-                         else "unchecked")
-    lead = {"verified": "Chain verified: ", "broken": "Does not match its chain head: "}.get(
-        state, "Chain not checked: ")
-    return AuditStatus(state, lead + check.sentence, stored_head(kept_head))
+    if check.status == "intact":
+        return AuditStatus("verified", "Chain verified: the run matches the audit chain head "
+                           "kept when it was saved.")
+    if check.broken:
+        return AuditStatus("broken", "Does not match its chain head: " + check.sentence)
+    return AuditStatus("unchecked", "Chain not checked: " + check.sentence)
 
 
 def audit_section(status: AuditStatus | None) -> str:
@@ -217,9 +217,8 @@ def audit_section(status: AuditStatus | None) -> str:
     if status is None:
         return ""
     css = {"verified": "stable", "broken": "unstable"}.get(status.state, "proxy")
-    head = (f'<p class="legend">Chain head: <code class="hash">{_e(status.head_now)}</code> — '
-            "publish it (or key the chain) and any later edit of the run shows. "
-            "<code>agentfootprint audit export RUN_ID</code> writes the whole chain.</p>"
-            if status.head_now else "")
     return (f'<section id="audit" data-chain="{_e(status.state)}"><h2>Audit chain</h2>'
-            f'<div class="banner {css}">{_e(status.sentence)}</div>{head}</section>')
+            f'<div class="banner {css}">{_e(status.sentence)}</div>'
+            '<p class="legend">The chain is tamper-evident once its head is published '
+            "elsewhere or keyed: <code>agentfootprint audit export RUN_ID</code> writes it, "
+            "<code>agentfootprint audit verify FILE</code> checks it.</p></section>")
