@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import struct
 import zlib
 from collections.abc import Callable, Iterator
@@ -72,7 +73,7 @@ def _tool_agent(*, redaction: RedactionPolicy | None = None) -> Agent:
                  tools=[lookup_order], system="You answer questions about orders.",
                  context=[define_fact(id="shipping-policy",
                                       data="Orders ship within two days.")],
-                 **({"tracing": Tracing(redaction=redaction)} if redaction else {}))
+                 tracing=Tracing(redaction=redaction) if redaction else None)
 
 
 @dataclass(frozen=True)
@@ -328,6 +329,38 @@ def test_a_run_that_no_longer_matches_its_head_says_so(tmp_path: Path) -> None:
     assert 'data-chain="verified"' in render_html_report(kept, chain_head=head)
     broken = render_html_report(other, chain_head=head)
     assert 'data-chain="broken"' in broken and "Does not match its chain head" in broken
+
+
+@pytest.mark.parametrize(("proof", "starts"), [
+    ({"uncovered": ["shipping-policy"], "reruns": 2, "baseline": {"flips": 0, "runs": 1}},
+     "Not proven yet. The re-runs ran out of budget before covering shipping-policy"),
+    ({"reruns": 3, "baseline": {"flips": 0, "runs": 1}},
+     "Nothing proven: no removal of a suspect changed the answer as judged."),
+])
+def test_a_kept_proof_without_a_cause_leads_with_what_it_did_not_prove(
+        proof: dict[str, Any], starts: str) -> None:
+    """A kept localization that convicted no one says so first — never a proxy as a winner."""
+    recording = Recording.of(off_the_browser_loop(
+        lambda: _tool_agent().run_sync("Where is my order?")))
+    html = render_html_report(recording, localization={"kind": "localize", "causes": [],
+                                                       **proof})
+    lead = html[html.index('<p id="lead"'):]
+    lead = re.sub(r"<[^>]+>", "", lead[:lead.index("</p>")])
+    assert lead.startswith(starts)
+    assert "PROVEN:" not in lead
+
+
+def test_a_failed_run_leads_with_its_error() -> None:
+    """A run that failed names its error first: there is no answer to prove."""
+    from agentfootprint import ProviderError
+
+    agent = Agent(provider=mock(script=[ProviderError("rate limited", status=429,
+                                                      provider="mock")]), model="m")
+    with pytest.raises(ProviderError) as raised:
+        off_the_browser_loop(lambda: agent.run_sync("hi"))
+    html = render_html_report(Recording.of(raised.value.run))
+    assert html.index('<p id="lead" class="lead failed"><b>RUN FAILED</b>') < html.index("<dl>")
+    assert "rate limited" in html[html.index('id="lead"'):html.index("<dl>")]
 
 
 def _distinct_bytes(png: bytes) -> int:
