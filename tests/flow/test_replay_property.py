@@ -88,9 +88,9 @@ def apply_op(get: Any, put: Any, delete: Any, op: Op) -> None:
         put(key, copy.deepcopy(op[2]))
     elif name == "append":
         tail = copy.deepcopy(op[2])
-        put(key, [*current, *tail] if type(current) is list else tail)
+        put(key, [*current, *tail] if isinstance(current, list) else tail)
     elif name == "shrink":
-        if type(current) is list and current:
+        if isinstance(current, list) and current:
             put(key, current[:-1] if op[2] else current[1:])
     elif name == "delete":
         delete(key)

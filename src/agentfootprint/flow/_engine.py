@@ -30,7 +30,7 @@ from ._pause import Pause
 from ._recorders import Dispatcher, FlowEvent, Hooks
 from ._redact import RunSecrets
 from ._scope import ReadView, Scope, frozen_mapping
-from ._values import MISSING, FrozenList, copy_value, freeze, same_prefix, same_value
+from ._values import MISSING, FrozenList, copy_value, freeze, settle
 
 if TYPE_CHECKING:
     from ._chart import Chart, Node, StageFn
@@ -38,7 +38,6 @@ if TYPE_CHECKING:
 
 __all__ = ["EngineOptions", "Frame", "Step"]
 
-_SCALARS = (str, int, float, bool, type(None))
 
 
 class EngineOptions(Protocol):
@@ -311,17 +310,14 @@ class _Engine:
                     del state[key]
                     changes.append(Change(key, "delete"))
                 continue
-            if base is not MISSING and same_value(base, new):
+            settled = settle(base, new)
+            if settled is None:  # the same value: nothing changed
                 continue
-            scalar = type(new) in _SCALARS
-            if not scalar:
-                new = freeze(new)  # state and log share one read-only value from here on
+            new, grown = settled  # state and log share one read-only value from here on
             state[key] = new
             if policy is not None and policy.is_redacted(key):
-                if (policy.keeps_shape(key) and type(new) is FrozenList
-                        and type(base) is FrozenList and 0 < len(base) < len(new)
-                        and same_prefix(new, base)):
-                    fresh = list(new[len(base):])
+                if grown and policy.keeps_shape(key):
+                    fresh = list(new[grown:])
                     tail = policy.redact_value(key, fresh)
                     secrets.learn(fresh, tail)
                     changes.append(Change(key, "append", freeze(tail)))
@@ -329,11 +325,8 @@ class _Engine:
                     shown = policy.redact_value(key, new)
                     secrets.learn(new, shown)
                     changes.append(Change(key, "set", freeze(shown)))
-            elif scalar:
-                changes.append(Change(key, "set", new))
-            elif (type(new) is FrozenList and type(base) is FrozenList
-                  and 0 < len(base) < len(new) and same_prefix(new, base)):
-                changes.append(Change(key, "append", FrozenList(new[len(base):])))
+            elif grown:
+                changes.append(Change(key, "append", FrozenList(new[grown:])))
             else:
                 changes.append(Change(key, "set", new))
         if secrets.active:  # no recorded string repeats what the policy masks

@@ -13,6 +13,8 @@ one raises an error that says how to copy it.
 * ``copy_value`` -- a fully independent, plain (mutable) deep copy, for replay and callers;
 * ``same_value`` -- the strict equality that decides whether a write changed anything
                     (type-exact, NaN equals NaN, lists ordered, dict key order included);
+* ``settle``     -- what a commit makes of a write over the committed value: nothing (same
+                    value), or the frozen new value and whether it only appended a tail;
 * ``summarize``  -- a short, one-line rendering for narratives and evidence.
 """
 
@@ -20,17 +22,23 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from copy import deepcopy
+from operator import is_not
 from typing import Any, Final, NoReturn
 
 __all__ = [
     "MISSING",
+    "DraftList",
     "FrozenDict",
     "FrozenList",
     "check_json_value",
     "copy_value",
+    "draft",
     "freeze",
     "same_value",
+    "settle",
+    "shared_prefix",
     "summarize",
     "thaw",
 ]
@@ -50,7 +58,7 @@ class _Missing:
 
 MISSING: Final[Any] = _Missing()
 
-_SCALARS: Final = (str, int, float, bool, type(None))
+_SCALARS: Final = frozenset((str, int, float, bool, type(None)))
 
 
 def _refuse(self: Any, *args: Any, **kwargs: Any) -> NoReturn:
@@ -94,8 +102,106 @@ class FrozenDict(dict[str, Any]):
         return self
 
 
+class DraftList(list[Any]):
+    """What a read of a committed list returns: a plain, mutable list that remembers its origin.
+
+    It is a real ``list`` (every list operation works and is a stage's own copy), plus two
+    facts the commit uses: the committed ``FrozenList`` it was copied from (``_base``), and
+    how many leading elements are still that list's own objects (``_clean``). ``append``,
+    ``extend`` and ``+=`` keep the prefix (they run at C speed, not overridden); every other
+    mutation lowers ``_clean`` to the first position it may have touched. So a stage that
+    reads a long history, appends one message and writes it back is frozen, compared and
+    recorded as an append in time proportional to the message, not to the history.
+    """
+
+    __slots__ = ("_base", "_clean")
+
+    _base: FrozenList
+    _clean: int
+
+    def _touch(self, index: Any) -> None:
+        n = len(self)
+        if type(index) is int:
+            low = index + n if index < 0 else index
+        elif isinstance(index, slice):
+            start, _, step = index.indices(n)
+            low = start if step > 0 else 0
+        else:
+            low = 0
+        if low < self._clean:
+            self._clean = max(low, 0)
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        self._touch(index)
+        list.__setitem__(self, index, value)
+
+    def __delitem__(self, index: Any) -> None:
+        self._touch(index)
+        list.__delitem__(self, index)
+
+    def insert(self, index: Any, value: Any) -> None:
+        self._touch(min(index, len(self)) if type(index) is int else 0)
+        list.insert(self, index, value)
+
+    def pop(self, index: Any = -1) -> Any:
+        self._touch(index)
+        return list.pop(self, index)
+
+    def remove(self, value: Any) -> None:
+        self._clean = 0
+        list.remove(self, value)
+
+    def clear(self) -> None:
+        self._clean = 0
+        list.clear(self)
+
+    def sort(self, *args: Any, **kwargs: Any) -> None:
+        self._clean = 0
+        list.sort(self, *args, **kwargs)
+
+    def reverse(self) -> None:
+        self._clean = 0
+        list.reverse(self)
+
+    def __imul__(self, times: Any) -> DraftList:  # type: ignore[misc]
+        self._clean = 0
+        list.__imul__(self, times)
+        return self
+
+    def __add__(self, other: Any) -> Any:
+        if not isinstance(other, list):
+            return NotImplemented
+        out = draft(self, self._base, self._clean)
+        list.extend(out, other)
+        return out
+
+    def copy(self) -> DraftList:
+        return draft(self, self._base, self._clean)
+
+    def __copy__(self) -> DraftList:
+        return draft(self, self._base, self._clean)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> list[Any]:
+        return [deepcopy(x, memo) for x in self]
+
+    def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
+        return (list, (list(self),))
+
+
+def draft(items: Iterable[Any], base: FrozenList, clean: int) -> DraftList:
+    """A ``DraftList`` of ``items`` whose first ``clean`` elements are ``base``'s own."""
+    out = DraftList(items)
+    out._base = base
+    out._clean = clean
+    return out
+
+
 _LISTS: Final = (list, FrozenList, tuple)
 _DICTS: Final = (dict, FrozenDict)
+_DONE: Final = _SCALARS | {FrozenList, FrozenDict}
+"""Types ``freeze`` returns unchanged: an element of one of these needs no walk."""
+_SHORT: Final = 16
+"""Below this many elements a plain loop beats setting up the identity scan."""
 
 
 # The functions below dispatch on ``type(value)`` itself, not ``isinstance``: a list or dict
@@ -104,23 +210,104 @@ _DICTS: Final = (dict, FrozenDict)
 
 
 def freeze(value: object) -> Any:
-    """The committed form: lists and dicts frozen all the way down (frozen parts reused)."""
+    """The committed form: lists and dicts frozen all the way down (frozen parts reused).
+
+    A ``DraftList`` freezes only what follows the prefix it still shares with the committed
+    list it was read from (and is that very list again when nothing changed); a list whose
+    elements are all frozen already is copied without a Python step per element.
+    """
     kind = type(value)
-    if kind in _SCALARS or kind is FrozenList or kind is FrozenDict:
+    if kind in _DONE:
         return value
+    if kind is DraftList and isinstance(value, DraftList):
+        return _freeze_after(value, value._clean, value._base)
     if (kind is list and isinstance(value, list)) or (kind is tuple and isinstance(value, tuple)):
-        return FrozenList([x if type(x) in _SCALARS else freeze(x) for x in value])
+        if _DONE.issuperset(map(type, value)):
+            return FrozenList(value)
+        return FrozenList([x if type(x) in _DONE else freeze(x) for x in value])
     if kind is dict and isinstance(value, dict):
-        return FrozenDict({k: (v if type(v) in _SCALARS else freeze(v))
+        return FrozenDict({k: (v if type(v) in _DONE else freeze(v))
                            for k, v in value.items()})
     return value
 
 
+def _freeze_after(value: Sequence[Any], shared: int, base: FrozenList) -> FrozenList:
+    """``value`` frozen, its first ``shared`` elements being ``base``'s own (frozen) objects."""
+    if shared == len(value) == len(base):
+        return base
+    if shared == 0:
+        return FrozenList([x if type(x) in _DONE else freeze(x) for x in value])
+    head = list(value[:shared])
+    head.extend(x if type(x) in _DONE else freeze(x) for x in value[shared:])
+    return FrozenList(head)
+
+
+def _known_shared(a: Any, b: Any) -> int:
+    """Leading elements ``a`` and ``b`` are known to share by identity without a scan."""
+    if type(a) is DraftList and a._base is b:
+        return int(a._clean)
+    if type(b) is DraftList and b._base is a:
+        return int(b._clean)
+    return -1
+
+
+def shared_prefix(a: Sequence[object], b: Sequence[object]) -> int:
+    """How many leading elements ``a`` and ``b`` share *by identity* (up to the shorter one).
+
+    Constant time when one is a ``DraftList`` read from the other; otherwise a scan that
+    skips identical elements without comparing their contents.
+    """
+    known = _known_shared(a, b)
+    if known >= 0:
+        return known
+    n = min(len(a), len(b))
+    if n >= _SHORT and not any(map(is_not, a, b)):
+        return n
+    for i, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x is not y:
+            return i
+    return n
+
+
+def settle(base: Any, new: Any) -> tuple[Any, int] | None:
+    """What committing ``new`` over the committed ``base`` (``MISSING`` if absent) comes to.
+
+    ``None`` when ``new`` is the same value as ``base`` (``same_value``); else the frozen
+    new value and ``grown``: ``len(base)`` when ``new`` is ``base`` plus a tail (the log
+    records an ``append`` of ``frozen[grown:]``), ``0`` otherwise. The elements ``new``
+    shares with ``base`` by identity are neither compared nor frozen again, so a write that
+    appended to a long list read from state costs the tail only.
+    """
+    kind = type(new)
+    if type(base) is FrozenList and (kind is list or kind is DraftList or kind is tuple
+                                     or kind is FrozenList):
+        nb, nn = len(base), len(new)
+        shared = shared_prefix(new, base)
+        prefix = shared >= min(nb, nn) or all(
+            x is y or same_value(x, y) for x, y in zip(new[shared:], base[shared:], strict=False))
+        if prefix and nn == nb:
+            return None
+        if kind is FrozenList:
+            frozen = new
+        elif kind is DraftList and new._base is not base:
+            frozen = freeze(new)
+        else:
+            frozen = _freeze_after(new, shared, base)
+        return frozen, (nb if prefix and 0 < nb < nn else 0)
+    if base is not MISSING and same_value(base, new):
+        return None
+    return (new if kind in _SCALARS else freeze(new)), 0
+
+
 def thaw(value: object) -> Any:
-    """A read's result: a plain copy of the top level; nested values stay shared and frozen."""
+    """A read's result: a mutable copy of the top level; nested values stay shared and frozen.
+
+    A list comes back as a ``DraftList`` (a ``list`` that remembers which committed list it
+    copied), so writing it back after an append costs the append only.
+    """
     kind = type(value)
-    if kind is FrozenList and isinstance(value, list):
-        return list(value)
+    if kind is FrozenList and isinstance(value, FrozenList):
+        return draft(value, value, len(value))
     if kind is FrozenDict and isinstance(value, dict):
         return dict(value)
     return value
@@ -129,7 +316,7 @@ def thaw(value: object) -> Any:
 def copy_value(value: object) -> Any:
     """A plain, fully independent deep copy (frozen parts become ordinary lists and dicts)."""
     kind = type(value)
-    if (kind is list or kind is FrozenList) and isinstance(value, list):
+    if (kind is list or kind is FrozenList or kind is DraftList) and isinstance(value, list):
         return [x if type(x) in _SCALARS else copy_value(x) for x in value]
     if (kind is dict or kind is FrozenDict) and isinstance(value, dict):
         return {k: (v if type(v) in _SCALARS else copy_value(v)) for k, v in value.items()}
@@ -140,7 +327,7 @@ def copy_value(value: object) -> Any:
 
 def _kind(value: object) -> type:
     kind = type(value)
-    if kind is FrozenList or kind is tuple:
+    if kind is FrozenList or kind is tuple or kind is DraftList:
         return list
     if kind is FrozenDict:
         return dict
@@ -163,8 +350,13 @@ def same_value(a: Any, b: Any) -> bool:
     if kind is float:
         return bool(a == b or (math.isnan(a) and math.isnan(b)))
     if kind is list:
-        return len(a) == len(b) and all(
-            x is y or same_value(x, y) for x, y in zip(a, b, strict=True))
+        n = len(a)
+        if n != len(b):
+            return False
+        shared = shared_prefix(a, b)
+        return shared == n or all(
+            x is y or same_value(x, y)
+            for x, y in zip(a[shared:], b[shared:], strict=False))
     if kind is dict:
         if len(a) != len(b) or list(a) != list(b):  # key order is kept by replay, so it counts
             return False
@@ -175,9 +367,12 @@ def same_value(a: Any, b: Any) -> bool:
         return False
 
 
-def same_prefix(longer: Iterable[object], prefix: Iterable[object]) -> bool:
-    """True when the list ``longer`` starts with exactly the elements of ``prefix``."""
-    return all(x is y or same_value(x, y) for x, y in zip(longer, prefix, strict=False))
+def same_prefix(longer: Any, prefix: Any) -> bool:
+    """True when the list ``longer`` starts with exactly the elements of ``prefix``
+    (elements shared by identity are skipped at C speed)."""
+    shared = shared_prefix(longer, prefix)
+    return all(x is y or same_value(x, y)
+               for x, y in zip(longer[shared:], prefix[shared:], strict=False))
 
 
 def summarize(value: object, max_len: int = 80) -> str:
