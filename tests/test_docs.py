@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -64,6 +65,29 @@ def test_every_public_package_has_a_reference_page(package: str) -> None:
     assert any(directive.search(text) for text in _pages().values()), (
         f"no docs page renders agentfootprint.{package}; add '::: agentfootprint.{package}' "
         f"to docs/reference/{package}.md and the nav in mkdocs.yml")
+
+
+@pytest.fixture(scope="module")
+def static_package() -> Any:
+    """The package as mkdocstrings sees it: read from source by griffe, never imported."""
+    griffe = pytest.importorskip("griffe", reason="the docs extra is not installed")
+    return griffe.load("agentfootprint", search_paths=[str(ROOT / "src")],
+                       resolve_aliases=False)
+
+
+@pytest.mark.parametrize("package", ["", *PACKAGES])
+def test_every_public_name_is_visible_to_the_reference(package: str,
+                                                       static_package: Any) -> None:
+    """A name served only by a lazy ``__getattr__`` is invisible to static analysis, so the API
+    reference would silently leave it out: import it under ``if TYPE_CHECKING:`` as well."""
+    name = f"agentfootprint.{package}".rstrip(".")
+    exported = getattr(importlib.import_module(name), "__all__", None)
+    if not exported:
+        pytest.skip(f"{name} exports nothing")
+    module = static_package[package] if package else static_package
+    hidden = [n for n in exported if n not in module.members]
+    assert not hidden, (f"{name} exports {hidden}, which the docs cannot see; import them in "
+                        f"its __init__.py under `if TYPE_CHECKING:`")
 
 
 def test_every_page_is_in_the_nav() -> None:
