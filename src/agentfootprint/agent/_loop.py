@@ -26,7 +26,7 @@ from ..context._slots import compose_system, compose_tools
 from ..events._catalogue import PREFIX
 from ..flow import Chart, Decision, FlowEvent, Scope, flow_chart
 from ..flow._redact import REDACTED
-from ..providers._base import LLMRequest, LLMResponse, Message, wire_messages
+from ..providers._base import LLMRequest, LLMResponse, Message, WireMemo
 from ..providers._resilience import resilience_reports
 from ..runs import trace
 from ..tools._script_keys import LEDGER_KEY
@@ -61,6 +61,7 @@ class _Stages(MemoryStages, ToolBatchStages):
 
     def __init__(self, spec: AgentSpec) -> None:
         self.spec = spec
+        self._wire = WireMemo()  # the wire form of the history, built as the history grows
 
     def seed(self, scope: Scope) -> None:
         self._seed(scope, self._host_turn(scope))
@@ -302,7 +303,7 @@ class _Stages(MemoryStages, ToolBatchStages):
 
             history = windowed_messages(history, scope[trace.WINDOW])
         tools = [] if scope.get(trace.WRAP_UP_ASKED) else scope.get(trace.TOOL_SCHEMAS) or []
-        messages = wire_messages(history)
+        messages = self._wire(history)
         request = LLMRequest.model_construct(
             model=spec.model, messages=messages, system=system, tools=tools,
             temperature=spec.temperature, max_tokens=spec.max_tokens, stop=None,

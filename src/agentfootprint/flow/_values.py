@@ -35,6 +35,7 @@ __all__ = [
     "check_json_value",
     "copy_value",
     "draft",
+    "extends",
     "freeze",
     "same_value",
     "settle",
@@ -69,9 +70,18 @@ def _refuse(self: Any, *args: Any, **kwargs: Any) -> NoReturn:
 
 
 class FrozenList(list[Any]):
-    """A committed list: reads like a list, refuses every mutation."""
+    """A committed list: reads like a list, refuses every mutation.
 
-    __slots__ = ()
+    A list committed as an earlier committed list plus a tail remembers that lineage (see
+    ``extends``): ``_spine`` is an append-only list shared by the lineage and ``_upto`` how
+    much of it this list is, so "is ``old`` a prefix of ``new``" is answered in constant time
+    (a cache over a history, e.g. the provider messages, then only does the tail's work).
+    """
+
+    __slots__ = ("_spine", "_upto")
+
+    _spine: list[Any]
+    _upto: int
     append = extend = insert = pop = remove = clear = sort = reverse = _refuse
     __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
 
@@ -239,7 +249,32 @@ def _freeze_after(value: Sequence[Any], shared: int, base: FrozenList) -> Frozen
         return FrozenList([x if type(x) in _DONE else freeze(x) for x in value])
     head = list(value[:shared])
     head.extend(x if type(x) in _DONE else freeze(x) for x in value[shared:])
-    return FrozenList(head)
+    out = FrozenList(head)
+    if shared == len(base):  # base plus a tail: the new tip of base's lineage
+        spine: list[Any] | None = getattr(base, "_spine", None)
+        if spine is None:  # base starts a lineage (its content is spine[:len(base)])
+            spine = list(base)
+            base._spine, base._upto = spine, len(base)
+        elif len(spine) != len(base):  # base is not its lineage's tip: a branch, a new spine
+            spine = list(base)
+        spine.extend(head[shared:])
+        out._spine, out._upto = spine, len(head)
+    return out
+
+
+def extends(new: object, old: object) -> bool:
+    """True when the committed list ``new`` is known to start with ``old``'s own objects.
+
+    Constant time; ``False`` means "not known" (lists built some other way), never "no".
+    A lineage's spine only ever grows at its end, by its tip, so a member's part of it never
+    changes.
+    """
+    if type(new) is not FrozenList or type(old) is not FrozenList:
+        return False
+    if new is old:
+        return True
+    spine = getattr(new, "_spine", None)
+    return spine is not None and getattr(old, "_spine", None) is spine and old._upto <= new._upto
 
 
 def _known_shared(a: Any, b: Any) -> int:

@@ -9,11 +9,13 @@ so every provider can be used where a stream is expected.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any, Literal, NotRequired
 
 from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import TypedDict
+
+from ..flow._values import DraftList, FrozenList, extends
 
 __all__ = [
     "CachePrefix",
@@ -200,8 +202,11 @@ class Provider:
         return f"<{type(self).__name__} {self.name}>"
 
 
-def wire_messages(messages: list[Message]) -> list[Message]:
-    """Messages as the provider should see them: framework-only fields removed."""
+def wire_messages(messages: Sequence[Message]) -> list[Message]:
+    """Messages as the provider should see them: framework-only fields removed.
+
+    A new list; messages without such fields are the same objects, the others fresh copies.
+    """
     out: list[Message] = []
     for message in messages:
         if "injected_by" in message:
@@ -211,3 +216,52 @@ def wire_messages(messages: list[Message]) -> list[Message]:
         else:
             out.append(message)
     return out
+
+
+class WireMemo:
+    """``wire_messages`` for a history that grows call after call, at the cost of the growth.
+
+    It remembers the committed history it last converted and the result. When the next
+    history is known to extend it (``flow.extends``: constant time, committed lists only),
+    only the new messages are converted; anything else is converted whole. The result is
+    always exactly ``wire_messages(messages)``: a new list, cleaned messages fresh copies.
+    What it remembers is one immutable tuple, replaced whole, so runs that share a memo
+    (one agent, several runs at once, even on threads) only cost each other the cache.
+    """
+
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        self._last: tuple[FrozenList, tuple[Message, ...], tuple[int, ...]] | None = None
+
+    def __call__(self, messages: Sequence[Message]) -> list[Message]:
+        committed = _committed(messages)
+        if committed is None:
+            return wire_messages(messages)
+        last = self._last
+        if last is not None and extends(committed, last[0]):
+            source, done_wire, done_cleaned = last
+            start = len(source)
+            tail = wire_messages(committed[start:])
+            wire = done_wire + tuple(tail)
+            cleaned = done_cleaned + tuple(
+                start + i for i, m in enumerate(committed[start:]) if "injected_by" in m)
+        else:
+            wire = tuple(wire_messages(committed))
+            cleaned = tuple(i for i, m in enumerate(committed) if "injected_by" in m)
+        self._last = (committed, wire, cleaned)
+        out = list(wire)
+        for index in cleaned:  # the caller gets its own copies of what it may change
+            out[index] = dict(out[index])  # type: ignore[call-overload]
+        return out
+
+
+def _committed(messages: Sequence[Message]) -> FrozenList | None:
+    """The committed list ``messages`` is exactly (a read of it, unchanged), if any."""
+    if type(messages) is FrozenList:
+        return messages
+    if type(messages) is DraftList:
+        base = messages._base
+        if messages._clean == len(messages) == len(base):
+            return base
+    return None
