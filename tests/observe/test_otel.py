@@ -214,6 +214,8 @@ async def test_memory_reads_and_writes_are_spans(spans: Any) -> None:
     assert read.attributes["gen_ai.operation.name"] == "retrieval"
     assert read.attributes["gen_ai.data_source.id"] == "episodic"
     assert read.attributes["openinference.span.kind"] == "RETRIEVER"
+    [root] = _named(finished, "invoke_agent memo")
+    assert root.attributes["gen_ai.conversation.id"] == "c1"
     [chat] = _named(finished, "chat mock")
     assert read.end_time <= chat.start_time and chat.end_time <= write.start_time
     assert [e.name for e in write.events] == ["agentfootprint.memory.written"]

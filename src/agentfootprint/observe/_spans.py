@@ -4,7 +4,8 @@ The conventions followed are those of ``opentelemetry-semantic-conventions`` 0.6
 conventions 1.44.0, ``SCHEMA_URL``), the ``gen_ai.*`` attributes and span names:
 
 * ``invoke_agent {name}`` — an agent's turn (the root of an agent's run; a member of a
-  composition), with ``agentfootprint.run_id`` linking it to its recording;
+  composition), with ``agentfootprint.run_id`` linking it to its recording and, for an agent
+  with memory, ``gen_ai.conversation.id`` (its identity's conversation);
   ``invoke_workflow {name}`` — a composition (the root of its run, a nested composition);
 * ``chat {model}`` — one LLM call: provider, request and response model, input, output and
   cached tokens, finish reasons, the call's cost when the model has a price;
@@ -240,6 +241,10 @@ class SpanWriter:
         turn = _int(_changed(record, trace.TURN))
         if turn is not None:
             span.set_attribute(_PREFIX + "turn", turn)
+        identity = _changed(record, trace.IDENTITY)
+        conversation = identity.get("conversation_id") if isinstance(identity, Mapping) else None
+        if isinstance(conversation, str) and conversation:
+            span.set_attribute("gen_ai.conversation.id", conversation)
         message = _changed(record, trace.USER_MESSAGE)
         if self.capture and isinstance(message, str):
             span.set_attribute("gen_ai.input.messages", _json([_text_message("user", message)]))
