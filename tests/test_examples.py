@@ -139,6 +139,8 @@ EXPECTED = {
         "twin rule: ",  # "ran (all-MiniLM-L6-v2, ...)", or "not run: ... pip install ..."
         "$ agentfootprint lint-tools tools.json",
         "exit code 1",
+        "called lookup_order; ",  # its nearest other tool, or that the twin rule did not run
+        "Order A-1001 was delivered.",
     ],
     "context_integrity.py": [
         "CONTEXT ERRORS — 1 finding(s) from 1 of 4 checks",
