@@ -31,6 +31,10 @@ Every framework's fake model keeps a call counter that is rewound before each ru
 the timer (ours: ``provider.reset()``). Each run is checked: N model calls, N-1 tool results,
 the scripted final answer. A peer's figure at each N is its fastest entry point.
 
+Flat cost (ours only): CPU time per iteration of whole runs at N = 10, 50, 200 and 1,000,
+with the time spent inside the scripted provider (which reads every message it is sent) shown
+apart; the target is N = 1,000 within 1.25× of N = 10 without the provider.
+
 Cold start: wall time of a whole ``python -c "..."`` subprocess that imports the framework,
 builds the agent and runs N = 1 once (median of several launches after one untimed launch
 that warms the file cache and the bytecode cache; raw, nothing subtracted). The children
@@ -95,6 +99,7 @@ from _harness import (
     Budget,
     Targets,
     append_results,
+    gc_paused,
     installed_version,
     parse_args,
     print_preamble,
@@ -110,6 +115,10 @@ from agentfootprint import Agent, tool
 from agentfootprint.providers import mock
 
 SIZES: tuple[int, ...] = (1, 10, 50)
+FLAT_SIZES: tuple[int, ...] = (10, 50, 200, 1000)
+"""Ours only, CPU time: does the cost of one iteration stay flat as the run grows?"""
+FLAT_BASE_N, FLAT_LONG_N = 10, 1000
+TARGET_FLAT_RATIO = 1.25
 TARGET_N = 50
 BYTES_BASE_N = 10
 RESULTS = Path(__file__).resolve().parent / "results" / "agent_overhead.jsonl"
@@ -236,6 +245,58 @@ async def bench_ours(n: int, budget: Budget) -> tuple[Row, float]:
 
     samples = await time_async(lambda _: agent.run(QUESTION), budget, prepare)
     return summarize("ours: agent.run, full recording", n, "ours", samples), bytes_per_iteration
+
+
+@dataclass(frozen=True, slots=True)
+class FlatRow:
+    """CPU µs per iteration of ours at one N, with and without the time inside the provider."""
+
+    n: int
+    reps: int
+    cpu_us_per_iteration: float
+    cpu_us_per_iteration_without_provider: float
+    bytes_per_iteration: float
+
+
+async def bench_ours_flat(n: int, quick: bool) -> FlatRow:
+    """Median CPU time (``time.process_time_ns``) per iteration of whole runs at ``n``.
+
+    The scripted provider's own work (it counts the characters of every message it is sent,
+    which grows with the history) is timed around ``provider.complete`` and shown apart:
+    sending N messages belongs to the provider, the rest is the loop and its recording.
+    """
+    agent = build_ours(n)
+    provider: Any = agent.spec.provider
+    inside = [0]
+    complete = provider.complete
+
+    async def timed_complete(request: Any) -> Any:
+        t0 = time.process_time_ns()
+        try:
+            return await complete(request)
+        finally:
+            inside[0] += time.process_time_ns() - t0
+
+    provider.complete = timed_complete
+    check = await agent.run(QUESTION)
+    expect(check.content == FINAL and check.iterations == n,
+           f"our {n}-call run ended with iterations={check.iterations}")
+    size = len(json.dumps(check.recording.log.to_json())) / n
+    reps = max(3 if quick else 5, (400 if quick else 3000) // n)
+    total: list[int] = []
+    without: list[int] = []
+    gc.collect()
+    with gc_paused():
+        for _ in range(reps):
+            provider.reset()
+            inside[0] = 0
+            t0 = time.process_time_ns()
+            await agent.run(QUESTION)
+            took = time.process_time_ns() - t0
+            total.append(took)
+            without.append(took - inside[0])
+    return FlatRow(n, reps, statistics.median(total) / n / 1000,
+                   statistics.median(without) / n / 1000, size)
 
 
 # --------------------------------------------------------------------------- LangGraph
@@ -737,6 +798,18 @@ def main(argv: list[str] | None = None) -> int:
           "i = informational, with the peer's own recording")
 
     print()
+    print("ours, flat cost (CPU time, median of whole runs; the provider's own time apart):")
+    flat: dict[int, FlatRow] = {}
+    for n in FLAT_SIZES:
+        gc.collect()
+        flat[n] = asyncio.run(bench_ours_flat(n, args.quick))
+    print_table(f"{'N':>5} {'reps':>5} {'CPU µs/iteration':>17} {'without provider':>17} "
+                f"{'bytes/iteration':>16}",
+                [f"{r.n:>5} {r.reps:>5} {r.cpu_us_per_iteration:>17.1f} "
+                 f"{r.cpu_us_per_iteration_without_provider:>17.1f} "
+                 f"{r.bytes_per_iteration:>16.1f}" for r in flat.values()])
+
+    print()
     for n in SIZES:
         print(f"our recording bytes/iteration at N={n}: {bytes_per_iteration[n]:.1f}")
     drift = bytes_per_iteration[TARGET_N] / bytes_per_iteration[BYTES_BASE_N]
@@ -778,6 +851,11 @@ def main(argv: list[str] | None = None) -> int:
     targets.judge("bytes_per_iteration_drift", f"bytes/iteration at N={TARGET_N} within "
                   f"{TARGET_BYTES_DRIFT:.0%} of N={BYTES_BASE_N}: {drift - 1:+.1%}", drift,
                   abs(drift - 1) <= TARGET_BYTES_DRIFT)
+    flat_ratio = (flat[FLAT_LONG_N].cpu_us_per_iteration_without_provider
+                  / flat[FLAT_BASE_N].cpu_us_per_iteration_without_provider)
+    targets.judge("flat_cost_ratio", f"CPU µs/iteration without the provider at "
+                  f"N={FLAT_LONG_N} within {TARGET_FLAT_RATIO:g}× of N={FLAT_BASE_N}: "
+                  f"{flat_ratio:.2f}×", flat_ratio, flat_ratio <= TARGET_FLAT_RATIO)
     if "ours" in cold:
         targets.judge("cold_start_ms", f"our cold start ≤ {TARGET_COLD_MS:g} ms: "
                       f"{cold['ours']:.1f} ms", cold["ours"], cold["ours"] <= TARGET_COLD_MS)
@@ -791,6 +869,7 @@ def main(argv: list[str] | None = None) -> int:
         lines: list[dict[str, Any]] = [{**meta, "kind": "timing", **asdict(row)} for row in rows]
         lines += [{**meta, "kind": "bytes", "n": n, "bytes_per_iteration": size}
                   for n, size in bytes_per_iteration.items()]
+        lines += [{**meta, "kind": "flat_cost", **asdict(row)} for row in flat.values()]
         lines += [{**meta, "kind": "cold_start", "what": what, "ms": ms}
                   for what, ms in cold.items()]
         lines += [{**meta, "kind": "target", **check} for check in targets.checks]
