@@ -102,3 +102,31 @@ def test_readme_links_the_docs_entry_page() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     intro = readme.split("\n## ", 1)[0]
     assert "(docs/index.md)" in intro
+
+
+def _least_flips_for_causal(look: int, base_flips: int, base_runs: int) -> int | None:
+    from agentfootprint.explain._verdict import DEFAULT_ALPHA, LOOKS, look_decision
+
+    return next((k for k in range(look + 1) if look_decision(
+        k, look, base_flips, base_runs, alpha=DEFAULT_ALPHA, final=look == LOOKS[-1]
+    ).decision == "flipped"), None)
+
+
+def test_the_verdict_numbers_on_the_explanations_page_are_the_codes() -> None:
+    """The page's table of flips needed for CAUSAL is recomputed from the verdict rule, so a
+    change to the looks, alpha or the test fails here until the page says the new numbers."""
+    from agentfootprint.explain._localize import DEFAULT_BUDGET
+    from agentfootprint.explain._verdict import BASELINE_RUNS, DEFAULT_ALPHA, LOOKS
+
+    page = (DOCS / "explanations.md").read_text(encoding="utf-8")
+    assert LOOKS == (4, 8, 16, 32) and "**4, 8, 16 and 32**" in page
+    assert BASELINE_RUNS == 8 and DEFAULT_ALPHA == 0.01 and DEFAULT_BUDGET == 160
+    assert "(default **0.01**)" in page and "budget=160" in page
+    for base_flips, base_runs in ((0, 8), (1, 16), (2, 16)):
+        row = next(line for line in page.splitlines()
+                   if line.startswith(f"| {base_flips} of {base_runs} |"))
+        cells = [cell.strip() for cell in row.strip("|").split("|")][1:]
+        for look, cell in zip(LOOKS, cells, strict=True):
+            least = _least_flips_for_causal(look, base_flips, base_runs)
+            expected = "—" if least is None else f"{least} of {look}"
+            assert cell.startswith(expected), (row, look, expected)
