@@ -295,7 +295,7 @@ def shared_prefix(a: Sequence[object], b: Sequence[object]) -> int:
     known = _known_shared(a, b)
     if known >= 0:
         return known
-    n = min(len(a), len(b))
+    n = len(a) if len(a) < len(b) else len(b)
     if n >= _SHORT and not any(map(is_not, a, b)):
         return n
     for i, (x, y) in enumerate(zip(a, b, strict=False)):
@@ -317,9 +317,16 @@ def settle(base: Any, new: Any) -> tuple[Any, int] | None:
     if type(base) is FrozenList and (kind is list or kind is DraftList or kind is tuple
                                      or kind is FrozenList):
         nb, nn = len(base), len(new)
-        shared = shared_prefix(new, base)
-        prefix = shared >= min(nb, nn) or all(
-            x is y or same_value(x, y) for x, y in zip(new[shared:], base[shared:], strict=False))
+        least = nb if nb < nn else nn
+        if kind is DraftList and new._base is base:
+            shared = new._clean
+        elif least >= _SHORT:
+            shared = shared_prefix(new, base)
+        else:  # short: the plain walk below is cheaper than setting up a scan
+            shared = 0
+        pairs = (zip(new, base, strict=False) if shared == 0
+                 else zip(new[shared:], base[shared:], strict=False))
+        prefix = shared >= least or all(x is y or same_value(x, y) for x, y in pairs)
         if prefix and nn == nb:
             return None
         if kind is FrozenList:
@@ -342,7 +349,9 @@ def thaw(value: object) -> Any:
     """
     kind = type(value)
     if kind is FrozenList and isinstance(value, FrozenList):
-        return draft(value, value, len(value))
+        out = DraftList(value)
+        out._base, out._clean = value, len(value)
+        return out
     if kind is FrozenDict and isinstance(value, dict):
         return dict(value)
     return value
@@ -388,10 +397,13 @@ def same_value(a: Any, b: Any) -> bool:
         n = len(a)
         if n != len(b):
             return False
-        shared = shared_prefix(a, b)
-        return shared == n or all(
-            x is y or same_value(x, y)
-            for x, y in zip(a[shared:], b[shared:], strict=False))
+        if n >= _SHORT or type(a) is DraftList or type(b) is DraftList:
+            shared = shared_prefix(a, b)
+            if shared == n:
+                return True
+            if shared:
+                a, b = a[shared:], b[shared:]
+        return all(x is y or same_value(x, y) for x, y in zip(a, b, strict=True))
     if kind is dict:
         if len(a) != len(b) or list(a) != list(b):  # key order is kept by replay, so it counts
             return False
