@@ -247,9 +247,12 @@ def _freeze_after(value: Sequence[Any], shared: int, base: FrozenList) -> Frozen
         return base
     if shared == 0:
         return FrozenList([x if type(x) in _DONE else freeze(x) for x in value])
-    head = list(value[:shared])
-    head.extend(x if type(x) in _DONE else freeze(x) for x in value[shared:])
-    out = FrozenList(head)
+    out = FrozenList(value)  # one copy; the part after the shared head is frozen in place
+    put = list.__setitem__
+    for index in range(shared, len(value)):
+        item = value[index]
+        if type(item) not in _DONE:
+            put(out, index, freeze(item))
     if shared == len(base):  # base plus a tail: the new tip of base's lineage
         spine: list[Any] | None = getattr(base, "_spine", None)
         if spine is None:  # base starts a lineage (its content is spine[:len(base)])
@@ -257,8 +260,8 @@ def _freeze_after(value: Sequence[Any], shared: int, base: FrozenList) -> Frozen
             base._spine, base._upto = spine, len(base)
         elif len(spine) != len(base):  # base is not its lineage's tip: a branch, a new spine
             spine = list(base)
-        spine.extend(head[shared:])
-        out._spine, out._upto = spine, len(head)
+        spine.extend(out[shared:])
+        out._spine, out._upto = spine, len(out)
     return out
 
 
