@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 from collections.abc import Iterable, Sequence
 from copy import deepcopy
 from operator import is_not
@@ -210,6 +211,8 @@ _LISTS: Final = (list, FrozenList, tuple)
 _DICTS: Final = (dict, FrozenDict)
 _DONE: Final = _SCALARS | {FrozenList, FrozenDict}
 """Types ``freeze`` returns unchanged: an element of one of these needs no walk."""
+_LINEAGE: Final = threading.Lock()
+"""Guards the check-then-extend of a lineage's spine (see ``FrozenList``)."""
 _SHORT: Final = 16
 """Below this many elements a plain loop beats setting up the identity scan."""
 
@@ -254,14 +257,15 @@ def _freeze_after(value: Sequence[Any], shared: int, base: FrozenList) -> Frozen
         if type(item) not in _DONE:
             put(out, index, freeze(item))
     if shared == len(base):  # base plus a tail: the new tip of base's lineage
-        spine: list[Any] | None = getattr(base, "_spine", None)
-        if spine is None:  # base starts a lineage (its content is spine[:len(base)])
-            spine = list(base)
-            base._spine, base._upto = spine, len(base)
-        elif len(spine) != len(base):  # base is not its lineage's tip: a branch, a new spine
-            spine = list(base)
-        spine.extend(out[shared:])
-        out._spine, out._upto = spine, len(out)
+        with _LINEAGE:  # runs on other threads may extend one shared committed list
+            spine: list[Any] | None = getattr(base, "_spine", None)
+            if spine is None:  # base starts a lineage (its content is spine[:len(base)])
+                spine = list(base)
+                base._spine, base._upto = spine, len(base)
+            elif len(spine) != len(base):  # base is not its lineage's tip: a new spine
+                spine = list(base)
+            spine.extend(out[shared:])
+            out._spine, out._upto = spine, len(out)
     return out
 
 
