@@ -165,12 +165,19 @@ def record_call(scope: Scope, spec: AgentSpec, response: LLMResponse, *, seconds
         row["cache_write_tokens"] = usage.cache_write
     if cache:
         row["cache"] = dict(cache)
-    rows: list[dict[str, Any]] = [*(scope.get(trace.LLM_USAGE) or ()), row]
+    # appended in place: a read list keeps its committed front, so the commit records and
+    # freezes only the new row (flow/_values.py), whatever the run's length
+    rows: list[dict[str, Any]] = scope.get(trace.LLM_USAGE) or []
+    rows.append(row)
     scope[trace.LLM_USAGE] = rows
-    scope[trace.LLM_LATENCY] = [*(scope.get(trace.LLM_LATENCY) or ()), latency]
+    latencies: list[float] = scope.get(trace.LLM_LATENCY) or []
+    latencies.append(latency)
+    scope[trace.LLM_LATENCY] = latencies
     meter = _shared.get()
     if meter is not None:
         meter.add(row)
+    if cost is None and budget is None:
+        return  # nothing to tick or judge: no walk over the run's earlier calls
     total_cost = (meter.cost_usd if meter is not None
                   else sum(r["cost_usd"] or 0.0 for r in rows))
     if cost is not None:  # an unpriced call's tokens are in stream.llm_end; its cost unknown
