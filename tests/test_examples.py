@@ -152,6 +152,16 @@ EXPECTED = {
         "INTEGRITY: 1 contradiction(s) in the run:",
         "PROOF: not proven yet",
     ],
+    "typed_answers_and_deps.py": [
+        "approved: True (delivered 12 days ago, within the 30-day window)",
+        "FIELD    approved = true — of the output RefundDecision, from answer 1",
+        "BORN     the result of tool 'lookup_order'",
+        "[tool call]   lookup_order {'order_id': 'A-1001'}",
+        "[tool result] A-1001: running shoes, delivered 12 days ago",
+        "run.result.output.approved: True",
+        "unit test, no agent: A-1001: a test pair, delivered 45 days ago",
+        "deps in the recording or checkpoint: False",
+    ],
     "quickstart_agent.py": [
         "It is 22°C and sunny in Paris.",
         'It examined "the model asked for tools"',
