@@ -171,6 +171,7 @@ async def find_dropped_context(
     reruns: int = 3,
     max_candidates: int = 8,
     progress: Progress | None = None,
+    deps: object = None,
 ) -> DroppedContextReport:
     """List what the answering call never saw; with ``restore``, prove which absence mattered.
 
@@ -196,7 +197,7 @@ async def find_dropped_context(
     chosen = candidates[:max_candidates]
     runner = Rerunner(rebuild=restore, is_wrong=is_wrong, message=message_of(result, message),
                       reruns=reruns, progress=progress, total=reruns * (1 + len(chosen)),
-                      result=result)
+                      result=result, deps=deps)
     if not await runner.wrong(answer):
         raise ConfigurationError(
             "is_wrong() says the recorded answer is not wrong; there is nothing to explain — "

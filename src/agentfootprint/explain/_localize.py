@@ -270,6 +270,7 @@ async def localize_context_bug(
     budget: int | None = DEFAULT_BUDGET,
     strategy: str | InfluenceStrategy = "lexical_overlap",
     progress: Progress | None = None,
+    deps: object = None,
 ) -> ContextBugReport:
     """Explain ``result``'s wrong answer: slice, rank (a proxy), then prove by isolated re-runs.
 
@@ -278,7 +279,9 @@ async def localize_context_bug(
     is isolated (see ``isolation.py``). ``is_wrong(answer)`` — or ``is_wrong(result)`` for a
     criterion with ``judges_result`` — says whether an answer is still the wrong one. ``alpha``
     is the false-positive rate of a CAUSAL verdict on a sampling model; ``budget`` caps the
-    agent re-runs (``None``: no cap).
+    agent re-runs (``None``: no cap). ``deps`` are what the run was given as
+    ``run(..., deps=...)``: a recording never keeps them, so a tool that reads them and runs
+    live in a re-run needs them again (without, that re-run is INCONCLUSIVE, naming the tool).
     """
     alpha = check_alpha(alpha)
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)
@@ -295,7 +298,7 @@ async def localize_context_bug(
     order = list(dict.fromkeys(r.suspect.id for r in ranked if r.suspect.removable))
     runner = Rerunner(rebuild=rebuild, is_wrong=is_wrong, message=text, reruns=1,
                       progress=progress, total=2 * len(order) + 2, result=result, alpha=alpha,
-                      budget=budget)
+                      budget=budget, deps=deps)
     if not await runner.wrong(answer, result):
         raise ConfigurationError(
             f"is_wrong is false for the recorded answer {answer!r}: there is no wrong answer to "

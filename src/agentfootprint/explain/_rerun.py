@@ -179,7 +179,8 @@ class Rerunner:
     def __init__(self, *, rebuild: Rebuild | None, is_wrong: IsWrong, message: str,
                  reruns: int, progress: Progress | None, total: int,
                  max_probes: int | None = None, result: Any = None,
-                 alpha: float = DEFAULT_ALPHA, budget: int | None = None) -> None:
+                 alpha: float = DEFAULT_ALPHA, budget: int | None = None,
+                 deps: object = None) -> None:
         if rebuild is not None and not callable(rebuild):
             raise ConfigurationError(
                 f"rebuild={rebuild!r} must be a function (without: frozenset[str]) -> Agent")
@@ -206,6 +207,9 @@ class Rerunner:
         self.max_probes = max_probes
         self.alpha = alpha
         self.budget = budget
+        self.deps = deps
+        """What the explained run's tools were given as ``run(..., deps=...)``: a recording
+        never holds them, so a re-run has them only when the caller passes them again."""
         self.seeded = rebuild is not None and accepts_seed(rebuild)
         self.done = 0
         self.model_calls = 0
@@ -408,8 +412,9 @@ class Rerunner:
 
     async def _start(self, runner: Any) -> Any:
         from ..agent._usage import counting_together
+        from ..tools._context import bound_deps
 
-        with counting_together(self.meter):
+        with counting_together(self.meter), bound_deps(self.deps):
             if hasattr(runner, "_init_kwargs"):  # an Agent: same conversation, same identity
                 options: dict[str, Any] = {}
                 if self.prior:

@@ -130,8 +130,10 @@ async def rerun_without_sources(
     message: str | None = None,
     reruns: int = 3,
     progress: Progress | None = None,
+    deps: object = None,
 ) -> RerunResult:
-    """Re-run without all ``sources`` at once (after a baseline) and judge it like any probe."""
+    """Re-run without all ``sources`` at once (after a baseline) and judge it like any probe
+    (``deps``: the run's ``run(..., deps=...)``, given again; see ``localize_context_bug``)."""
     reruns = check_reruns(reruns)
     if isinstance(sources, str):
         sources = [sources]
@@ -140,7 +142,8 @@ async def rerun_without_sources(
         raise ConfigurationError("rerun_without_sources: sources= is empty; name what to remove")
     answer = answer_of(result)
     runner = Rerunner(rebuild=rebuild, is_wrong=is_wrong, message=message_of(result, message),
-                      reruns=reruns, progress=progress, total=2 * reruns, result=result)
+                      reruns=reruns, progress=progress, total=2 * reruns, result=result,
+                      deps=deps)
     await require_wrong(runner, answer)
     removed = frozenset(s.id for s in chosen)
     labels = tuple(s.label for s in chosen)
@@ -206,6 +209,7 @@ async def bisect_culprits(
     max_culprits: int = 4,
     strategy: str | InfluenceStrategy = "lexical_overlap",
     progress: Progress | None = None,
+    deps: object = None,
 ) -> BisectionResult:
     """Delta-debug the removable suspects down to minimal culprit sets.
 
@@ -238,7 +242,7 @@ async def bisect_culprits(
     labels = {s.id: s.label for s in candidates}
     runner = Rerunner(rebuild=rebuild, is_wrong=is_wrong, message=message_of(result, message),
                       reruns=reruns, progress=progress, total=max_probes * reruns,
-                      max_probes=max_probes, result=result)
+                      max_probes=max_probes, result=result, deps=deps)
     await require_wrong(runner, answer)
 
     async def flips(removed: Iterable[str]) -> bool:

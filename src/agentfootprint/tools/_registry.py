@@ -112,6 +112,8 @@ class ToolRegistry:
         except PauseRequest:
             raise  # a person must answer: the loop pauses the run at this call
         except Exception as exc:
+            if getattr(ctx, "_missed", None) is exc:  # ctx.deps read in a run given none:
+                raise  # the run fails naming the tool (tools/_context.py), not a tool error
             # the type, never the message: it may hold a secret the run's redaction masks
             logger.warning("tool %r raised %s (call %s of run %s); the model was given the "
                            "error text, and the run's recording holds it", found.name,
