@@ -12,10 +12,13 @@ produced the answer:
 Each candidate is then confirmed, or not, by *restoration*: ``restore(ids)`` rebuilds the agent
 with those candidates put back (for a window message, ``restoring(strategy, [index])``; for an
 injection, a trigger that always fires; for a memory entry, a lower threshold), re-runs it
-several seeded times, and the verdict rule is the one ablation uses (``rerun.verdict_for``): at
-least 2 re-runs, a strict majority of re-runs that are no longer wrong, and a baseline — the
-same rebuild with nothing restored — that never stopped being wrong. Otherwise INCONCLUSIVE or
-NOT CONFIRMED; never CAUSAL.
+several seeded times, and the verdict rule is the one ablation uses (``rerun.verdict_for``):
+against a baseline — the same rebuild with nothing restored — on a deterministic model every
+re-run must stop being wrong while the baseline never does; on a sampling model Fisher's
+one-sided test at α = 0.01 must find the restored runs right more often than the baseline's.
+That needs ``reruns`` ≥ 5 on a sampling model (5 of 5 against 0 of 5 is p = 0.004; 3 of 3
+against 0 of 3 is p = 0.05 and can never be CAUSAL), hence the default. Otherwise INCONCLUSIVE
+or NOT CONFIRMED.
 """
 
 from __future__ import annotations
@@ -168,7 +171,7 @@ async def find_dropped_context(
     restore: Rebuild | None = None,
     is_wrong: IsWrong | None = None,
     message: str | None = None,
-    reruns: int = 3,
+    reruns: int = 5,
     max_candidates: int = 8,
     progress: Progress | None = None,
     deps: object = None,
