@@ -11,6 +11,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from .flow._display import terminal_text
+
 __all__ = ["main"]
 
 
@@ -28,12 +30,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
 
-def _plain(text: str) -> str:
-    """``text`` with every control character shown escaped (``\\x1b``, ``\\n``): what a
-    recording holds (a run id, a name, an answer) never drives the terminal."""
-    if text.isprintable():
-        return text
-    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
+_plain = terminal_text
 
 
 def _plain_lines(text: str) -> str:

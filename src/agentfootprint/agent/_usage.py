@@ -126,6 +126,12 @@ class UsageMeter:
         self.cost_usd += float(row["cost_usd"] or 0.0)
         self.calls += 1
 
+    def used(self) -> dict[str, float]:
+        """What is spent, by the name of the ``Budget`` limit that bounds it."""
+        return {"max_input_tokens": self.input_tokens, "max_output_tokens": self.output_tokens,
+                "max_total_tokens": self.input_tokens + self.output_tokens,
+                "max_cost_usd": self.cost_usd}
+
 
 _shared: contextvars.ContextVar[UsageMeter | None] = contextvars.ContextVar(
     "agentfootprint_usage_meter", default=None)
@@ -195,13 +201,11 @@ def _judge(scope: Scope, budget: Budget, rows: list[dict[str, Any]],
            meter: UsageMeter | None, total_cost: float) -> None:
     from ._spec import emit
 
-    if meter is not None:
-        used_in, used_out = meter.input_tokens, meter.output_tokens
-    else:
-        used_in = sum(int(r["input_tokens"]) for r in rows)
-        used_out = sum(int(r["output_tokens"]) for r in rows)
-    used = {"max_input_tokens": used_in, "max_output_tokens": used_out,
-            "max_total_tokens": used_in + used_out, "max_cost_usd": total_cost}
+    if meter is None:  # this run alone: its own calls so far
+        meter = UsageMeter()
+        for row in rows:
+            meter.add(row)
+    used = {**meter.used(), "max_cost_usd": total_cost}
     crossed: list[dict[str, Any]] = list(scope.get(trace.BUDGET_CROSSED) or ())
     named = {c["budget"] for c in crossed}
     fresh = []

@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..flow._display import terminal_text
+
 __all__ = ["add_audit_commands", "run_audit", "stored_run_warning"]
 
 
@@ -40,12 +42,8 @@ def add_audit_commands(commands: Any, store_option: argparse.ArgumentParser) -> 
                         help="keep argument values, results and answers (bounded by default)")
 
 
-def _plain(text: str) -> str:
-    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
-
-
 def _say(text: str) -> None:
-    print(f"agentfootprint audit: {_plain(text)}", file=sys.stderr)
+    print(f"agentfootprint audit: {terminal_text(text)}", file=sys.stderr)
 
 
 def _key(path: str | None) -> bytes | None:
@@ -85,9 +83,9 @@ def _verify(options: argparse.Namespace) -> int:
                          "bundle file audit export wrote") from exc
     found = verify_audit_bundle(bundle, key=key)
     if found.ok:
-        print(_plain(f"ok: {found.reason}"))
+        print(terminal_text(f"ok: {found.reason}"))
         return 0
-    print(_plain(f"broken at record {found.broken_at}: {found.reason} "
+    print(terminal_text(f"broken at record {found.broken_at}: {found.reason} "
                  f"({found.records_checked} record(s) verified before it)"))
     return 1
 
@@ -122,7 +120,7 @@ def _export(options: argparse.Namespace) -> int:
              "writable path")
         return 1
     records = bundle.count(b"\n") - 1
-    print(_plain(f"{options.output}: {records} record(s) of run {recording.run_id}"))
+    print(terminal_text(f"{options.output}: {records} record(s) of run {recording.run_id}"))
     return 0
 
 

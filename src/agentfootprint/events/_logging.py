@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..flow import FlowEvent
+from ..flow._display import clip
 from ._catalogue import PREFIX
 
 __all__ = ["RunLogger", "run_loggers"]
@@ -45,7 +46,7 @@ def run_loggers(name: str) -> list[RunLogger]:
 def _clip(text: object, limit: int = _CLIP) -> str:
     shown = text if isinstance(text, str) else json.dumps(text, default=repr,
                                                           ensure_ascii=False)
-    return shown if len(shown) <= limit else shown[:limit - 1] + "…"
+    return clip(shown, limit)
 
 
 class RunLogger:

@@ -28,6 +28,7 @@ from typing import Literal
 
 from ..errors import ConfigurationError
 from ..flow._commitlog import CommitLog
+from ..flow._display import clip
 from ..runs import trace
 from ..runs._recording import AgentRun
 from ..runs._view import CallView, Explainable, RunView
@@ -240,5 +241,5 @@ def _sentence(verdict: Verdict, label: str, probe: Probe, baseline: Probe) -> st
 
 
 def _clip(text: str, limit: int = 160) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    """``text`` on one line (whitespace runs made one space), clipped to ``limit``."""
+    return clip(" ".join(text.split()), limit)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..flow._commitlog import CommitLog, CommitRecord
+from ..flow._display import clip
 from ..flow._run import FlowRun
 from ..flow._values import MISSING
 from ..runs import trace
@@ -216,5 +217,5 @@ def _quote(text: str | None, limit: int = 120) -> str:
 
 
 def _clip(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    """``text`` on one line (whitespace runs made one space), clipped to ``limit``."""
+    return clip(" ".join(text.split()), limit)

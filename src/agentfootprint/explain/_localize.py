@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..errors import ConfigurationError
+from ..flow._display import clip
 from ..runs._recording import AgentRun
 from ._criterion import describe_criterion
 from ._display import explanation_html, explanation_repr
@@ -256,8 +257,8 @@ def _verdict_line(item: LocalizedSuspect, width: int) -> str:
 
 
 def _clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """``text`` on one line (whitespace runs made one space), clipped to ``limit``."""
+    return clip(" ".join(text.split()), limit)
 
 
 async def localize_context_bug(

@@ -400,9 +400,7 @@ class Rerunner:
         if budget is None:
             return
         meter = self.meter
-        used = {"max_input_tokens": meter.input_tokens, "max_output_tokens": meter.output_tokens,
-                "max_total_tokens": meter.input_tokens + meter.output_tokens,
-                "max_cost_usd": meter.cost_usd}
+        used = meter.used()
         for name, limit in budget.limits():
             if used[name] >= limit:
                 raise BudgetExceeded(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 from collections.abc import Collection, Sequence
 
-__all__ = ["REPR_WIDTH", "clip", "html_summary", "short_repr"]
+__all__ = ["REPR_WIDTH", "clip", "html_summary", "short_repr", "terminal_text"]
 
 REPR_WIDTH = 120
 """The longest a result's repr gets."""
@@ -22,6 +22,14 @@ Fields = Sequence[tuple[str, object]]
 def clip(text: str, limit: int) -> str:
     """``text`` cut to ``limit`` characters, an ellipsis marking the cut."""
     return text if len(text) <= limit else text[:max(limit - 1, 0)] + "…"
+
+
+def terminal_text(text: str) -> str:
+    """``text`` with every control character shown escaped (``\\x1b``, ``\\n``): what a
+    recording holds (a run id, a name, an answer) never drives the terminal."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
 
 
 def short_repr(kind: str, fields: Fields, *, width: int = REPR_WIDTH,

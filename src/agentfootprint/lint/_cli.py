@@ -12,6 +12,8 @@ import argparse
 import sys
 from typing import Any
 
+from ..flow._display import terminal_text
+
 __all__ = ["add_lint_command", "run_lint"]
 
 
@@ -28,10 +30,6 @@ def add_lint_command(commands: Any) -> None:
     lint.add_argument("--cache-dir", default=None, metavar="DIR",
                       help="where embeddings are cached by content hash (default: the user's "
                            "cache folder)")
-
-
-def _plain(text: str) -> str:
-    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
 
 
 def run_lint(options: argparse.Namespace) -> int:
@@ -52,10 +50,10 @@ def run_lint(options: argparse.Namespace) -> int:
         report = lint_tools(options.file, threshold=threshold, cache_dir=options.cache_dir)
     except ConfigurationError as exc:
         message = " ".join(str(exc).replace("threshold=", "--threshold ").split())
-        print(f"agentfootprint lint-tools: {_plain(message)}", file=sys.stderr)
+        print(f"agentfootprint lint-tools: {terminal_text(message)}", file=sys.stderr)
         return 2
     if options.lint_format == "json":
         print(report.to_json())
     else:
-        print("\n".join(_plain(line) for line in report.to_text().split("\n")))
+        print("\n".join(terminal_text(line) for line in report.to_text().split("\n")))
     return 0 if report.ok else 1

@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..flow._display import terminal_text
+
 __all__ = ["add_export_commands", "run_export"]
 
 
@@ -45,8 +47,7 @@ def _endpoint(given: str | None) -> str:
 
 
 def _say(text: str) -> None:
-    shown = "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
-    print(f"agentfootprint export: {shown}", file=sys.stderr)
+    print(f"agentfootprint export: {terminal_text(text)}", file=sys.stderr)
 
 
 def run_export(options: argparse.Namespace) -> int:

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final, Literal
 
 from ..flow._commitlog import CommitLog
+from ..flow._display import clip
 from ..flow._redact import REDACTED
 from ..providers._base import ToolCall
 from ..runs import trace
@@ -147,8 +148,7 @@ class ToolReplay:
                                "only redacted, so this call cannot be matched, and the tool does "
                                "not declare side_effects=False, so it was not run")
         else:
-            shown = canonical_args(dict(args))
-            shown = shown if len(shown) <= 80 else shown[:79] + "…"
+            shown = clip(canonical_args(dict(args)), 80)
             self.misses.append(f"tool {tool.name!r} was called with arguments the recording "
                                f"lacks ({shown}) and does not declare side_effects=False, so "
                                "it was not run")

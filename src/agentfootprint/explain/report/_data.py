@@ -11,7 +11,6 @@ the context at that moment — no call is "the call that produced the answer". N
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -29,6 +28,7 @@ from .._failure import Failure, failure_of
 from .._kept import KeptCause, KeptProof, is_redacted, kept_proof
 from .._localize import ContextBugReport
 from .._suspects import Suspect, is_stage
+from ._text import as_text, dicts
 from ._tool_runs import ToolRun, tool_runs_of
 
 __all__ = [
@@ -358,9 +358,9 @@ def _calls(log: CommitLog, failure: Failure | None = None) -> list[CallView]:
         entry = reports.get(record.runtime_stage_id, {})
         rows = log.value_at(trace.SYSTEM_SLOT, before, ns=ns, default=[])
         tool_rows = log.value_at(trace.TOOLS_SLOT, before, ns=ns, default=[])
-        offered_by = {t.get("name"): t.get("source") for t in _dicts(tool_rows)}
+        offered_by = {t.get("name"): t.get("source") for t in dicts(tool_rows)}
         tools = tuple((str(t.get("name")), _str_or_none(offered_by.get(t.get("name"))))
-                      for t in _dicts(call.tools))
+                      for t in dicts(call.tools))
         iteration = entry.get("iteration")
         out.append(CallView(
             index=index, runtime_stage_id=record.runtime_stage_id, scope=_scope(ns),
@@ -396,7 +396,7 @@ def _spans(system: str, rows: Any) -> tuple[Span, ...]:
     if system == REDACTED:
         return ()
     spans = []
-    for row in _dicts(rows):
+    for row in dicts(rows):
         start, end = row.get("start"), row.get("end")
         if isinstance(start, int) and isinstance(end, int) and 0 <= start <= end <= len(system):
             spans.append(Span(start, end, str(row.get("source")), str(row.get("flavor") or "")))
@@ -410,17 +410,17 @@ def _spans(system: str, rows: Any) -> tuple[Span, ...]:
 
 def _messages(history: Any) -> tuple[MessageView, ...]:
     if not isinstance(history, list):
-        return (MessageView(0, "history", _as_text(history), None),)
+        return (MessageView(0, "history", as_text(history), None),)
     out = []
     for index, message in enumerate(history):
         if not isinstance(message, dict):
-            out.append(MessageView(index, "?", _as_text(message), None))
+            out.append(MessageView(index, "?", as_text(message), None))
             continue
         role = str(message.get("role", "?"))
         source = message.get("injected_by")
         if source is None and role == "tool":
             source = message.get("tool_name")
-        out.append(MessageView(index, role, _as_text(message.get("content", "")),
+        out.append(MessageView(index, role, as_text(message.get("content", "")),
                                _str_or_none(source), _tool_names(message.get("tool_calls"))))
     return tuple(out)
 
@@ -438,13 +438,13 @@ def _injection_row(row: dict[str, Any]) -> InjectionRow:
             landed.append(f"messages · {len(piece.get('messages', ()))} message(s)")
     return InjectionRow(str(row.get("id")), str(row.get("flavor") or ""),
                         str(who.get("trigger")), bool(who.get("fired")),
-                        _as_text(who.get("reason", "")), tuple(landed))
+                        as_text(who.get("reason", "")), tuple(landed))
 
 
 def _answer(log: CommitLog, calls: list[CallView]) -> str:
     final = log.value_at(trace.FINAL_CONTENT, len(log.records) - 1, default=None)
     if final is not None:
-        return _as_text(final)
+        return as_text(final)
     chosen = [call for call in calls if call.is_final]
     return chosen[0].answer if chosen else ""
 
@@ -592,30 +592,16 @@ def _masked_output(value: Any, redacted: frozenset[str]) -> str:
 
     if value is None:
         return ""
-    return _as_text(mask(value))
+    return as_text(mask(value))
 
 
 def _tool_names(calls: Any) -> tuple[str, ...]:
-    return tuple(str(call.get("name")) for call in _dicts(calls))
+    return tuple(str(call.get("name")) for call in dicts(calls))
 
-
-def _dicts(value: Any) -> list[dict[str, Any]]:
-    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
-
-
-def _as_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return ""
-    try:
-        return json.dumps(value, ensure_ascii=False, default=repr)
-    except (TypeError, ValueError):
-        return repr(value)
 
 
 def _text_or_none(value: Any) -> str | None:
-    return None if value is None else _as_text(value)
+    return None if value is None else as_text(value)
 
 
 def _str_or_none(value: Any) -> str | None:

@@ -14,6 +14,7 @@ from typing import Any
 from ...flow._commitlog import CommitLog, CommitRecord
 from ...runs import trace
 from .._suspects import is_stage
+from ._text import as_text, dicts
 
 __all__ = ["ToolRun", "tool_runs_of"]
 
@@ -37,7 +38,7 @@ class ToolRun:
 def tool_runs_of(log: CommitLog, call: CommitRecord, asked: Any) -> tuple[ToolRun, ...]:
     """The tool calls ``call`` asked for, each paired with the result the next tool step of
     the same agent added to the conversation (matched by call id, else by name)."""
-    wanted = _dicts(asked)
+    wanted = dicts(asked)
     if not wanted:
         return ()
     step: CommitRecord | None = None
@@ -56,10 +57,10 @@ def tool_runs_of(log: CommitLog, call: CommitRecord, asked: Any) -> tuple[ToolRu
         after = log.value_at(trace.HISTORY, step.idx, ns=step.ns, default=[])
         added = after[len(before):] if isinstance(after, list) and isinstance(before, list) \
             and after[:len(before)] == before else after
-        results = [m for m in _dicts(added) if m.get("role") == "tool"]
+        results = [m for m in dicts(added) if m.get("role") == "tool"]
         for change in step.changes:
             if change.key == trace.TOOL_RESULTS:
-                for row in _dicts(change.value):
+                for row in dicts(change.value):
                     statuses[str(row.get("tool_call_id"))] = str(row.get("status") or "")
     out = []
     used: set[int] = set()
@@ -75,25 +76,11 @@ def tool_runs_of(log: CommitLog, call: CommitRecord, asked: Any) -> tuple[ToolRu
         result = None
         if found is not None:
             used.add(found)
-            result = _as_text(results[found].get("content", ""))
+            result = as_text(results[found].get("content", ""))
         args = want.get("args", want.get("arguments"))
         shown = json.dumps(args, ensure_ascii=False, indent=2, default=repr) \
-            if isinstance(args, dict) and args else _as_text(args)
+            if isinstance(args, dict) and args else as_text(args)
         out.append(ToolRun(call_id, name, shown,
                            result, statuses.get(call_id) or None))
     return tuple(out)
 
-
-def _dicts(value: Any) -> list[dict[str, Any]]:
-    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
-
-
-def _as_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return ""
-    try:
-        return json.dumps(value, ensure_ascii=False, default=repr)
-    except (TypeError, ValueError):
-        return repr(value)
