@@ -2,13 +2,17 @@
 
     AgentFootprintError
     ├── ConfigurationError          a user mistake, found before anything ran
-    │   └── ChartBuildError         a flowchart that cannot be built as written
+    │   ├── ChartBuildError         a flowchart that cannot be built as written
+    │   └── SessionStateError       a session not in the state the call needs (paused / not)
+    ├── SessionNotFound (KeyError)  no such session for this principal (serve's sessions)
     └── RunError                    something failed while a run was under way
         ├── StageError              a stage raised; the partial run is attached
         ├── LoopLimitError          a back edge was taken more often than allowed
         ├── FlowTimeoutError        the run's time budget ran out
         ├── CheckpointError         a checkpoint that cannot be resumed
         ├── OutputValidationError   the answers never matched output_type within the retries
+        ├── SessionBusy             another turn of the session is under way (any process)
+        ├── SessionStoreError       a session store failed, or holds a row it cannot read
         └── ProviderError           an LLM provider failed (``status`` kept when there was one)
             ├── ContextWindowExceededError   the request was too long for the model
             ├── ProviderUnavailableError     the server is not there or lacks the model
@@ -43,6 +47,10 @@ __all__ = [
     "ProviderError",
     "ProviderUnavailableError",
     "RunError",
+    "SessionBusy",
+    "SessionNotFound",
+    "SessionStateError",
+    "SessionStoreError",
     "StageError",
     "StreamIncompleteError",
 ]
@@ -101,6 +109,47 @@ class OutputValidationError(RunError):
         super().__init__(message, run=run)
         self.errors = errors
         self.attempts = attempts
+
+
+class SessionNotFound(AgentFootprintError, KeyError):
+    """No session with this id exists for this principal: it was never made, was deleted by
+    retention, or belongs to someone else (told apart from "not yours" nowhere, on purpose).
+    ``session_id`` is the id asked for."""
+
+    def __init__(self, message: str, *, session_id: str) -> None:
+        super().__init__(message)
+        self.session_id = session_id
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
+
+
+class SessionBusy(RunError):
+    """Another turn of this session (a send or a resume) is under way, in this process or
+    another sharing the store; try again when it has finished. ``session_id`` names it."""
+
+    def __init__(self, message: str, *, session_id: str) -> None:
+        super().__init__(message)
+        self.session_id = session_id
+
+
+class SessionStateError(ConfigurationError):
+    """The session is not in the state the call needs: a send to a paused session (resume it),
+    a resume of a session that is not paused (send to it). ``session_id`` names it."""
+
+    def __init__(self, message: str, *, session_id: str, status: str) -> None:
+        super().__init__(message)
+        self.session_id = session_id
+        self.status = status
+
+
+class SessionStoreError(RunError):
+    """A session store failed (its driver's error is ``__cause__``) or holds a session it cannot
+    read; never answered with a fresh session in its place. ``store`` names the store."""
+
+    def __init__(self, message: str, *, store: str) -> None:
+        super().__init__(message)
+        self.store = store
 
 
 class McpServerError(RunError):
