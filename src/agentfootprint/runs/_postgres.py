@@ -42,6 +42,7 @@ from ._store import (
     recording_of,
 )
 from ._tables import QueryRows, query_rows
+from ._writer import close_writer
 
 if TYPE_CHECKING:
     from psycopg import Connection, sql
@@ -404,7 +405,9 @@ class PostgresRunStore:
         return [RunSummary(*row) for row in rows]
 
     def close(self) -> None:
-        """Close the connection this store opened (never one you passed in)."""
+        """Close the connection this store opened (never one you passed in), once every write
+        an agent asked of the store has landed."""
+        close_writer(self)
         if self._owns_conn:
             self._db.close()
 

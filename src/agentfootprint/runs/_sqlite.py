@@ -11,6 +11,7 @@ naming the run and the file; it is never replaced by an empty recording.
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -40,6 +41,7 @@ from ._store import (
     recording_of,
 )
 from ._tables import QueryRows, query_rows
+from ._writer import close_writer
 
 __all__ = ["DEFAULT_RUN_STORE", "RunStore"]
 
@@ -102,7 +104,9 @@ class RunStore:
         self.path = Path(path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, isolation_level=None)
+            # one thread at a time (self._lock): the caller's, or the run writer's
+            self._lock = threading.RLock()
+            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             # a commit survives the process being killed; only a power cut may lose the last
             # few (never a corrupt file): the price of one fsync per progress entry is not paid
@@ -274,9 +278,11 @@ class RunStore:
 
     @contextmanager
     def _failing(self, what: str) -> Iterator[None]:
-        """Driver errors become ``RunError`` naming the store and the operation."""
+        """Driver errors become ``RunError`` naming the store and the operation; the
+        connection is used by one thread at a time (the caller's or the run writer's)."""
         try:
-            yield
+            with self._lock:
+                yield
         except sqlite3.Error as exc:
             raise RunError(f"the run store {str(self.path)!r} failed to {what} ({exc}); "
                            "nothing was replaced — check the file and retry") from exc
@@ -343,7 +349,10 @@ class RunStore:
         return [RunSummary(*row) for row in rows]
 
     def close(self) -> None:
-        self._db.close()
+        """Close the file once every write an agent asked of the store has landed."""
+        close_writer(self)
+        with self._lock:
+            self._db.close()
 
     def __enter__(self) -> RunStore:
         return self
