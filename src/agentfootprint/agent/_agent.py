@@ -27,6 +27,7 @@ from ..providers._base import Message, Provider
 from ..runs import trace
 from ..runs._redaction import as_run_policy
 from ..runs._usage import RunUsage, usage_of
+from ..runs._writer import writer_for
 from ..tools._context import bound_deps
 from ..tools._registry import ToolRegistry
 from ..tools._script_keys import LEDGER_KEY
@@ -252,6 +253,8 @@ class _Runner:
         """Walk the chart (``start(recorders)``) with this agent's listeners live; a failure of
         ours (a provider's, a store's) surfaces as itself, not as the engine's StageError.
         ``journal`` (with a run store) keeps the run's progress in the store as it goes."""
+        if journal is not None:
+            await journal.open()  # the run is in its store before it does anything
         recorders, live = self._recorders()
         recorders, live, pace = tap_stream(recorders, live)  # a run_stream's run: to its reader
         if journal is not None:
@@ -263,7 +266,7 @@ class _Runner:
             run = await start(recorders)
         except RunError as exc:
             await _end_claim_noting(self.spec, exc)
-            self._record_failure(exc)
+            await self._record_failure(exc)
             if isinstance(exc, StageError):
                 raise_framework_cause(exc)
             raise
@@ -276,19 +279,19 @@ class _Runner:
             await end_turn_claim(self.spec, run)
         if self.run_store is not None:
             try:
-                self.run_store.save(result)
+                await writer_for(self.run_store).call(self.run_store.save, result)
             except Exception as exc:
                 exc.add_note(f"run {result.run_id} finished, but {self.run_store!r} could not "
                              "record it")
                 raise
         return result
 
-    def _record_failure(self, error: RunError) -> None:
+    async def _record_failure(self, error: RunError) -> None:
         """A failed run is evidence too: the run store keeps what was recorded up to it."""
         if self.run_store is None or not isinstance(error.run, FlowRun):
             return
         try:
-            self.run_store.save(error.run)
+            await writer_for(self.run_store).call(self.run_store.save, error.run)
         except Exception as exc:  # never hide the run's own error behind the store's
             error.add_note(f"{self.run_store!r} could not record this failed run: {exc!r}")
 

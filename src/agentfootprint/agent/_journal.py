@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from ..flow._checkpoint import Checkpoint
     from ..flow._recorders import Recorder
     from ..flow._redact import RedactionPolicy
+    from ..runs._recording import Recording
     from ..runs._store import RunStorePort
     from ..tools._registry import ToolOutcome
 
@@ -55,8 +56,13 @@ class RunJournal:
     id = "run-journal"
 
     def __init__(self, store: RunStorePort, run_id: str, fingerprint: str,
-                 policy: RedactionPolicy | None) -> None:
+                 policy: RedactionPolicy | None, opening: Recording | None = None,
+                 reopen: str | None = None) -> None:
+        from ..runs._writer import writer_for
+
         self.store = store
+        self.writer = writer_for(store)  # the store's I/O runs off the event loop
+        self.opening, self.reopen = opening, reopen
         self.run_id = run_id
         self.fingerprint: str | None = fingerprint
         self.policy = policy
@@ -74,14 +80,21 @@ class RunJournal:
         if isinstance(event.value, CommitRecord):
             self.pending.append(event.value)
 
+    async def open(self) -> None:
+        """Put the run in its store (``RunStorePort.begin``) before it does anything."""
+        if self.opening is not None:
+            await self.writer.call(self.store.begin, self.opening, reopen=self.reopen)
+            self.opening = None
+
     # -- at each tool call ------------------------------------------------------------------
 
-    def started(self, stage: str, iteration: int, index: int, call: Mapping[str, Any]) -> None:
+    async def started(self, stage: str, iteration: int, index: int,
+                      call: Mapping[str, Any]) -> None:
         """A call is about to run: what the log gained since the last entry, and the call."""
-        self._append({"phase": "started", "stage": stage, "iteration": iteration,
+        await self._append({"phase": "started", "stage": stage, "iteration": iteration,
                       "index": index, "call": str(call["id"]), "tool": str(call["name"])})
 
-    def done(self, iteration: int, index: int, call: Mapping[str, Any],
+    async def done(self, iteration: int, index: int, call: Mapping[str, Any],
              outcome: ToolOutcome, *, recorded: Callable[[object], Any] = lambda v: v) -> None:
         """A call has its outcome (run, refused, declined or unknown); ``recorded`` is the
         run's mask for free text (``scope.recorded``), so the entry repeats nothing it hides."""
@@ -91,22 +104,22 @@ class RunJournal:
             shown = policy.redact_value(trace.HISTORY, [{"role": "tool", "content": content}])
             content = shown[0].get("content") if isinstance(shown, list) and shown and \
                 isinstance(shown[0], dict) else None
-        self._append({"phase": "done", "iteration": iteration, "index": index,
+        await self._append({"phase": "done", "iteration": iteration, "index": index,
                       "call": str(call["id"]), "tool": str(call["name"]),
                       "outcome": {"content": content, "error": outcome.error,
                                   "status": outcome.status}})
 
-    def _append(self, entry: dict[str, Any]) -> None:
+    async def _append(self, entry: dict[str, Any]) -> None:
         if self.pending:
             entry["records"] = [r.to_json() for r in self.pending]
         if self.initial is not None:
             entry["initial"] = self.initial
         if self.fingerprint is not None:
             entry["fingerprint"] = self.fingerprint
-        self.store.append_progress(self.run_id, entry)
         self.pending = []
         self.initial = None
         self.fingerprint = None
+        await self.writer.call(self.store.append_progress, self.run_id, entry)
 
 
 def journals(store: object) -> bool:
@@ -165,7 +178,10 @@ async def resume_stored(runner: _Runner, run_id: str, *, identity: object,
             "the run was recorded in")
     run_id = check_run_id(run_id)
     args: dict[str, Any] = {} if identity is None else {trace.IDENTITY: identity}
-    plan = plan_recovery(store, runner.chart, run_id, policy=runner.redaction, args=args)
+    from ..runs._writer import writer_for
+
+    plan = await writer_for(store).call(plan_recovery, store, runner.chart, run_id,
+                                        policy=runner.redaction, args=args)
     if plan.start is not None and needs_identity and identity is None:
         raise ConfigurationError(
             f"run {run_id!r} is run again from its start, and this agent has memory but no "
@@ -186,18 +202,19 @@ async def resume_stored(runner: _Runner, run_id: str, *, identity: object,
 def open_journal(store: RunStorePort, chart: Chart, run_id: str, *,
                  policy: RedactionPolicy | None, start: dict[str, Any] | None,
                  reopen: str | None = None) -> RunJournal:
-    """Put the run in ``store`` (``reopen``: it is there with that status, being resumed) and
-    return its journal. ``start`` is what running the turn again from its start needs."""
+    """The journal of a run that ``journal.open()`` puts in ``store`` (``reopen``: it is
+    there with that status, being resumed). ``start`` is what running the turn again from its
+    start needs."""
     from ..runs._recording import Recording
 
     meta: dict[str, Any] = {"fingerprint": chart.fingerprint()}
     if start is not None:
         meta["start"] = _as_recorded(start, policy)
-    store.begin(Recording(
+    opening = Recording(
         run_id=run_id, kind="agent", name=chart.description or chart.name, status="running",
         created_at=time.time(), chart=chart.spec(), log={"initial": {}, "records": []},
-        meta=meta), reopen=reopen)
-    return RunJournal(store, run_id, meta["fingerprint"], policy)
+        meta=meta)
+    return RunJournal(store, run_id, meta["fingerprint"], policy, opening, reopen)
 
 
 def _as_recorded(start: dict[str, Any], policy: RedactionPolicy | None) -> dict[str, Any]:

@@ -312,4 +312,4 @@ class RunStream:
                 error.add_note(f"its turn claim could not be ended: {exc!r}")
         record = getattr(runner, "_record_failure", None)
         if callable(record):
-            record(error)
+            await record(error)

@@ -72,7 +72,7 @@ class ToolBatchStages:
             if verdict.get("check_in") == "approved":
                 journal = run_journal.get()
                 if journal is not None:
-                    journal.started(scope.runtime_stage_id, iteration, index, call)
+                    await journal.started(scope.runtime_stage_id, iteration, index, call)
                 outcome = await self._dispatch(scope, call, iteration)
             else:
                 note = f": {str(verdict['note']).rstrip('.')}." if verdict.get("note") else "."
@@ -84,7 +84,7 @@ class ToolBatchStages:
             outcome = ToolOutcome(answer if isinstance(answer, str) else result_text(answer))
         journal = run_journal.get()
         if journal is not None:
-            journal.done(iteration, index, call, outcome, recorded=scope.recorded)
+            await journal.done(iteration, index, call, outcome, recorded=scope.recorded)
         del scope[trace.PAUSED_TOOL_BATCH]
         self._settle(scope, call, outcome, results, history, iteration)
         return await self._run_batch(scope, calls, index + 1, results, history, iteration)
@@ -115,7 +115,7 @@ class ToolBatchStages:
                     return self._pause(scope, calls, index, results, history, iteration,
                                        "check_in", self._evidence_pack(scope, permitted))
                 if journal is not None:
-                    journal.started(scope.runtime_stage_id, iteration, index, permitted)
+                    await journal.started(scope.runtime_stage_id, iteration, index, permitted)
                 try:
                     outcome = await self._dispatch(scope, permitted, iteration,
                                                    proposed_by=call)
@@ -123,7 +123,7 @@ class ToolBatchStages:
                     return self._pause(scope, calls, index, results, history, iteration,
                                        request.kind, request.data)
             if journal is not None:
-                journal.done(iteration, index, call, outcome, recorded=scope.recorded)
+                await journal.done(iteration, index, call, outcome, recorded=scope.recorded)
             self._settle(scope, call, outcome, results, history, iteration)
             if gated is not None and gated.halted:
                 self._halt(scope, calls, results, history, iteration)
@@ -174,10 +174,10 @@ class ToolBatchStages:
             outcome = refused
         else:
             if journal is not None:
-                journal.started(scope.runtime_stage_id, iteration, index, call)
+                await journal.started(scope.runtime_stage_id, iteration, index, call)
             outcome = await self._dispatch(scope, call, iteration)
         if journal is not None:
-            journal.done(iteration, index, call, outcome, recorded=scope.recorded)
+            await journal.done(iteration, index, call, outcome, recorded=scope.recorded)
         return outcome
 
     def _settle(self, scope: Scope, call: ToolCall, outcome: ToolOutcome,

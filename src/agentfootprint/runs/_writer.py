@@ -66,7 +66,7 @@ class _Waiter:
     future: asyncio.Future[None]
 
 
-@dataclass(slots=True, eq=False)
+@dataclass(slots=True, weakref_slot=True, eq=False)
 class StoreWriter:
     """The writer thread of one run store (see the module docstring for the contract)."""
 
