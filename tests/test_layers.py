@@ -32,10 +32,10 @@ LAYER = {
     "agent": 4,
     "compose": 5,
     "explain": 6, "audit": 6, "observe": 6, "lint": 6,
-    "cli": 7, "_demo": 7, "serve": 7,
+    "cli": 7, "_demo": 7, "serve": 7, "distributed": 7,
 }
 SIDEWAYS = {("context", "tools"), ("rag", "memory"), ("cli", "_demo"), ("runs", "providers"),
-            ("_postgres", "errors")}
+            ("_postgres", "errors"), ("cli", "serve")}
 
 
 def _package(relative: Path) -> str:

@@ -21,6 +21,7 @@ MAX_PUBLIC_NAMES = {
     "agentfootprint.agent": 11,
     "agentfootprint.audit": 3,
     "agentfootprint.compose": 14,
+    "agentfootprint.distributed": 6,
     "agentfootprint.context": 4,
     "agentfootprint.events": 8,
     "agentfootprint.explain": 18,
@@ -34,7 +35,7 @@ MAX_PUBLIC_NAMES = {
     "agentfootprint.providers": 14,
     "agentfootprint.rag": 12,
     "agentfootprint.runs": 6,
-    "agentfootprint.serve": 2,
+    "agentfootprint.serve": 3,
     "agentfootprint.tools": 4,
 }
 """The most names each namespace may export (a namespace not listed may export none)."""

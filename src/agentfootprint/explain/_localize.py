@@ -24,6 +24,7 @@ from ..flow._display import clip
 from ..runs._recording import AgentRun
 from ._criterion import describe_criterion
 from ._display import explanation_html, explanation_repr
+from ._fanout import RerunExecutor, check_fanout
 from ._influence import (
     InfluenceStrategy,
     RankingConfidence,
@@ -272,6 +273,8 @@ async def localize_context_bug(
     strategy: str | InfluenceStrategy = "lexical_overlap",
     progress: Progress | None = None,
     deps: object = None,
+    executor: RerunExecutor | None = None,
+    factory: str | None = None,
 ) -> ContextBugReport:
     """Explain ``result``'s wrong answer: slice, rank (a proxy), then prove by isolated re-runs.
 
@@ -283,8 +286,13 @@ async def localize_context_bug(
     agent re-runs (``None``: no cap). ``deps`` are what the run was given as
     ``run(..., deps=...)``: a recording never keeps them, so a tool that reads them and runs
     live in a re-run needs them again (without, that re-run is INCONCLUSIVE, naming the tool).
+    ``executor`` (``agentfootprint.distributed``) spreads the re-runs over its workers, each
+    rebuilding the agent from ``factory`` (``"module:attr"``; default: the one recorded with a
+    stored run); the verdicts are the in-process ones (``explain/_fanout.py``).
     """
     alpha = check_alpha(alpha)
+    factory = check_fanout(executor, factory, rebuild=rebuild, deps=deps, is_wrong=is_wrong,
+                           result=result)
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)
                                or budget < 2):
         raise ConfigurationError(
@@ -299,7 +307,7 @@ async def localize_context_bug(
     order = list(dict.fromkeys(r.suspect.id for r in ranked if r.suspect.removable))
     runner = Rerunner(rebuild=rebuild, is_wrong=is_wrong, message=text, reruns=1,
                       progress=progress, total=2 * len(order) + 2, result=result, alpha=alpha,
-                      budget=budget, deps=deps)
+                      budget=budget, deps=deps, executor=executor, factory=factory)
     if not await runner.wrong(answer, result):
         raise ConfigurationError(
             f"is_wrong is false for the recorded answer {answer!r}: there is no wrong answer to "

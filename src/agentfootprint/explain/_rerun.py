@@ -165,6 +165,8 @@ class Outcome:
     complete: bool
     reason: str = ""
     result: Any = None
+    wrong: bool | None = None
+    """A worker's judgement of the whole result (``explain/_fanout.py``), when it made one."""
 
 
 class Rerunner:
@@ -180,7 +182,8 @@ class Rerunner:
                  reruns: int, progress: Progress | None, total: int,
                  max_probes: int | None = None, result: Any = None,
                  alpha: float = DEFAULT_ALPHA, budget: int | None = None,
-                 deps: object = None) -> None:
+                 deps: object = None, executor: Any = None, factory: str | None = None
+                 ) -> None:
         if rebuild is not None and not callable(rebuild):
             raise ConfigurationError(
                 f"rebuild={rebuild!r} must be a function (without: frozenset[str]) -> Agent")
@@ -211,6 +214,12 @@ class Rerunner:
         """What the explained run's tools were given as ``run(..., deps=...)``: a recording
         never holds them, so a re-run has them only when the caller passes them again."""
         self.seeded = rebuild is not None and accepts_seed(rebuild)
+        self.result = result
+        self.executor = executor
+        """Where re-runs go (``explain/_fanout.py``); ``None``: here, one after the other."""
+        self.factory = factory
+        self.in_flight = 0
+        self.fanout_recording: str | None = None
         self.done = 0
         self.model_calls = 0
         self.cache: dict[frozenset[str], Probe] = {}
@@ -240,6 +249,10 @@ class Rerunner:
 
     async def _runs(self, removed: frozenset[str], label: str, count: int,
                     start: int = 0) -> list[Outcome]:
+        if self.executor is not None:
+            from ._fanout import remote_runs
+
+            return await remote_runs(self, removed, label, count)
         out = []
         for seed in range(start, start + count):
             if self.budget is not None and self.done >= self.budget:
@@ -256,7 +269,8 @@ class Rerunner:
         answers: list[str] = []
         flipped_answers: list[str] = []
         for outcome in done:
-            flipped = not await self.wrong(outcome.answer, outcome.result)
+            flipped = (not outcome.wrong if outcome.wrong is not None
+                       else not await self.wrong(outcome.answer, outcome.result))
             flips += flipped
             (flipped_answers if flipped else answers).append(outcome.answer)
         return Probe(removed, flips, len(done), tuple(flipped_answers + answers),

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ._fanout import both
 from ._rerun import BudgetExceeded, Probe, Rerunner, Verdict, verdict_for
 
 __all__ = ["Cause", "SearchResult", "find_causes"]
@@ -95,8 +96,8 @@ async def find_causes(runner: Rerunner, ids: Sequence[str], labels: Mapping[str,
             return
         half = math.ceil(len(members) / 2)
         left, right = members[:half], members[half:]
-        held_left = await judge(frozenset(left))
-        held_right = await judge(frozenset(right))
+        held_left, held_right = await both(  # at once on an executor (_fanout.py)
+            runner, lambda: judge(frozenset(left)), lambda: judge(frozenset(right)))
         for part, probe in ((left, held_left), (right, held_right)):
             if probe.flipped or (probe.decision == "undecided" and probe.runs):
                 await explore(part)  # looking closer costs re-runs, never a conviction

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from ..errors import ConfigurationError
 from ..runs._recording import AgentRun
 from ._display import explanation_html, explanation_repr
+from ._fanout import RerunExecutor, check_fanout
 from ._influence import InfluenceStrategy, RankedSuspect, rank_suspects
 from ._rerun import (
     BudgetExceeded,
@@ -200,7 +201,7 @@ class BisectionResult:
 async def bisect_culprits(
     result: AgentRun,
     *,
-    rebuild: Rebuild,
+    rebuild: Rebuild | None = None,
     is_wrong: IsWrong,
     suspects: Sequence[str | Suspect | RankedSuspect] | None = None,
     message: str | None = None,
@@ -210,6 +211,8 @@ async def bisect_culprits(
     strategy: str | InfluenceStrategy = "lexical_overlap",
     progress: Progress | None = None,
     deps: object = None,
+    executor: RerunExecutor | None = None,
+    factory: str | None = None,
 ) -> BisectionResult:
     """Delta-debug the removable suspects down to minimal culprit sets.
 
@@ -220,8 +223,12 @@ async def bisect_culprits(
     cause). Repeats on the rest while removing the rest still flips, up to ``max_culprits``
     sets. Each probe is ``reruns`` seeded re-runs judged by strict majority; probes are cached
     and capped by ``max_probes`` (running out → INCONCLUSIVE, no partial claim).
+    Without ``rebuild`` the run's agent is re-run as ``source.without(ids)``; ``executor`` and
+    ``factory`` spread each probe's re-runs over workers (as for ``localize_context_bug``).
     """
     reruns = check_reruns(reruns)
+    factory = check_fanout(executor, factory, rebuild=rebuild, deps=deps, is_wrong=is_wrong,
+                           result=result)
     if isinstance(max_probes, bool) or not isinstance(max_probes, int) or max_probes < 2:
         raise ConfigurationError(
             f"max_probes={max_probes!r} must be an int >= 2 (a baseline and a reproduction probe)")
@@ -242,7 +249,8 @@ async def bisect_culprits(
     labels = {s.id: s.label for s in candidates}
     runner = Rerunner(rebuild=rebuild, is_wrong=is_wrong, message=message_of(result, message),
                       reruns=reruns, progress=progress, total=max_probes * reruns,
-                      max_probes=max_probes, result=result, deps=deps)
+                      max_probes=max_probes, result=result, deps=deps, executor=executor,
+                      factory=factory)
     await require_wrong(runner, answer)
 
     async def flips(removed: Iterable[str]) -> bool:

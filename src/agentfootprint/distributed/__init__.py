@@ -1,0 +1,33 @@
+"""Distributed: where runs execute — in-process by default, Celery workers to fan out.
+
+* ``Executor`` — the port: a batch of jobs in, one outcome per job back in input order
+  (``_executor.py`` states the contract: jobs are JSON, the run id is the idempotency handle).
+* ``run_many(factory, messages, executor=..., store=...)`` — a batch of runs of an importable
+  agent factory; ``localize_context_bug(..., executor=..., factory=...)`` fans out re-runs.
+* ``celery_executor(broker=..., backend=...)`` — Celery workers on Redis; start them with
+  ``celery -A agentfootprint.distributed.worker worker`` (see ``_celery.py``).
+
+Nothing here imports Celery until it is used.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_names as _lazy_names
+
+if TYPE_CHECKING:
+    from ._executor import Executor, InProcessExecutor, RunJob, RunOutcome, run_many
+
+__all__ = [
+    "Executor",
+    "InProcessExecutor",
+    "RunJob",
+    "RunOutcome",
+    "run_many",
+]
+
+__getattr__, __dir__ = _lazy_names(__name__, {
+    "Executor": "_executor", "InProcessExecutor": "_executor", "RunJob": "_executor",
+    "RunOutcome": "_executor", "run_many": "_executor",
+})

@@ -1,0 +1,118 @@
+"""Agent factories the distributed tests and workers import (``"fleet_agents:make_agent"``).
+
+Workers find this module on ``PYTHONPATH`` and read their set-up from the environment:
+
+* ``AF_FLEET_DIR`` — a directory shared by the test and its workers: ``effects.db`` counts each
+  side effect by the idempotency key the tool receives (``applied`` holds one row per time
+  the effect was applied, so a doubled effect shows as two rows for one key);
+  ``entered-<run id>`` is written (with the worker process's pid) when a ``block`` run's tool
+  starts, and that tool waits for the file ``release`` before it applies its effect.
+* ``make_suspect_agent`` — ``AF_FLEET_SUSPECTS`` facts (default 20), of which ``f7`` carries
+  the token the mock model answers wrong on; a side-effect-free ``lookup`` tool is called first.
+* ``AF_FLEET_DELAY`` — seconds each model call waits (a model's latency; default 0).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+from agentfootprint import Agent, ToolContext, define_fact, tool
+from agentfootprint.providers import LLMRequest, mock
+
+TOKEN = "override-zq"
+CULPRIT = "f7"
+
+
+def _dir() -> Path:
+    return Path(os.environ["AF_FLEET_DIR"])
+
+
+def effects_db(where: Path | None = None) -> sqlite3.Connection:
+    db = sqlite3.connect((where or _dir()) / "effects.db", timeout=30, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.executescript("CREATE TABLE IF NOT EXISTS applied (key TEXT NOT NULL, label TEXT, "
+                     "pid INTEGER)")
+    return db
+
+
+def applied(where: Path) -> list[tuple[str, str]]:
+    """Every application of the side effect: (idempotency key, label)."""
+    with effects_db(where) as db:
+        return [(r[0], r[1]) for r in db.execute("SELECT key, label FROM applied")]
+
+
+async def _latency() -> None:
+    delay = float(os.environ.get("AF_FLEET_DELAY", "0") or 0)
+    if delay:
+        await asyncio.sleep(delay)
+
+
+async def _respond(request: LLMRequest) -> Any:
+    await _latency()
+    user = next(m["content"] for m in request.messages if m["role"] == "user")
+    if not any(m["role"] == "tool" for m in request.messages):
+        return {"tool_calls": [{"id": "c1", "name": "effect", "args": {"label": user}}]}
+    return f"done: {user}"
+
+
+@tool(idempotent=True)
+async def effect(label: str, ctx: ToolContext) -> str:
+    """Apply the run's one side effect, once per idempotency key."""
+    if label.startswith("block"):
+        (_dir() / f"entered-{ctx.run_id}").write_text(str(os.getpid()))
+        while not (_dir() / "release").exists():
+            await asyncio.sleep(0.02)
+    db = effects_db()
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        seen = db.execute("SELECT 1 FROM applied WHERE key = ?",
+                          (ctx.idempotency_key,)).fetchone()
+        if seen is None:
+            db.execute("INSERT INTO applied VALUES (?, ?, ?)",
+                       (ctx.idempotency_key, label, os.getpid()))
+        db.execute("COMMIT")
+    finally:
+        db.close()
+    return f"applied {label}" if seen is None else f"already applied {label}"
+
+
+def make_agent() -> Agent:
+    """One tool call (the counted side effect), then ``done: <message>``."""
+    return Agent(provider=mock(respond=_respond), model="mock", tools=[effect])
+
+
+@tool(side_effects=False)
+def lookup(ticket: int) -> str:
+    """Look a ticket up."""
+    return f"ticket {ticket}: open"
+
+
+def _suspect_model() -> Any:
+    async def respond(request: LLMRequest) -> Any:
+        await _latency()
+        if not any(m["role"] == "tool" for m in request.messages):
+            return {"tool_calls": [{"id": "l1", "name": "lookup", "args": {"ticket": 42}}]}
+        wrong = TOKEN in (request.system or "")
+        return "WRONG: escalate everything." if wrong else "Handled by the usual policy."
+    return mock(respond=respond)
+
+
+def make_suspect_agent() -> Agent:
+    n = int(os.environ.get("AF_FLEET_SUSPECTS", "20"))
+    facts = [define_fact(id=f"f{i}", data=f"Fact {i}: ticket policy note {i}"
+                         + (f" {TOKEN}." if f"f{i}" == CULPRIT else "."))
+             for i in range(n)]
+    return Agent(provider=_suspect_model(), model="mock", context=facts, tools=[lookup])
+
+
+def wait_for(path: Path, timeout: float = 30.0) -> None:
+    end = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > end:
+            raise TimeoutError(f"{path} never appeared")
+        time.sleep(0.02)
