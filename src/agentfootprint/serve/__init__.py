@@ -1,4 +1,6 @@
-"""Serving: an agent or a flowchart as an MCP server (stdio, or HTTP on 127.0.0.1 only).
+"""Serving: an agent or a flowchart as an MCP server (stdio, or HTTP on 127.0.0.1 only), and
+``standing_agent(make_agent, sessions=...)``: conversations kept in a session store (SQLite by
+default, Redis or PostgreSQL when scaled out), each owned by the principal who started it.
 
 ``mcp_app(target)`` builds the server (one tool that runs the target); ``serve_mcp(target)``
 runs it until the process stops. The ``mcp`` SDK loads on first use
@@ -13,10 +15,21 @@ from .._lazy import lazy_names as _lazy_names
 
 if TYPE_CHECKING:
     from ._mcp import mcp_app, serve_mcp
+    from ._sessions import Reply, Session, SessionStore, TranscriptEntry
+    from ._sessions_postgres import postgres_sessions
+    from ._sessions_redis import redis_sessions
+    from ._sessions_sqlite import sqlite_sessions
+    from ._standing import StandingAgent, standing_agent
 
-__all__ = ["mcp_app", "serve_mcp"]
+__all__ = ["Reply", "Session", "SessionStore", "StandingAgent", "TranscriptEntry", "mcp_app",
+           "postgres_sessions", "redis_sessions", "serve_mcp", "sqlite_sessions",
+           "standing_agent"]
 
-_LAZY = {"mcp_app": "_mcp", "serve_mcp": "_mcp"}
+_LAZY = {"mcp_app": "_mcp", "serve_mcp": "_mcp",
+         **dict.fromkeys(("Reply", "Session", "SessionStore", "TranscriptEntry"), "_sessions"),
+         "postgres_sessions": "_sessions_postgres", "redis_sessions": "_sessions_redis",
+         "sqlite_sessions": "_sessions_sqlite",
+         **dict.fromkeys(("StandingAgent", "standing_agent"), "_standing")}
 
 _lazy, __dir__ = _lazy_names(__name__, _LAZY)
 
