@@ -1,5 +1,5 @@
 """The ``agentfootprint`` command: ``demo``, ``runs list``, ``explain``, ``prove``, ``report``,
-``audit verify``/``audit export``, ``export otel``, ``lint-tools``."""
+``audit verify``/``audit export``, ``export otel``, ``lint-tools``, ``ui``."""
 
 from __future__ import annotations
 
@@ -106,6 +106,9 @@ def _main(argv: Sequence[str] | None) -> int:
     from .lint._cli import add_lint_command, run_lint
 
     add_lint_command(commands)
+    from .serve.browser._cli import add_ui_command, run_ui
+
+    add_ui_command(commands, store_option)
     options = parser.parse_args(argv)
     if options.command == "lint-tools":  # reads a catalog file, no run store
         return run_lint(options)
@@ -143,6 +146,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return 0
     if options.command == "prove":
         return _prove(store_path, options)
+    if options.command == "ui":
+        return run_ui(store_path, options)
     if options.command == "report":
         return _report(store_path, options.run_id,
                        options.output or _report_name(options.run_id))

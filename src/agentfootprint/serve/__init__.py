@@ -20,12 +20,13 @@ if TYPE_CHECKING:
     from ._sessions_redis import redis_sessions
     from ._sessions_sqlite import sqlite_sessions
     from ._standing import StandingAgent, standing_agent
+    from .browser._app import browser_app
 
-__all__ = ["Reply", "Session", "SessionStore", "StandingAgent", "TranscriptEntry", "mcp_app",
-           "postgres_sessions", "redis_sessions", "serve_mcp", "sqlite_sessions",
+__all__ = ["Reply", "Session", "SessionStore", "StandingAgent", "TranscriptEntry", "browser_app",
+           "mcp_app", "postgres_sessions", "redis_sessions", "serve_mcp", "sqlite_sessions",
            "standing_agent"]
 
-_LAZY = {"mcp_app": "_mcp", "serve_mcp": "_mcp",
+_LAZY = {"browser_app": "browser._app", "mcp_app": "_mcp", "serve_mcp": "_mcp",
          **dict.fromkeys(("Reply", "Session", "SessionStore", "TranscriptEntry"), "_sessions"),
          "postgres_sessions": "_sessions_postgres", "redis_sessions": "_sessions_redis",
          "sqlite_sessions": "_sessions_sqlite",
