@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_names as _lazy_names
 
 if TYPE_CHECKING:
+    from ._celery import celery_executor
     from ._executor import Executor, InProcessExecutor, RunJob, RunOutcome, run_many
 
 __all__ = [
@@ -24,10 +25,11 @@ __all__ = [
     "InProcessExecutor",
     "RunJob",
     "RunOutcome",
+    "celery_executor",
     "run_many",
 ]
 
 __getattr__, __dir__ = _lazy_names(__name__, {
     "Executor": "_executor", "InProcessExecutor": "_executor", "RunJob": "_executor",
-    "RunOutcome": "_executor", "run_many": "_executor",
+    "RunOutcome": "_executor", "run_many": "_executor", "celery_executor": "_celery",
 })

@@ -1,0 +1,164 @@
+"""Fan-out on Celery: the executor port over a Redis broker, workers writing to one run store.
+
+Start workers (each with the factories' modules importable, and the broker in the environment)::
+
+    AGENTFOOTPRINT_BROKER_URL=redis://localhost:6379/0 \\
+        celery -A agentfootprint.distributed.worker worker --loglevel=INFO
+
+and submit from anywhere: ``await run_many("myapp:make_agent", messages,
+executor=celery_executor(broker="redis://localhost:6379/0"), store="runs.db")``.
+
+Delivery is at-least-once, and that is safe here. The app is configured for it: **late
+acknowledgement** (``task_acks_late``: a message is acknowledged when its task ends, not when it
+starts), **reject on worker lost** (``task_reject_on_worker_lost``: a pool child killed mid-task
+puts its message back on the queue instead of acknowledging it), **prefetch 1**
+(``worker_prefetch_multiplier``: a worker holds no more messages than it runs, so a killed worker
+strands few), and the Redis transport's **visibility timeout** (a message a dead worker held is
+handed out again once it has been unacknowledged that long — set it above your longest run, or a
+slow run is started twice). A task delivered twice runs ``_executor.execute`` twice with the
+same run id: the second returns the stored answer, or resumes the run from its journal, so a
+tool call with a recorded outcome is never repeated and an idempotent tool sees the same key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+from ..errors import ConfigurationError, RunError
+from ._executor import RunJob, RunOutcome, execute
+
+if TYPE_CHECKING:
+    from celery import Celery  # type: ignore[import-untyped]
+
+    from ..explain._fanout import RerunJob, RerunOutcome
+
+__all__ = ["RERUN_TASK", "RUN_TASK", "CeleryExecutor", "celery_app", "celery_executor"]
+
+RUN_TASK: Final = "agentfootprint.run"
+RERUN_TASK: Final = "agentfootprint.rerun"
+DEFAULT_QUEUE: Final = "agentfootprint"
+INSTALL: Final = 'pip install "agentfootprint[celery]"'
+
+
+def _celery() -> Any:
+    try:
+        import celery
+    except ImportError as exc:
+        raise ConfigurationError(f"celery_executor needs Celery: {INSTALL}") from exc
+    return celery
+
+
+def celery_app(broker: str, backend: str | None = None, *, queue: str = DEFAULT_QUEUE,
+               visibility_timeout: float = 3600.0, restore_interval: float | None = None,
+               app: Celery | None = None) -> Celery:
+    """A Celery app configured for safe re-delivery (see the module), with our two tasks.
+
+    ``backend`` defaults to the broker. ``restore_interval`` is how often a worker looks for
+    messages whose visibility timeout passed (default: a tenth of the timeout, at most 10 s).
+    Given ``app``, its configuration is updated and the tasks are registered on it.
+    """
+    if not isinstance(broker, str) or "://" not in broker:
+        raise ConfigurationError(f"broker={broker!r} must be a URL such as "
+                                 "'redis://localhost:6379/0'")
+    if visibility_timeout <= 0:
+        raise ConfigurationError(f"visibility_timeout={visibility_timeout!r} must be > 0 s")
+    restore = restore_interval or min(10.0, max(0.5, visibility_timeout / 10))
+    made = app if app is not None else _celery().Celery("agentfootprint")
+    transport = {"visibility_timeout": visibility_timeout, "unacked_restore_interval": restore,
+                 "unacked_restore_throttle": 1}
+    made.conf.update(
+        broker_url=broker, result_backend=backend or broker,
+        task_acks_late=True, task_reject_on_worker_lost=True, worker_prefetch_multiplier=1,
+        task_serializer="json", result_serializer="json", accept_content=["json"],
+        task_default_queue=queue, broker_transport_options=transport,
+        result_backend_transport_options={"visibility_timeout": visibility_timeout},
+        broker_connection_retry_on_startup=True, worker_hijack_root_logger=False,
+        task_track_started=False, result_expires=24 * 3600)
+    _register(made)
+    return made
+
+
+def _register(app: Celery) -> None:
+    if RUN_TASK in app.tasks:
+        return
+
+    @app.task(name=RUN_TASK, bind=True)  # type: ignore[untyped-decorator]
+    def run_task(self: Any, payload: dict[str, Any]) -> dict[str, Any]:
+        job = RunJob.model_validate(payload)
+        note = "redelivered" if (self.request.delivery_info or {}).get("redelivered") else None
+        outcome = asyncio.run(execute(job, worker=str(self.request.hostname or "celery"),
+                                      attempt_note=note))
+        return outcome.model_dump(mode="json")
+
+    @app.task(name=RERUN_TASK, bind=True)  # type: ignore[untyped-decorator]
+    def rerun_task(self: Any, payload: dict[str, Any]) -> dict[str, Any]:
+        from ..explain._fanout import RerunJob, rerun_one
+
+        outcome = asyncio.run(rerun_one(RerunJob.model_validate(payload)))
+        where = {"worker": str(self.request.hostname or "celery"), "pid": os.getpid()}
+        return outcome.model_copy(update={"where": where}).model_dump(mode="json")
+
+
+class CeleryExecutor:
+    """The executor port on a Celery app: each job is one task; outcomes in input order."""
+
+    name = "celery"
+
+    def __init__(self, app: Celery, *, queue: str = DEFAULT_QUEUE,
+                 timeout: float | None = None) -> None:
+        self.app = app
+        self.queue = queue
+        self.timeout = timeout
+
+    def __repr__(self) -> str:
+        return f"<CeleryExecutor queue={self.queue!r} broker={self.app.conf.broker_url!r}>"
+
+    async def _map(self, task: str, payloads: Sequence[Mapping[str, Any]]) -> list[Any]:
+        if not payloads:
+            return []
+        celery = _celery()
+        try:
+            sent = [self.app.send_task(task, args=[dict(p)], queue=self.queue)
+                    for p in payloads]
+            results = celery.result.ResultSet(sent, app=self.app)
+            return list(await asyncio.to_thread(results.join, timeout=self.timeout,
+                                                propagate=False))
+        except Exception as exc:  # the broker or backend, not a job
+            if isinstance(exc, ConfigurationError):
+                raise
+            raise RunError(f"the Celery executor on {self.app.conf.broker_url!r} failed to run "
+                           f"{len(payloads)} job(s) ({type(exc).__name__}: {exc}); check the "
+                           "broker and that workers are started") from exc
+
+    async def run_jobs(self, jobs: Sequence[RunJob]) -> list[RunOutcome]:
+        values = await self._map(RUN_TASK, [job.model_dump(mode="json") for job in jobs])
+        return [RunOutcome.model_validate(v) if isinstance(v, dict) else RunOutcome(
+                    run_id=job.run_id, status="failed", error=f"the task failed: {v!r}"[:2000])
+                for job, v in zip(jobs, values, strict=True)]
+
+    async def rerun_jobs(self, jobs: Sequence[RerunJob]) -> list[RerunOutcome]:
+        from ..explain._fanout import RerunOutcome
+
+        values = await self._map(RERUN_TASK, [job.model_dump(mode="json") for job in jobs])
+        return [RerunOutcome.model_validate(v) if isinstance(v, dict) else RerunOutcome(
+                    complete=False, reason=f"the re-run's task failed: {v!r}"[:300])
+                for v in values]
+
+    def close(self) -> None:
+        self.app.close()
+
+
+def celery_executor(broker: str = "redis://localhost:6379/0", backend: str | None = None, *,
+                    app: Celery | None = None, queue: str = DEFAULT_QUEUE,
+                    visibility_timeout: float = 3600.0, timeout: float | None = None
+                    ) -> CeleryExecutor:
+    """Run jobs on Celery workers started with ``celery -A agentfootprint.distributed.worker
+    worker`` (same broker, same ``queue``). ``timeout`` bounds how long a batch is waited for
+    (``None``: as long as it takes); ``app`` is your own Celery app, configured and given our
+    tasks (its workers then serve them too)."""
+    return CeleryExecutor(celery_app(broker, backend, queue=queue,
+                                     visibility_timeout=visibility_timeout, app=app),
+                          queue=queue, timeout=timeout)
