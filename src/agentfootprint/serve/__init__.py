@@ -5,6 +5,9 @@ default, Redis or PostgreSQL when scaled out), each owned by the principal who s
 ``mcp_app(target)`` builds the server (one tool that runs the target); ``serve_mcp(target)``
 runs it until the process stops. The ``mcp`` SDK loads on first use
 (``pip install 'agentfootprint[mcp]'``).
+
+``browser_app(store, agent=...)`` is the run browser of ``agentfootprint ui``: the runs list,
+one run's report and a prove button, on 127.0.0.1 unless given an auth hook.
 """
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ __all__ = ["Auth", "browser_app", "check_bind"]
 
 Auth = Callable[[Any], Any | Awaitable[Any]]
 """``request -> principal``: anything but ``None`` lets the request in."""
-_INSTALL = 'pip install "agentfootprint[serve]"'
+_INSTALL = 'pip install "agentfootprint[server]"'
 _LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 _PHRASE_LIMIT = 200
 

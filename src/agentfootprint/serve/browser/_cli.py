@@ -42,7 +42,7 @@ def run_ui(store_path: Path, options: argparse.Namespace) -> int:
         import uvicorn
     except ImportError as exc:
         raise ConfigurationError(f"agentfootprint ui needs uvicorn ({exc.name!r} is missing); "
-                                 'install it with: pip install "agentfootprint[serve]"') from exc
+                                 'install it with: pip install "agentfootprint[server]"') from exc
     app = browser_app(store_path, agent=options.agent, auth=auth, predicates=options.wrong_if)
     shown = f"[{options.host}]" if ":" in options.host else options.host
     print(f"agentfootprint ui: {store_path} at http://{shown}:{options.port}/ (Ctrl-C stops it)",
