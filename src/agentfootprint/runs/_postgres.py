@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from .._postgres import DDL_LOCK, check_identifier, server_label
 from ..errors import ConfigurationError, RunError
 from ._chain import head_for_save
+from ._content import Kept, kept, read_body, read_recording
 from ._lifecycle import (
     OPEN_STATUSES,
     check_run_id,
@@ -36,7 +37,6 @@ from ._store import (
     RunSource,
     RunSummary,
     parse_proof,
-    parse_stored,
     preview_of,
     proof_json,
     recording_of,
@@ -79,6 +79,8 @@ _DDL = (
     "CASCADE, seq integer NOT NULL, body text NOT NULL, PRIMARY KEY (run_id, seq))",
     "CREATE TABLE IF NOT EXISTS {progress} (run_id text NOT NULL REFERENCES {runs} ON DELETE "
     "CASCADE, seq integer NOT NULL, body text NOT NULL, PRIMARY KEY (run_id, seq))",
+    "CREATE TABLE IF NOT EXISTS {contents} (run_id text NOT NULL REFERENCES {runs} ON DELETE "
+    "CASCADE, address text NOT NULL, body text NOT NULL, PRIMARY KEY (run_id, address))",
 )
 
 _INSTALL_HINT = 'pip install "agentfootprint[postgres]"'
@@ -181,7 +183,7 @@ class PostgresRunStore:
                     runs=self._table, recent=sql.Identifier(f"{self._table_name}_recent"),
                     calls=self._named("llm_calls"), injections=self._named("injections"),
                     tools=self._named("tool_calls"), proofs=self._named("proofs"),
-                    progress=self._named("progress")))
+                    progress=self._named("progress"), contents=self._named("contents")))
             if version < 4:  # rebuild the query tables from the bodies (new columns filled)
                 cur.execute(sql.SQL("SELECT run_id, body FROM {}").format(self._table))
                 for run_id, body in cur.fetchall():
@@ -243,13 +245,14 @@ class PostgresRunStore:
         rows = query_rows(recording)
         body = recording.to_json()
         head = head_for_save(recording, body)
+        stored = kept(body)
         sql = self._psycopg.sql
         try:
             with self._db.transaction(), self._db.cursor() as cur:
                 cur.execute(sql.SQL("SELECT status, body FROM {} WHERE run_id = %s FOR UPDATE"
                                     ).format(self._table), (run_id,))
                 found = cur.fetchone()
-                if found is not None and not extends(found[1], recording):
+                if found is not None and not extends(self._full(run_id, found[1]), recording):
                     raise refuse_taken(run_id, found[0], self.name)
                 cur.execute(sql.SQL(
                     "INSERT INTO {} (run_id, name, kind, status, created_at, preview, body, "
@@ -259,7 +262,8 @@ class PostgresRunStore:
                     "body = EXCLUDED.body, chain_head = EXCLUDED.chain_head"
                     ).format(self._table),
                     (run_id, recording.name, recording.kind, recording.status,
-                     recording.created_at, preview_of(recording), body, head))
+                     recording.created_at, preview_of(recording), stored.text, head))
+                self._keep(cur, run_id, stored)
                 self._write_rows(cur, rows)
         except self._psycopg.Error as exc:
             raise RunError(f"the run store {self.name} failed to save run "
@@ -277,6 +281,7 @@ class PostgresRunStore:
         """
         run_id = check_run_id(recording.run_id)
         sql = self._psycopg.sql
+        stored = kept(recording.to_json())
         try:
             with self._db.transaction(), self._db.cursor() as cur:
                 cur.execute(sql.SQL(
@@ -284,8 +289,9 @@ class PostgresRunStore:
                     "VALUES (%s, %s, %s, %s, %s, '', %s) ON CONFLICT (run_id) DO NOTHING "
                     "RETURNING 1").format(self._table),
                     (run_id, recording.name, recording.kind, recording.status,
-                     recording.created_at, recording.to_json()))
+                     recording.created_at, stored.text))
                 if cur.fetchone() is not None:
+                    self._keep(cur, run_id, stored)
                     return
                 cur.execute(sql.SQL("SELECT status FROM {} WHERE run_id = %s FOR UPDATE"
                                     ).format(self._table), (run_id,))
@@ -301,17 +307,37 @@ class PostgresRunStore:
 
     def append_progress(self, run_id: str, entry: Mapping[str, Any]) -> None:
         """Append one progress entry to a run under way (append-only; it marks it running)."""
-        self._append("progress", "record the progress of", run_id, entry_json(run_id, entry),
-                     running=True)
+        self._append("progress", "record the progress of", run_id,
+                     kept(entry_json(run_id, entry)), running=True)
 
     def progress(self, run_id: str) -> list[dict[str, Any]]:
         """The progress entries of ``run_id``, oldest first."""
-        return [parse_entry(run_id, body, self.name)
+        return [parse_entry(run_id, self._full(run_id, body), self.name)
                 for body in self._bodies("progress", "read the progress of", run_id)]
 
-    def _append(self, suffix: str, doing: str, run_id: str, body: str, *,
+    def _keep(self, cur: Any, run_id: str, stored: Kept) -> None:
+        """Keep the strings a body references, each once per run (``_content.py``)."""
+        if stored.contents:
+            cur.executemany(self._psycopg.sql.SQL(
+                "INSERT INTO {} (run_id, address, body) VALUES (%s, %s, %s) "
+                "ON CONFLICT DO NOTHING").format(self._named("contents")),
+                [(run_id, *item) for item in stored.contents.items()])
+
+    def _contents(self, run_id: str) -> dict[str, str]:
+        rows = self._execute(f"read the contents of run {run_id!r}", self._psycopg.sql.SQL(
+            "SELECT address, body FROM {} WHERE run_id = %s").format(self._named("contents")),
+            (run_id,))
+        return dict(rows)
+
+    def _full(self, run_id: str, body: str) -> str:
+        """A stored body with the strings it references put back."""
+        return read_body(body, lambda: self._contents(run_id),
+                         what=f"a body of run {run_id!r} in {self.name}")
+
+    def _append(self, suffix: str, doing: str, run_id: str, body: str | Kept, *,
                 running: bool = False) -> None:
         """Append ``body`` to the ``suffix`` table of a run the store holds."""
+        stored = body if isinstance(body, Kept) else Kept(body)
         sql = self._psycopg.sql
         try:
             with self._db.transaction(), self._db.cursor() as cur:
@@ -322,7 +348,8 @@ class PostgresRunStore:
                 cur.execute(sql.SQL(
                     "INSERT INTO {rows} (run_id, seq, body) SELECT %s, "
                     "coalesce(max(seq), 0) + 1, %s FROM {rows} WHERE run_id = %s"
-                ).format(rows=self._named(suffix)), (run_id, body, run_id))
+                ).format(rows=self._named(suffix)), (run_id, stored.text, run_id))
+                self._keep(cur, run_id, stored)
                 if running:
                     cur.execute(sql.SQL("UPDATE {} SET status = 'running' WHERE run_id = %s "
                                         "AND status <> 'running'").format(self._table),
@@ -373,7 +400,7 @@ class PostgresRunStore:
         return None if not rows or rows[0][1] == "running" else rows[0][0]
 
     def _parse(self, run_id: str, body: str) -> Recording:
-        return parse_stored(run_id, body, self.name)
+        return read_recording(run_id, body, self.name, lambda: self._contents(run_id))
 
     def add_proof(self, run_id: str, proof: Mapping[str, Any]) -> None:
         """Append ``proof`` (a JSON object: a verdict, a re-run's outcome) to ``run_id``'s row.

@@ -150,6 +150,12 @@ class Recording(BaseModel):
             raise RunError(f"this is not a recording: it is not UTF-8 text (byte "
                            f"{exc.object[exc.start]:#04x} at position {exc.start}); pass the "
                            "file's bytes exactly as they were written") from exc
+        return cls.from_data(data)
+
+    @classmethod
+    def from_data(cls, data: object) -> Recording:
+        """A recording from its JSON already parsed (what ``json.loads`` gives); the checks
+        of :meth:`from_json`."""
         if not isinstance(data, dict):
             raise RunError("this is not a recording: its JSON is not an object")
         found = data.get("format")

@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from ..errors import ConfigurationError, RunError
 from ._chain import head_for_save
+from ._content import Kept, kept, read_body, read_recording
 from ._lifecycle import (
     OPEN_STATUSES,
     check_run_id,
@@ -35,7 +36,6 @@ from ._store import (
     RunSource,
     RunSummary,
     parse_proof,
-    parse_stored,
     preview_of,
     proof_json,
     recording_of,
@@ -94,7 +94,12 @@ CREATE TABLE IF NOT EXISTS progress (
     run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
     seq INTEGER NOT NULL, body TEXT NOT NULL,
     PRIMARY KEY (run_id, seq));
+CREATE TABLE IF NOT EXISTS contents (
+    run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+    address TEXT NOT NULL, body TEXT NOT NULL,
+    PRIMARY KEY (run_id, address));
 """
+"""Schema 3: proofs and progress; schema 6: each large string of a run, once (``_content``)."""
 
 
 class RunStore:
@@ -142,7 +147,8 @@ class RunStore:
     def _upgrade(self, version: int) -> None:
         """Schema 0/1 (bodies only) to 2: the run columns and query tables, rebuilt from the
         bodies; 2 to 3: the append-only tables (proofs, progress); 3 to 4: cached tokens, cost
-        and latency in ``llm_calls`` (and the run's totals), the query tables rebuilt."""
+        and latency in ``llm_calls`` (and the run's totals), the query tables rebuilt; 5 to 6:
+        ``contents`` (bodies written before keep their strings inline, and read as before)."""
         if version < 4:
             self._add_query_tables()
         self._statements(_APPENDED)
@@ -179,10 +185,11 @@ class RunStore:
         rows = query_rows(recording)
         body = recording.to_json()
         head = head_for_save(recording, body)
+        stored = kept(body)
         with self._failing("save run " + repr(run_id)), self._transaction():
             found = self._db.execute("SELECT status, body FROM runs WHERE run_id = ?",
                                      (run_id,)).fetchone()
-            if found is not None and not extends(found[1], recording):
+            if found is not None and not extends(self._full(run_id, found[1]), recording):
                 raise refuse_taken(run_id, found[0], repr(str(self.path)))
             self._db.execute(  # an upsert, not REPLACE: a delete would cascade to the proofs
                 "INSERT INTO runs (run_id, name, kind, status, created_at, preview, body, "
@@ -191,7 +198,8 @@ class RunStore:
                 "preview = excluded.preview, body = excluded.body, "
                 "chain_head = excluded.chain_head",
                 (run_id, recording.name, recording.kind, recording.status,
-                 recording.created_at, preview_of(recording), body, head))
+                 recording.created_at, preview_of(recording), stored.text, head))
+            self._keep(run_id, stored)
             self._write_rows(rows)
         return recording
 
@@ -215,20 +223,23 @@ class RunStore:
                 raise refuse_reopen(run_id, found[0], str(reopen), where)
             if found is not None:
                 return  # its status moves on with its first progress entry (or its save)
+            stored = kept(recording.to_json())
             self._db.execute(
                 "INSERT INTO runs (run_id, name, kind, status, created_at, preview, body) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (run_id, recording.name, recording.kind, recording.status,
-                 recording.created_at, "", recording.to_json()))
+                 recording.created_at, "", stored.text))
+            self._keep(run_id, stored)
 
     def append_progress(self, run_id: str, entry: Mapping[str, Any]) -> None:
         """Append one progress entry to a run under way (append-only; it marks it running)."""
-        body = entry_json(run_id, entry)
+        stored = kept(entry_json(run_id, entry))
         with self._failing(f"record the progress of run {run_id!r}"), self._transaction():
             self._known(run_id)
             self._db.execute(
                 "INSERT INTO progress (run_id, seq, body) SELECT ?, coalesce(max(seq), 0) + 1, "
-                "? FROM progress WHERE run_id = ?", (run_id, body, run_id))
+                "? FROM progress WHERE run_id = ?", (run_id, stored.text, run_id))
+            self._keep(run_id, stored)
             self._db.execute("UPDATE runs SET status = 'running' WHERE run_id = ? AND "
                              "status <> 'running'", (run_id,))
 
@@ -238,7 +249,23 @@ class RunStore:
             self._known(run_id)
             rows = self._db.execute("SELECT body FROM progress WHERE run_id = ? ORDER BY seq",
                                     (run_id,)).fetchall()
-        return [parse_entry(run_id, row[0], repr(str(self.path))) for row in rows]
+        where = repr(str(self.path))
+        return [parse_entry(run_id, self._full(run_id, row[0]), where) for row in rows]
+
+    def _keep(self, run_id: str, stored: Kept) -> None:
+        """Keep the strings a body references, each once per run (``_content.py``)."""
+        self._db.executemany("INSERT OR IGNORE INTO contents (run_id, address, body) VALUES "
+                             "(?, ?, ?)", [(run_id, *item) for item in stored.contents.items()])
+
+    def _contents(self, run_id: str) -> dict[str, str]:
+        with self._failing(f"read the contents of run {run_id!r}"):
+            return dict(self._db.execute("SELECT address, body FROM contents WHERE run_id = ?",
+                                         (run_id,)).fetchall())
+
+    def _full(self, run_id: str, body: str) -> str:
+        """A stored body with the strings it references put back."""
+        return read_body(body, lambda: self._contents(run_id),
+                         what=f"a body of run {run_id!r} in {str(self.path)!r}")
 
     def _write_rows(self, rows: QueryRows) -> None:
         run = rows.run
@@ -313,7 +340,8 @@ class RunStore:
         return None if row is None or row[1] == "running" else row[0]
 
     def _parse(self, run_id: str, body: str) -> Recording:
-        return parse_stored(run_id, body, repr(str(self.path)))
+        return read_recording(run_id, body, repr(str(self.path)),
+                              lambda: self._contents(run_id))
 
     def add_proof(self, run_id: str, proof: Mapping[str, Any]) -> None:
         """Append ``proof`` (a JSON object: a verdict, a re-run's outcome) to ``run_id``'s row.

@@ -22,10 +22,11 @@ from ._recording import AgentRun, Recording
 __all__ = ["RUN_STORE_SCHEMA", "RunSource", "RunStorePort", "RunSummary", "parse_proof",
            "parse_stored", "preview_of", "proof_json", "recording_of"]
 
-RUN_STORE_SCHEMA: Final = 5
+RUN_STORE_SCHEMA: Final = 6
 """The run-store schema this release writes: 1 held bodies only; 2 adds the query tables;
 3 adds the append-only proofs and progress of each run; 4 adds cached tokens, cost and latency
-to the query tables; 5 keeps each run's audit chain head (``runs.chain_head``)."""
+to the query tables; 5 keeps each run's audit chain head (``runs.chain_head``); 6 keeps each
+large string of a run once (``contents``, see ``_content.py``), bodies referencing it."""
 
 RunSource = AgentRun | FlowRun | Recording
 """What a store saves: an agent's result, a flowchart run, or a recording."""
@@ -73,10 +74,11 @@ def recording_of(result: RunSource, meta: dict[str, Any] | None = None) -> Recor
     return result if isinstance(result, Recording) else Recording.of(result, meta=meta)
 
 
-def parse_stored(run_id: str, body: str, where: str) -> Recording:
-    """A stored body as a recording; unreadable, it is an error naming the run and the store."""
+def parse_stored(run_id: str, body: str | dict[str, Any], where: str) -> Recording:
+    """A stored body (its JSON, or that JSON parsed) as a recording; unreadable, it is an error
+    naming the run and the store."""
     try:
-        return Recording.from_json(body)
+        return Recording.from_json(body) if isinstance(body, str) else Recording.from_data(body)
     except RunError as exc:
         raise RunError(f"run {run_id!r} in {where} is unreadable ({exc}); it was written by "
                        "another version or altered — the row is left as it is") from exc

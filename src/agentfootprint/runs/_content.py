@@ -1,0 +1,246 @@
+"""Content stored once: a run's large strings kept once per run in its store, referenced elsewhere.
+
+A run repeats its large values: a 10 MB user message sits in ``user_message``, in ``history``,
+in the ``turn_start`` event, in a memory's recall and in what the memory writes. The in-memory
+trace keeps every copy (the engine pays nothing for this); a run store keeps each once. When a
+store writes a body (a recording's JSON, a progress entry), :func:`kept` replaces every string
+of at least :data:`LARGE` bytes by a reference ``{"$content": "sha256:<hex>"}`` and hands the
+strings back to be kept in the run's ``contents`` rows (``run_id, address, body``), one row per
+distinct string whatever the number of places and bodies (progress entries included) that hold
+it. Reading resolves the references before anything else sees the body, so every reader —
+explain, the report, the CLI, backtrack, the audit chain — gets the same values as before.
+
+**Addresses are taken from what is kept, after redaction.** A store is given a recording (or an
+entry) whose values were redacted at the source, so an address is the SHA-256 of the redacted
+string: a masked secret is never hashed. Strings under :data:`LARGE` bytes are never addressed
+at all, so no short value — a password, a key — has a hash in the store to be guessed against.
+
+**The audit chain hashes the resolved recording**, not its stored form: the chain is
+recomputed from a ``Recording`` wherever it travels (an exported file, another store, a store
+that keeps strings from another size), so it must not depend on how one store laid the bytes
+out. A kept string that was changed still breaks the chain (it resolves to other content), and
+a kept string whose bytes no longer hash to its address is refused on load, naming it.
+
+**The stored form** is the body's own JSON with one more top-level key, first: ``"$refs"``,
+the list of ``[path, address]`` pairs (``path`` the keys and indices from the top), so reading
+visits only the references, never the whole body. A body without references is written as it
+always was, so every body written before this existed is read unchanged. A body whose own top
+level has a key of ``$`` signs then ``refs`` (``"$refs"``, ``"$$refs"``, ...) is kept with one
+more ``$`` in front of it, and reading takes it off again, so ``"$refs"`` is never ambiguous.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from ..errors import RunError
+from ._recording import Recording
+from ._store import parse_stored
+
+__all__ = ["LARGE", "Kept", "address_of", "kept", "pack", "read_body", "read_recording",
+           "unpack"]
+
+LARGE: Final = 4096
+"""A string of at least this many bytes (UTF-8) is kept once per run and referenced."""
+REFS: Final = "$refs"
+"""The top-level key of a stored body that lists its references."""
+MARKER: Final = "$content"
+"""The key of the object that stands where a kept string was."""
+_STARTS: Final = '{"' + REFS + '":'
+"""How every stored body with references begins (the index is written first)."""
+_REFS_KEY: Final = re.compile(r"\$+refs")
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+_ADDRESS: Final = re.compile(r"sha256:[0-9a-f]{64}")
+
+Path = list[str | int]
+Fetch = Callable[[], Mapping[str, str]]
+"""Gives the ``contents`` rows of one run: address -> the kept string's JSON text."""
+
+
+@dataclass(frozen=True, slots=True)
+class Kept:
+    """A body as a store writes it: its text, and the strings it references (address ->
+    the string as JSON text, the form of a ``contents`` row's ``body``)."""
+
+    text: str
+    contents: dict[str, str] = field(default_factory=dict)
+
+
+def address_of(text: str) -> str:
+    """The content address of ``text``: ``sha256:`` and the hex digest of its UTF-8 bytes."""
+    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _large(text: str) -> bool:
+    size = len(text)
+    if size >= LARGE:
+        return True
+    return size * 4 >= LARGE and len(text.encode("utf-8", "surrogatepass")) >= LARGE
+
+
+def pack(data: Mapping[str, Any]) -> tuple[Mapping[str, Any], dict[str, str]]:
+    """``data`` (a JSON object) in its stored form, and the strings it now references
+    (address -> string). ``data`` is not changed; it is returned itself when its stored form
+    is the same. Pure: no I/O, no policy."""
+    refs: list[list[Any]] = []
+    strings: dict[str, str] = {}
+    top = data if type(data) is dict else dict(data)
+    if any(_REFS_KEY.fullmatch(key) for key in top):
+        top = {("$" + key if _REFS_KEY.fullmatch(key) else key): value
+               for key, value in top.items()}
+    body = _packed(top, [], refs, strings)
+    if not refs:
+        return (data if body is data else body), strings
+    return {REFS: refs, **body}, strings
+
+
+def _ref(text: str, path: Path, refs: list[list[Any]], strings: dict[str, str]) -> Any:
+    address = address_of(text)
+    strings.setdefault(address, text)
+    refs.append([list(path), address])
+    return {MARKER: address}
+
+
+def _packed(value: Any, path: Path, refs: list[list[Any]], strings: dict[str, str]) -> Any:
+    """``value`` (a dict or a list) with each large string inside replaced by its marker;
+    a container is copied only when something inside it changed."""
+    out: Any = None
+    items = value.items() if type(value) is dict else enumerate(value)
+    for key, item in items:
+        kind = type(item)
+        if kind is str:
+            if len(item) * 4 < LARGE or not _large(item):
+                continue
+            path.append(key)
+            new = _ref(item, path, refs, strings)
+        elif kind is dict or kind is list:
+            path.append(key)
+            new = _packed(item, path, refs, strings)
+            if new is item:
+                path.pop()
+                continue
+        else:
+            continue
+        path.pop()
+        if out is None:
+            out = dict(value) if type(value) is dict else list(value)
+        out[key] = new
+    return value if out is None else out
+
+
+def unpack(data: Mapping[str, Any], strings: Mapping[str, str]) -> dict[str, Any]:
+    """``data`` (a stored form from :func:`pack`) with every reference replaced by its string
+    from ``strings``; a reference that is missing or does not stand where its path says is a
+    ``ValueError`` naming it. The inverse of :func:`pack`."""
+    body = dict(data)
+    refs = body.pop(REFS, [])
+    if not isinstance(refs, list):
+        raise ValueError(f"its {REFS!r} is not a list")
+    for ref in refs:
+        if not (isinstance(ref, list) and len(ref) == 2 and isinstance(ref[0], list)
+                and isinstance(ref[1], str)):
+            raise ValueError(f"its reference {ref!r} is not a [path, address] pair")
+        path, address = ref
+        if address not in strings:
+            raise ValueError(f"the content {address} it references is missing")
+        _put(body, path, address, strings[address])
+    return {(key[1:] if _REFS_KEY.fullmatch(key) else key): value
+            for key, value in body.items()}
+
+
+def _put(body: dict[str, Any], path: list[Any], address: str, text: str) -> None:
+    """Replace the marker at ``path`` by ``text``; containers on the way are fresh copies
+    (json.loads made them), so writing in place is safe."""
+    if not path:
+        raise ValueError(f"the reference to {address} has an empty path")
+    holder: Any = body
+    for step in path[:-1]:
+        holder = _step(holder, step, address)
+    last = path[-1]
+    found = _step(holder, last, address)
+    if found != {MARKER: address}:
+        raise ValueError(f"no reference to {address} stands at {path!r}")
+    holder[last] = text
+
+
+def _step(holder: Any, step: Any, address: str) -> Any:
+    if isinstance(holder, dict) and isinstance(step, str) and step in holder:
+        return holder[step]
+    if isinstance(holder, list) and type(step) is int and 0 <= step < len(holder):
+        return holder[step]
+    raise ValueError(f"the path of the reference to {address} does not exist in the body")
+
+
+def _dumps(value: Any) -> str:
+    """Compact JSON text a store can hold (a lone surrogate written as its escape)."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def kept(text: str) -> Kept:
+    """A body's JSON ``text`` as a store writes it (see the module docstring); a body with
+    no large string and no ``$refs``-like key is returned as it is, byte for byte."""
+    if len(text) * 4 < LARGE and "refs" not in text:
+        return Kept(text)
+    data = json.loads(text)
+    if not isinstance(data, dict):
+        return Kept(text)
+    body, strings = pack(data)
+    if body is data:
+        return Kept(text)
+    return Kept(_dumps(body), {address: _dumps(value) for address, value in strings.items()})
+
+
+def has_refs(text: str) -> bool:
+    """True when a stored body references kept strings (it must be read with its contents)."""
+    return text.startswith(_STARTS)
+
+
+def _resolved(text: str, fetch: Fetch) -> dict[str, Any]:
+    data = json.loads(text)
+    if not isinstance(data, dict):
+        raise ValueError("it is not a JSON object")
+    rows = fetch()
+    wanted = {ref[1] for ref in data.get(REFS, ()) if isinstance(ref, list) and len(ref) == 2
+              and isinstance(ref[1], str)}
+    strings = {}
+    for address in wanted:
+        if address not in rows:
+            continue  # unpack names it as missing
+        value = json.loads(rows[address])
+        if not isinstance(value, str) or not _ADDRESS.fullmatch(address) \
+                or address_of(value) != address:
+            raise ValueError(f"the content kept as {address} no longer matches its address "
+                             "(it was altered)")
+        strings[address] = value
+    return unpack(data, strings)
+
+
+def read_body(text: str, fetch: Fetch, *, what: str) -> str:
+    """A stored body's JSON as it was given to :func:`kept` (its references resolved);
+    ``what`` names it in the error raised when it cannot be resolved."""
+    if not has_refs(text):
+        return text
+    try:
+        return _dumps(_resolved(text, fetch))
+    except ValueError as exc:
+        raise RunError(f"{what} is unreadable ({exc}); it was altered — the row is left as "
+                       "it is") from exc
+
+
+def read_recording(run_id: str, text: str, where: str, fetch: Fetch) -> Recording:
+    """A stored run body as a recording, its references resolved (``parse_stored`` for the
+    rest: unreadable, an error naming the run and the store)."""
+    if not has_refs(text):
+        return parse_stored(run_id, text, where)
+    try:
+        data = _resolved(text, fetch)
+    except ValueError as exc:
+        raise RunError(f"run {run_id!r} in {where} is unreadable ({exc}); it was altered — "
+                       "the row is left as it is") from exc
+    return parse_stored(run_id, data, where)
