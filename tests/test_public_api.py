@@ -35,7 +35,7 @@ MAX_PUBLIC_NAMES = {
     "agentfootprint.providers": 14,
     "agentfootprint.rag": 12,
     "agentfootprint.runs": 6,
-    "agentfootprint.serve": 13,
+    "agentfootprint.serve": 14,
     "agentfootprint.tools": 4,
 }
 """The most names each namespace may export (a namespace not listed may export none)."""

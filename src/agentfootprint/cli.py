@@ -103,6 +103,9 @@ def _main(argv: Sequence[str] | None) -> int:
     from .observe._cli import add_export_commands, run_export
 
     add_export_commands(commands, store_option)
+    from .serve._cli import add_serve_command, run_serve
+
+    add_serve_command(commands)
     from .lint._cli import add_lint_command, run_lint
 
     add_lint_command(commands)
@@ -116,6 +119,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return run_audit(options)
     if options.command == "export":
         return run_export(options)
+    if options.command == "serve":  # its own session store, no run store
+        return run_serve(options)
 
     from .runs._sqlite import DEFAULT_RUN_STORE, RunStore
 
