@@ -26,6 +26,8 @@ from ..context._slots import compose_system, compose_tools
 from ..events._catalogue import PREFIX
 from ..flow import Chart, Decision, FlowEvent, Scope, flow_chart
 from ..flow._redact import REDACTED
+from ..flow._scope import peek
+from ..flow._values import freeze
 from ..providers._base import LLMRequest, LLMResponse, Message, WireMemo
 from ..providers._resilience import resilience_reports
 from ..runs import trace
@@ -62,6 +64,7 @@ class _Stages(MemoryStages, ToolBatchStages):
     def __init__(self, spec: AgentSpec) -> None:
         self.spec = spec
         self._wire = WireMemo()  # the wire form of the history, built as the history grows
+        self._schemas: tuple[list[Any], Any] | None = None  # the registry's, frozen once
 
     def seed(self, scope: Scope) -> None:
         self._seed(scope, self._host_turn(scope))
@@ -177,9 +180,10 @@ class _Stages(MemoryStages, ToolBatchStages):
     def messages_slot(self, scope: Scope) -> None:
         """The messages slot is the history; injected messages are delivered into it here."""
         spec = self.spec
-        history = scope[trace.HISTORY]
         if not spec.delivers_messages:
+            peek(scope, trace.HISTORY)  # read as ever, without copying a long history
             return
+        history = scope[trace.HISTORY]
         pending = [(i.id, i.flavor, i.messages) for i in self._active(scope) if i.messages]
         ledger = set(scope.get(trace.DELIVERED_KEYS) or ()) | keys_in_window(history)
         before = len(ledger)
@@ -238,7 +242,7 @@ class _Stages(MemoryStages, ToolBatchStages):
             scope[trace.TOOL_SCHEMAS] = []
             return
         if not spec.injections:
-            scope[trace.TOOL_SCHEMAS] = spec.registry.schemas()
+            scope[trace.TOOL_SCHEMAS] = self._static_schemas()
             return
         schemas, rows = compose_tools(spec.static_tools, spec.read_skill, spec.skills,
                                       self._active(scope))
@@ -253,6 +257,15 @@ class _Stages(MemoryStages, ToolBatchStages):
                 _emit(scope, "context.injected", {
                     "injection_id": injection.id, "slot": "tools",
                     "trigger": injection.trigger.describe(), "iteration": scope[trace.ITERATION]})
+
+    def _static_schemas(self) -> Any:
+        """The registry's schemas, frozen once: written again unchanged, the commit sees the
+        committed value itself and compares nothing (not every schema, every iteration)."""
+        schemas = self.spec.registry.schemas()
+        kept = self._schemas
+        if kept is None or kept[0] is not schemas:
+            kept = self._schemas = (schemas, freeze(schemas))
+        return kept[1]
 
     def _narrow_to_step(self, schemas: list[Any], rows: list[dict[str, Any]],
                         pointer: dict[str, Any]) -> tuple[list[Any], list[dict[str, Any]]]:
@@ -297,7 +310,7 @@ class _Stages(MemoryStages, ToolBatchStages):
         spec = self.spec
         iteration = scope[trace.ITERATION]
         system = scope.get(trace.SYSTEM_PROMPT) or None
-        history = scope[trace.HISTORY]
+        history = peek(scope, trace.HISTORY)  # sent, never changed here: no copy
         if spec.window is not None:
             from ._window import windowed_messages
 
@@ -517,4 +530,3 @@ def build_agent_chart(spec: AgentSpec, *, name: str = "Agent") -> Chart:
             loop_to="injections")
     routed = branches.end()
     return mount_memories(routed, spec, side="write").build(description=name)
-

@@ -20,7 +20,7 @@ from ._values import MISSING, copy_value, freeze, summarize, thaw
 if TYPE_CHECKING:
     from ._frame import Frame, Step
 
-__all__ = ["ReadView", "Scope"]
+__all__ = ["ReadView", "Scope", "peek"]
 
 _SCALARS: Final = (str, int, float, bool, type(None))
 
@@ -65,7 +65,7 @@ class Scope:
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and self._read(key) is not MISSING
 
-    def _read(self, key: str) -> Any:
+    def _read(self, key: str, copy: bool = True) -> Any:
         staged = self._staged
         if key in staged:
             value = staged[key]
@@ -84,7 +84,7 @@ class Scope:
                                   key, copy_value(shown))
                 for hook in hooks:
                     hook(event)
-        return value if type(value) in _SCALARS else thaw(value)
+        return value if not copy or type(value) in _SCALARS else thaw(value)
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -215,6 +215,18 @@ class Scope:
 
     def __repr__(self) -> str:
         return f"<Scope {self._step.rid}>"
+
+
+def peek(scope: Scope, key: str, default: object = None) -> Any:
+    """A tracked read, like ``scope.get``, that hands back the value itself, not a copy.
+
+    For the framework's own stages that only look at a long committed value (the agent
+    sending its history): a committed list or dict is read-only, so sharing it is safe, and
+    the read costs nothing per element. The read is recorded exactly as ``scope.get``'s.
+    A value the stage wrote itself is its own and comes back as it is.
+    """
+    value = scope._read(key, False)
+    return default if value is MISSING else value
 
 
 def _slot_setter(name: str) -> Callable[[Scope, Any], None]:

@@ -70,7 +70,23 @@ def _refuse(self: Any, *args: Any, **kwargs: Any) -> NoReturn:
         f"({kind}(value) or a comprehension), change the copy and write it back")
 
 
-class FrozenList(list[Any]):
+class _Tracked(list[Any]):
+    """The one slot layout of ``FrozenList`` and ``DraftList``.
+
+    Sharing it lets a commit turn a stage's own ``DraftList`` into the committed
+    ``FrozenList`` in place (``__class__`` assignment needs identical layouts), so an append
+    to a long list is committed without copying the list (see ``settle``).
+    """
+
+    __slots__ = ("_base", "_clean", "_spine", "_upto")
+
+    _spine: list[Any]
+    _upto: int
+    _base: FrozenList
+    _clean: int
+
+
+class FrozenList(_Tracked):
     """A committed list: reads like a list, refuses every mutation.
 
     A list committed as an earlier committed list plus a tail remembers that lineage (see
@@ -79,10 +95,8 @@ class FrozenList(list[Any]):
     (a cache over a history, e.g. the provider messages, then only does the tail's work).
     """
 
-    __slots__ = ("_spine", "_upto")
+    __slots__ = ()
 
-    _spine: list[Any]
-    _upto: int
     append = extend = insert = pop = remove = clear = sort = reverse = _refuse
     __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
 
@@ -113,7 +127,7 @@ class FrozenDict(dict[str, Any]):
         return self
 
 
-class DraftList(list[Any]):
+class DraftList(_Tracked):
     """What a read of a committed list returns: a plain, mutable list that remembers its origin.
 
     It is a real ``list`` (every list operation works and is a stage's own copy), plus two
@@ -125,10 +139,7 @@ class DraftList(list[Any]):
     recorded as an append in time proportional to the message, not to the history.
     """
 
-    __slots__ = ("_base", "_clean")
-
-    _base: FrozenList
-    _clean: int
+    __slots__ = ()
 
     def _touch(self, index: Any) -> None:
         n = len(self)
@@ -257,15 +268,40 @@ def _freeze_after(value: Sequence[Any], shared: int, base: FrozenList) -> Frozen
         if type(item) not in _DONE:
             put(out, index, freeze(item))
     if shared == len(base):  # base plus a tail: the new tip of base's lineage
-        with _LINEAGE:  # runs on other threads may extend one shared committed list
-            spine: list[Any] | None = getattr(base, "_spine", None)
-            if spine is None:  # base starts a lineage (its content is spine[:len(base)])
-                spine = list(base)
-                base._spine, base._upto = spine, len(base)
-            elif len(spine) != len(base):  # base is not its lineage's tip: a new spine
-                spine = list(base)
-            spine.extend(out[shared:])
-            out._spine, out._upto = spine, len(out)
+        _grow_lineage(base, out)
+    return out
+
+
+def _grow_lineage(base: FrozenList, out: FrozenList) -> None:
+    """Record that ``out`` is ``base`` plus a tail (see ``extends``)."""
+    with _LINEAGE:  # runs on other threads may extend one shared committed list
+        spine: list[Any] | None = getattr(base, "_spine", None)
+        if spine is None:  # base starts a lineage (its content is spine[:len(base)])
+            spine = list(base)
+            base._spine, base._upto = spine, len(base)
+        elif len(spine) != len(base):  # base is not its lineage's tip: a new spine
+            spine = list(base)
+        spine.extend(out[len(base):])
+        out._spine, out._upto = spine, len(out)
+
+
+def _promote(value: DraftList, base: FrozenList) -> FrozenList:
+    """The stage's own ``value`` (``base`` plus an appended tail) committed in place.
+
+    Its tail is frozen element by element and the list itself becomes the ``FrozenList``
+    (no copy of the shared front): a commit of an append to a long list costs the append.
+    The stage gave the list up by writing it; should it mutate it after its stage ended,
+    it is told the list is committed now, as for any committed value.
+    """
+    put = list.__setitem__
+    for index in range(len(base), len(value)):
+        item = value[index]
+        if type(item) not in _DONE:
+            put(value, index, freeze(item))
+    del value._base, value._clean  # a committed list keeps no earlier list alive
+    value.__class__ = FrozenList  # type: ignore[assignment]
+    out: FrozenList = value  # type: ignore[assignment]
+    _grow_lineage(base, out)
     return out
 
 
@@ -320,6 +356,8 @@ def settle(base: Any, new: Any) -> tuple[Any, int] | None:
     shares with ``base`` by identity are neither compared nor frozen again, so a write that
     appended to a long list read from state costs the tail only.
     """
+    if new is base:
+        return None
     kind = type(new)
     if type(base) is FrozenList and (kind is list or kind is DraftList or kind is tuple
                                      or kind is FrozenList):
@@ -340,6 +378,8 @@ def settle(base: Any, new: Any) -> tuple[Any, int] | None:
             frozen = new
         elif kind is DraftList and new._base is not base:
             frozen = freeze(new)
+        elif kind is DraftList and shared == nb and nb < nn:
+            frozen = _promote(new, base)
         else:
             frozen = _freeze_after(new, shared, base)
         return frozen, (nb if prefix and 0 < nb < nn else 0)
