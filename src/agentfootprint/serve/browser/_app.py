@@ -23,7 +23,7 @@ import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ...audit._cli import stored_run_warning
 from ...errors import AgentFootprintError, ConfigurationError
@@ -41,7 +41,7 @@ from ...runs._view import RunView
 from ._assets import CSS, JS, PAGE_POLICY, REPORT_POLICY
 from ._jobs import ProveJobs
 from ._pages import Choice, RunFacts, problem_page, run_page, runs_page
-from ._query import PAGE_SIZE, BadFilter, RunFilter, list_runs
+from ._query import PAGE_SIZE, BadFilter, RunFilter, RunPage, list_runs
 
 __all__ = ["Auth", "browser_app", "check_bind"]
 
@@ -73,17 +73,18 @@ def _is_loopback(host: str) -> bool:
 
 class _Stores:
     """A store handle per use: a SQLite store is opened per request and per job (its connection
-    belongs to one thread); any other store is shared, one use at a time."""
+    belongs to one thread); any other store is shared, each call made under one lock (never
+    held across a job's re-runs)."""
 
     def __init__(self, store: str | Path | RunStorePort) -> None:
         self._lock = threading.Lock()
+        self._shared: RunStorePort | None = None
         if isinstance(store, str | Path):
             self.path: Path | None = Path(store)
             RunStore(self.path).close()  # created or upgraded now; a non-store file fails here
             self.label = str(self.path)
-            self._shared: RunStorePort | None = None
         elif isinstance(store, RunStore):
-            self.path, self.label, self._shared = store.path, str(store.path), None
+            self.path, self.label = store.path, str(store.path)
         elif isinstance(store, RunStorePort):
             self.path, self._shared = None, store
             self.label = str(getattr(store, "name", type(store).__name__))
@@ -94,13 +95,39 @@ class _Stores:
 
     @contextmanager
     def open(self) -> Iterator[RunStorePort]:
-        if self.path is not None:
+        if self._shared is None:
+            assert self.path is not None
             with RunStore(self.path) as store:
                 yield store
             return
-        assert self._shared is not None
+        yield cast(RunStorePort, _Serialized(self._shared, self._lock))
+
+    def page(self, wanted: RunFilter, page_size: int) -> RunPage:
+        """A page of the runs list."""
+        if self._shared is None:
+            with self.open() as store:
+                return list_runs(store, wanted, page_size=page_size)
         with self._lock:
-            yield self._shared
+            return list_runs(self._shared, wanted, page_size=page_size)
+
+
+class _Serialized:
+    """A shared store whose every call holds the lock for that call only."""
+
+    def __init__(self, store: RunStorePort, lock: threading.Lock) -> None:
+        self._store = store
+        self._lock = lock
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._store, name)
+        if not callable(value):
+            return value
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                return value(*args, **kwargs)
+
+        return call
 
 
 def browser_app(store: str | Path | RunStorePort = DEFAULT_RUN_STORE, *,
@@ -171,8 +198,7 @@ class _Browser:
             wanted = RunFilter.parse(request.query_params)
         except BadFilter as exc:
             return self.problem(request, 400, str(exc))
-        with self.stores.open() as store:
-            page = list_runs(store, wanted, page_size=self.page_size)
+        page = self.stores.page(wanted, self.page_size)
         return self.html(runs_page(_root(request), self.stores.label, page, wanted))
 
     def run(self, request: Any) -> Any:
@@ -308,8 +334,8 @@ class _Browser:
             with self.stores.open() as store:
                 recording, proofs = self.recorded(store, run_id)
                 tampered = stored_run_warning(store, recording)
-                head = store.chain_head(run_id) if isinstance(store, RunStore) else \
-                    getattr(store, "chain_head", lambda _: None)(run_id)
+                reader = getattr(store, "chain_head", None)
+                head = reader(run_id) if callable(reader) else None
         except _Refused as exc:
             return self.problem(request, exc.status, str(exc))
         if tampered:

@@ -3,9 +3,10 @@
 ``RunFilter.parse(params)`` turns the list page's query string (status, agent, since, until,
 min_cost, max_cost, page) into a checked filter; a value it cannot read raises ``BadFilter``
 naming the field and the fix, which the page shows as a 400. ``list_runs`` answers one page,
-newest first: over a SQLite run store with one SQL query on its ``runs`` table (read-only
-connection of its own, so it never shares the store's), over any other store by scanning its
-most recent runs (cost read from each recording's usage).
+newest first: over a SQLite run store with SQL on its ``runs`` table (a read-only connection of
+its own: the store's belongs to one thread), over a PostgreSQL one with the same SQL through its
+connection, over any other store by scanning its most recent runs (cost read from each
+recording's usage).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import math
 import sqlite3
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -127,11 +128,33 @@ class RunPage:
 def list_runs(store: RunStorePort, wanted: RunFilter, *, page_size: int = PAGE_SIZE) -> RunPage:
     """One page of the runs ``wanted`` selects, newest first."""
     if isinstance(store, RunStore):
-        return _sqlite_page(store.path, wanted, page_size)
+        with _read_only(store.path) as db:
+            return _sql_page(lambda text, args: db.execute(text.format(
+                runs="runs", proofs="proofs").replace("%s", "?"), args).fetchall(),
+                wanted, page_size)
+    if type(store).__name__ == "PostgresRunStore" and hasattr(store, "_execute"):
+        return _sql_page(_postgres_query(store), wanted, page_size)
     return _scanned_page(store, wanted, page_size)
 
 
-def _sqlite_page(path: Path, wanted: RunFilter, page_size: int) -> RunPage:
+Query = Callable[[str, list[Any]], list[tuple[Any, ...]]]
+"""Run one SELECT (``{runs}``/``{proofs}`` name the tables, ``%s`` the parameters)."""
+
+
+def _postgres_query(store: Any) -> Query:
+    """SELECTs on a ``PostgresRunStore``'s own tables, through its connection and its error
+    translation (driver errors become ``RunError`` naming the store)."""
+    sql = store._psycopg.sql
+
+    def query(text: str, args: list[Any]) -> list[tuple[Any, ...]]:
+        statement = sql.SQL(text.replace("{runs}", "{0}").replace("{proofs}", "{1}")).format(
+            store._table, store._named("proofs"))
+        return list(store._execute("list runs", statement, tuple(args)))
+
+    return query
+
+
+def _sql_page(query: Query, wanted: RunFilter, page_size: int) -> RunPage:
     where: list[str] = []
     args: list[Any] = []
     for column, op, value in (("status", "=", wanted.status), ("name", "=", wanted.agent),
@@ -139,22 +162,23 @@ def _sqlite_page(path: Path, wanted: RunFilter, page_size: int) -> RunPage:
                               ("created_at", "<", wanted.until),
                               ("cost_usd", ">=", wanted.min_cost),
                               ("cost_usd", "<=", wanted.max_cost)):
-        if value is not None:
-            where.append(f"{column} {op} ?")
+        if value is not None:  # column and operator from the list above, the value bound
+            where.append(f"{column} {op} %s")
             args.append(value)
     clause = f" WHERE {' AND '.join(where)}" if where else ""
-    with _read_only(path) as db:
-        total = int(db.execute(f"SELECT count(*) FROM runs{clause}", args).fetchone()[0])  # noqa: S608
-        pages = max(1, math.ceil(total / page_size))
-        page = min(wanted.page, pages)
-        rows = db.execute(
-            "SELECT run_id, name, kind, status, created_at, preview, cost_usd, "  # noqa: S608
-            "(SELECT count(*) FROM proofs p WHERE p.run_id = runs.run_id) FROM runs"
-            f"{clause} ORDER BY created_at DESC, run_id DESC LIMIT ? OFFSET ?",
-            [*args, page_size, (page - 1) * page_size]).fetchall()
-        statuses = tuple(r[0] for r in db.execute("SELECT DISTINCT status FROM runs ORDER BY 1"))
-        agents = tuple(r[0] for r in db.execute("SELECT DISTINCT name FROM runs ORDER BY 1"))
-    return RunPage(tuple(RunRow(*row) for row in rows), total, page, pages, statuses, agents)
+    total = int(query(f"SELECT count(*) FROM {{runs}}{clause}", args)[0][0])  # noqa: S608
+    pages = max(1, math.ceil(total / page_size))
+    page = min(wanted.page, pages)
+    rows = query(
+        "SELECT run_id, name, kind, status, created_at, preview, cost_usd, "  # noqa: S608
+        "(SELECT count(*) FROM {proofs} p WHERE p.run_id = r.run_id) FROM {runs} r"
+        f"{clause} ORDER BY created_at DESC, run_id DESC LIMIT %s OFFSET %s",
+        [*args, page_size, (page - 1) * page_size])
+    statuses = tuple(r[0] for r in query("SELECT DISTINCT status FROM {runs} ORDER BY 1", []))
+    agents = tuple(r[0] for r in query("SELECT DISTINCT name FROM {runs} ORDER BY 1", []))
+    return RunPage(tuple(RunRow(str(r[0]), str(r[1]), str(r[2]), str(r[3]), float(r[4]),
+                                str(r[5]), None if r[6] is None else float(r[6]), int(r[7]))
+                         for r in rows), total, page, pages, statuses, agents)
 
 
 @contextmanager
