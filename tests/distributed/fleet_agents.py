@@ -5,8 +5,8 @@ Workers find this module on ``PYTHONPATH`` and read their set-up from the enviro
 * ``AF_FLEET_DIR`` — a directory shared by the test and its workers: ``effects.db`` counts each
   side effect by the idempotency key the tool receives (``applied`` holds one row per time
   the effect was applied, so a doubled effect shows as two rows for one key);
-  ``entered-<run id>`` is written (with the worker process's pid) when a ``block`` run's tool
-  starts, and that tool waits for the file ``release`` before it applies its effect.
+  a ``block`` run's tool applies its effect, writes ``entered-<run id>`` (with the worker
+  process's pid) and waits for the file ``release`` before it returns.
 * ``make_suspect_agent`` — ``AF_FLEET_SUSPECTS`` facts (default 20), of which ``f7`` carries
   the token the mock model answers wrong on; a side-effect-free ``lookup`` tool is called first.
 * ``AF_FLEET_DELAY`` — seconds each model call waits (a model's latency; default 0).
@@ -62,11 +62,9 @@ async def _respond(request: LLMRequest) -> Any:
 
 @tool(idempotent=True)
 async def effect(label: str, ctx: ToolContext) -> str:
-    """Apply the run's one side effect, once per idempotency key."""
-    if label.startswith("block"):
-        (_dir() / f"entered-{ctx.run_id}").write_text(str(os.getpid()))
-        while not (_dir() / "release").exists():
-            await asyncio.sleep(0.02)
+    """Apply the run's one side effect, once per idempotency key; a ``block`` run then waits
+    for ``release`` (the moment a test kills its process: the effect is applied, the call's
+    outcome not yet recorded)."""
     db = effects_db()
     try:
         db.execute("BEGIN IMMEDIATE")
@@ -78,6 +76,10 @@ async def effect(label: str, ctx: ToolContext) -> str:
         db.execute("COMMIT")
     finally:
         db.close()
+    if label.startswith("block"):
+        (_dir() / f"entered-{ctx.run_id}").write_text(str(os.getpid()))
+        while not (_dir() / "release").exists():
+            await asyncio.sleep(0.02)
     return f"applied {label}" if seen is None else f"already applied {label}"
 
 
@@ -116,3 +118,23 @@ def wait_for(path: Path, timeout: float = 30.0) -> None:
         if time.monotonic() > end:
             raise TimeoutError(f"{path} never appeared")
         time.sleep(0.02)
+
+
+def make_sampling_agent() -> Agent:
+    """Like ``make_suspect_agent`` (8 facts), on a model that declares itself sampling: each
+    answer flips with probability 0.2, drawn from the request's seed (a seeded server)."""
+    import random
+
+    async def respond(request: LLMRequest) -> Any:
+        if not any(m["role"] == "tool" for m in request.messages):
+            return {"tool_calls": [{"id": "l1", "name": "lookup", "args": {"ticket": 42}}]}
+        wrong = TOKEN in (request.system or "")
+        if random.Random(f"{request.seed}:{request.system}").random() < 0.2:
+            wrong = not wrong
+        return "WRONG: escalate everything." if wrong else "Handled by the usual policy."
+
+    facts = [define_fact(id=f"f{i}", data=f"Fact {i}: note {i}"
+                         + (f" {TOKEN}." if f"f{i}" == CULPRIT else "."))
+             for i in range(8)]
+    return Agent(provider=mock(respond=respond, deterministic=False), model="mock",
+                 context=facts, tools=[lookup])
