@@ -15,7 +15,6 @@ is never an unanswered tool call. The final answer is never appended to ``histor
 from __future__ import annotations
 
 import contextvars
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -25,6 +24,7 @@ from ..context._skills import SKIP_STEP, step_sentence
 from ..context._slots import compose_system, compose_tools
 from ..events._catalogue import PREFIX
 from ..flow import Chart, Decision, FlowEvent, Scope, flow_chart
+from ..flow._durable import durable_timed
 from ..flow._redact import REDACTED
 from ..flow._scope import peek
 from ..flow._values import freeze
@@ -328,9 +328,8 @@ class _Stages(MemoryStages, ToolBatchStages):
             "iteration": iteration, "provider": spec.provider.name, "model": spec.model,
             "system_prompt_chars": len(system or ""), "messages_count": len(history),
             "tools_count": len(tools)})
-        started = time.perf_counter()
-        response = await self._call(scope, request, iteration)
-        took = time.perf_counter() - started
+        response, took = await durable_timed(  # a durable run's step (flow/_durable.py)
+            "llm", lambda: self._call(scope, request, iteration))
         if spec.output is not None:
             response = spec.output.answered(scope, response)
         scope[trace.LLM_CONTENT] = response.content
@@ -530,3 +529,4 @@ def build_agent_chart(spec: AgentSpec, *, name: str = "Agent") -> Chart:
             loop_to="injections")
     routed = branches.end()
     return mount_memories(routed, spec, side="write").build(description=name)
+

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..context._skills import READ_SKILL, SKIP_STEP, step_sentence
 from ..flow import Scope, pause
+from ..flow._durable import durable_step
 from ..flow._pause import Pause
 from ..providers._base import Message, ToolCall
 from ..runs import trace
@@ -302,7 +303,8 @@ class ToolBatchStages:
             if getattr(tool, "script", None) is None:
                 # no code runs: no script row to file, so neither the script ledger nor the
                 # code runner is read (what dispatch_script_call does for such a tool)
-                outcome = await spec.registry.dispatch(call, ctx)
+                outcome = await durable_step(  # a durable run's step (flow/_durable.py)
+                    "tool", lambda: spec.registry.dispatch(call, ctx))
             else:
                 outcome = await self._dispatch_script(scope, call, ctx, turn, tool,
                                                       proposed_by)
