@@ -319,13 +319,13 @@ class _Server:
             await asyncio.wait(set(self.tasks), timeout=self.request_timeout + 5)
         await self.standing.close()
 
-    async def run(self, principal: str, turn: Awaitable[Any]) -> Response:
+    async def run(self, principal: str, turn: Callable[[], Awaitable[Any]]) -> Response:
         """A JSON turn: one slot, the timeout, and the reply as 200 (done) or 202 (paused)."""
         from starlette.responses import Response
 
         with self.slots.slot(principal):
             async with asyncio.timeout(self.hard_timeout):
-                reply = await turn
+                reply = await turn()
         return Response(reply.model_dump_json(), media_type="application/json",
                         status_code=202 if reply.status == "paused" else 200)
 
@@ -363,12 +363,12 @@ class _Server:
         if streamed:
             run_log = await self.stream_turn(session_id, body.message, principal)
             return _sse(run_log, 0)
-        return await self.run(principal, self.standing.send(
+        return await self.run(principal, lambda: self.standing.send(
             session_id, body.message, principal=principal, timeout=self.request_timeout))
 
     async def resume_session(self, request: Request, principal: str) -> Response:
         body: ResumeIn = await self.body(request, ResumeIn)
-        return await self.run(principal, self.standing.resume(
+        return await self.run(principal, lambda: self.standing.resume(
             request.path_params["session_id"], body.answer, principal=principal,
             timeout=self.request_timeout))
 

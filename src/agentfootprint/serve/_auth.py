@@ -7,8 +7,8 @@ and the server answers 401. The principal it returns owns the sessions the calle
 ``api_key_auth()`` is the default: ``Authorization: Bearer <key>`` checked against a table of
 keys, from ``AGENTFOOTPRINT_API_KEYS`` (``"key1=alice,key2=bob"``) unless given. A server with
 no keys refuses to start unless it is explicitly opened for local development
-(``allow_unauthenticated=True``, the CLI's ``--insecure-local``): then every loopback caller is
-the principal ``local`` and any other caller gets 401.
+(``allow_unauthenticated=True``, the CLI's ``--insecure-local``): then every loopback caller that
+names a loopback host (``Host: 127.0.0.1:8000``) is the principal ``local``; anyone else gets 401.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from ._sessions import check_principal
 if TYPE_CHECKING:
     from starlette.requests import HTTPConnection
 
-__all__ = ["API_KEYS_ENV", "LOCAL_PRINCIPAL", "ApiKeyAuth", "Authenticate", "api_key_auth",
+__all__ = ["API_KEYS_ENV", "LOCAL_PRINCIPAL", "ApiKeyAuth", "AuthHookError", "Authenticate",
+           "api_key_auth",
            "authenticate", "local_auth", "resolve_auth"]
 
 API_KEYS_ENV = "AGENTFOOTPRINT_API_KEYS"
@@ -104,9 +105,13 @@ def _parse(text: str) -> dict[str, str]:
 
 
 def local_auth(connection: HTTPConnection) -> str | None:
-    """Local development: a loopback caller is ``local``; anyone else is refused."""
+    """Local development: a loopback caller naming a loopback host is ``local``; anyone else
+    is refused (the ``Host`` check keeps a web page on a DNS-rebound name from reaching the
+    server through the browser of the person developing)."""
     client = connection.client
-    return LOCAL_PRINCIPAL if client is not None and client.host in LOOPBACK else None
+    if client is None or client.host not in LOOPBACK:
+        return None
+    return LOCAL_PRINCIPAL if connection.url.hostname in LOOPBACK else None
 
 
 def resolve_auth(auth: Authenticate | None, *, allow_unauthenticated: bool) -> Authenticate:
@@ -137,12 +142,20 @@ _NO_KEYS = (f"no API keys are configured, so the server would let anyone in: set
             "with allow_unauthenticated=True / --insecure-local (binds 127.0.0.1)")
 
 
+class AuthHookError(RuntimeError):
+    """The auth hook returned something that cannot own a session: the server's mistake
+    (answered 500 and logged), never the caller's."""
+
+
 async def authenticate(auth: Authenticate, connection: HTTPConnection) -> str | None:
-    """The caller's principal (``None``: not authenticated); a hook returning something
-    other than a principal string is a server mistake, raised as ``ConfigurationError``."""
+    """The caller's principal (``None``: not authenticated); ``AuthHookError`` when the hook
+    returns anything but ``None`` or a principal string."""
     found: Any = auth(connection)
     if inspect.isawaitable(found):
         found = await found
     if found is None:
         return None
-    return check_principal(found)
+    try:
+        return check_principal(found)
+    except ConfigurationError as exc:
+        raise AuthHookError(f"the auth hook returned an unusable principal: {exc}") from None
