@@ -343,6 +343,15 @@ def test_local_by_default_and_auth_when_not(store_path: Path) -> None:
         assert c.get("/").status_code == 401
         assert c.get("/", headers={"x-user": "alice"}).status_code == 200
 
+    def broken(request: Any) -> str:
+        raise LookupError("the user table is gone")
+
+    with TestClient(browser_app(store_path, auth=broken), base_url=BASE) as c:
+        failed = c.get("/")
+        assert failed.status_code == 500
+        assert _problem(failed) == ("the authentication hook failed; the server&#x27;s log has "
+                                    "the details")
+
 
 def test_the_cli_refuses_a_public_bind_and_a_missing_store(
         store_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -362,6 +371,24 @@ def test_mounted_under_a_prefix_links_stay_inside(store_path: Path) -> None:
         run = client.get("/ui/runs/pricey-jan")
         assert run.status_code == 200 and 'src="/ui/runs/pricey-jan/report"' in run.text
         assert client.get("/ui/static/browser.js").status_code == 200
+
+
+def test_a_flowchart_run_shows_its_report_without_a_prove_form(tmp_path: Path) -> None:
+    from agentfootprint.flow import flow_chart
+
+    def load(scope: Any) -> None:
+        scope["x"] = 1
+
+    run = flow_chart("Load", load).build().run_sync()
+    path = tmp_path / "runs.db"
+    with RunStore(path) as store:
+        store.save(run)
+    with TestClient(browser_app(path, agent=FACTORY), base_url=BASE) as client:
+        page = client.get(f"/runs/{run.run_id}")
+        assert page.status_code == 200
+        assert "Only an agent&#x27;s run can be proven" in page.text
+        assert 'id="prove-form"' not in page.text
+        assert client.get(f"/runs/{run.run_id}/report").status_code == 200
 
 
 def test_a_redacted_run_lists_and_shows_masked(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hmac
 import inspect
 import ipaddress
+import logging
 import secrets
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
@@ -50,6 +51,7 @@ Auth = Callable[[Any], Any | Awaitable[Any]]
 _INSTALL = 'pip install "agentfootprint[server]"'
 _LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 _PHRASE_LIMIT = 200
+_log = logging.getLogger("agentfootprint.serve.browser")
 
 
 def check_bind(host: str, auth: Auth | None) -> None:
@@ -454,9 +456,14 @@ class _Guard:
                              "127.0.0.1, localhost or [::1]); give it an auth callable to "
                              "serve others")
         else:
-            principal = self.auth(request)
-            if inspect.isawaitable(principal):
-                principal = await principal
+            try:
+                principal = self.auth(request)
+                if inspect.isawaitable(principal):
+                    principal = await principal
+            except Exception:  # the hook's own failure: logged, answered as one sentence
+                _log.exception("the run browser's authentication hook failed")
+                return 500, ("the authentication hook failed; the server's log has the "
+                             "details")
             if principal is None:
                 return 401, "sign in first: this run browser needs an authenticated request"
             request.scope.setdefault("state", {})["principal"] = principal
