@@ -1,5 +1,5 @@
 """The ``agentfootprint`` command: ``demo``, ``runs list``, ``explain``, ``prove``, ``report``,
-``audit verify``/``audit export``, ``export otel``, ``lint-tools``, ``ui``."""
+``audit verify``/``audit export``, ``export otel``, ``lint-tools``, ``serve``, ``ui``."""
 
 from __future__ import annotations
 
