@@ -62,6 +62,19 @@ def make_refunds() -> Agent:
     return Agent(provider=mock(respond=_refunds), model="mock", tools=[refund], name="refunds")
 
 
+async def _slowly(request: LLMRequest) -> str:
+    await asyncio.sleep(0.2)
+    return count_turns(request)
+
+
+def make_slow() -> Agent:
+    """Takes 0.2 s a turn, so turns started together overlap."""
+    return Agent(provider=mock(respond=_slowly), model="mock", name="slow")
+
+
+FACTORIES = {"chat": make_chat, "refunds": make_refunds, "slow": make_slow}
+
+
 def store_for(where: str) -> SessionStore:
     if where.startswith("redis://"):
         return redis_sessions(where, prefix=os.environ["SESSIONS_PREFIX"])
@@ -71,8 +84,7 @@ def store_for(where: str) -> SessionStore:
 
 
 def standing_for(where: str, factory: str = "chat") -> StandingAgent:
-    make = make_chat if factory == "chat" else make_refunds
-    return standing_agent(make, sessions=store_for(where))
+    return standing_agent(FACTORIES[factory], sessions=store_for(where))
 
 
 async def _main(where: str, factory: str, command: str, session: str, principal: str,
