@@ -406,3 +406,37 @@ def test_a_redacted_run_lists_and_shows_masked(tmp_path: Path) -> None:
             shown = client.get(where)
             assert shown.status_code == 200
             assert SECRET not in shown.text, where
+
+
+def test_a_damaged_or_altered_run_is_one_sentence(tmp_path: Path) -> None:
+    """A row that no longer parses is named and left alone; a body edited after it was saved
+    (its audit chain head no longer matches) is not shown as the run that happened."""
+    import json
+    import sqlite3
+
+    path = tmp_path / "runs.db"
+    with RunStore(path) as store:
+        broken = store.save(_priced("Pricey", 1).model_copy(update={"run_id": "b-1"}))
+        edited = store.save(_priced("Pricey", 1).model_copy(update={"run_id": "e-1"}))
+        has_head = store.chain_head(edited.run_id) is not None
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE runs SET body = '{not json' WHERE run_id = ?", (broken.run_id,))
+        body = json.loads(db.execute("SELECT body FROM runs WHERE run_id = ?",
+                                     (edited.run_id,)).fetchone()[0])
+        body["output"] = "a different answer"
+        db.execute("UPDATE runs SET body = ? WHERE run_id = ?",
+                   (json.dumps(body), edited.run_id))
+    db.close()
+    with TestClient(browser_app(path), base_url=BASE) as client:
+        assert _listed(client) == ["e-1", "b-1"]
+        for where in ("/runs/b-1", "/runs/b-1/report"):
+            damaged = client.get(where)
+            assert damaged.status_code == 500
+            assert "is unreadable" in _problem(damaged)
+        import importlib.util
+
+        assert has_head or importlib.util.find_spec("rfc8785") is None
+        if has_head:
+            altered = client.get("/runs/e-1/report")
+            assert altered.status_code == 409
+            assert "does not show an altered run" in _problem(altered)

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from ...audit._cli import stored_run_warning
-from ...errors import AgentFootprintError, ConfigurationError
+from ...errors import AgentFootprintError, ConfigurationError, RunError
 from ...explain._criterion import WrongIf
 from ...explain._kept import is_redacted, kept_proof
 from ...explain._localize import DEFAULT_BUDGET
@@ -353,6 +353,8 @@ class _Browser:
         except (KeyError, ConfigurationError):
             raise _Refused(404, f"there is no run {run_id[:80]!r} in this store; pick one from "
                                 "the runs list") from None
+        except RunError as exc:  # a damaged row: said, and left as it is
+            raise _Refused(500, str(exc)) from None
 
     def html(self, page: str, status: int = 200) -> Any:
         from starlette.responses import HTMLResponse
@@ -401,7 +403,8 @@ class _Browser:
 
 
 class _Refused(Exception):
-    """A request the browser answers with a 4xx page: ``status`` and the sentence."""
+    """A request the browser answers with a page of one sentence (4xx; 500 for a damaged
+    stored run): ``status`` and the sentence."""
 
     def __init__(self, status: int, sentence: str) -> None:
         super().__init__(sentence)
