@@ -93,8 +93,11 @@ def serve_app(target: Any, *, sessions: Any = None, auth: Authenticate | None = 
     server = _Server(standing, checked, max_body_bytes=max_body_bytes,
                      request_timeout=float(request_timeout),
                      slots=RunSlots(max_concurrent_per_principal))
-    routes: list[Any] = [Route(op.path, server.endpoint(op), methods=[op.method])
-                         for op in OPERATIONS]
+    by_path: dict[str, dict[str, Callable[[Request], Awaitable[Response]]]] = {}
+    for op in OPERATIONS:  # one route per path, so a 405's Allow names every method
+        by_path.setdefault(op.path, {})[op.method] = server.endpoint(op)
+    routes: list[Any] = [Route(path, _by_method(handlers), methods=list(handlers))
+                         for path, handlers in by_path.items()]
     routes.append(Route("/openapi.json", server.openapi, methods=["GET"]))
     routes.append(WebSocketRoute("/sessions/{session_id}/ws", server.websocket))
     mcp_web = None
@@ -122,13 +125,28 @@ def serve_app(target: Any, *, sessions: Any = None, auth: Authenticate | None = 
 
     async def not_routed(request: Request, exc: Exception) -> Response:
         status = exc.status_code if isinstance(exc, HTTPException) else 500
-        return _error(status, "no such route: see GET /openapi.json for what this server "
-                              "serves" if status in (404, 405) else "the request failed")
+        answer = _error(status, "no such route or method: see GET /openapi.json for what this "
+                                "server serves" if status in (404, 405) else "the request failed")
+        if isinstance(exc, HTTPException) and exc.headers:  # 405's Allow
+            answer.headers.update(exc.headers)
+        return answer
 
     app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan,
                     exception_handlers={HTTPException: not_routed})
     app.state.standing = standing
     return app
+
+
+def _by_method(handlers: dict[str, Callable[[Request], Awaitable[Response]]]
+               ) -> Callable[[Request], Awaitable[Response]]:
+    if len(handlers) == 1:
+        return next(iter(handlers.values()))
+
+    async def endpoint(request: Request) -> Response:
+        method = "GET" if request.method == "HEAD" else request.method
+        return await handlers[method](request)
+
+    return endpoint
 
 
 def _check_limits(max_body_bytes: object, request_timeout: object,
