@@ -53,7 +53,7 @@ class Budget:
 
 
 FULL = Budget(seconds=1.5, min_reps=5, max_reps=5000, warmup_seconds=0.3, min_warmup=2,
-              cold_launches=7)
+              cold_launches=15)
 QUICK = Budget(seconds=0.05, min_reps=3, max_reps=50, warmup_seconds=0.0, min_warmup=1,
                cold_launches=3)
 

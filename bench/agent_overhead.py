@@ -74,6 +74,7 @@ in one line and its rows are skipped. Results are appended as JSON lines to
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import gc
 import importlib.metadata
@@ -119,6 +120,12 @@ FLAT_SIZES: tuple[int, ...] = (10, 50, 200, 1000)
 """Ours only, CPU time: does the cost of one iteration stay flat as the run grows?"""
 FLAT_BASE_N, FLAT_LONG_N = 10, 1000
 TARGET_FLAT_RATIO = 1.25
+PRE_CHANGE = "4c17ae8"
+"""The commit issue 21's performance work started from (``--base`` overrides it)."""
+TARGET_SPEEDUP = 1.8
+"""Ours at N = 50 against ``PRE_CHANGE``, whole iterations, interleaved in one run."""
+TARGET_COLD_RATIO = 1.1
+"""Our cold start against the floor (``asyncio`` + one Pydantic model), same launches."""
 TARGET_N = 50
 BYTES_BASE_N = 10
 RESULTS = Path(__file__).resolve().parent / "results" / "agent_overhead.jsonl"
@@ -256,6 +263,11 @@ class FlatRow:
     cpu_us_per_iteration: float
     cpu_us_per_iteration_without_provider: float
     bytes_per_iteration: float
+
+    @property
+    def provider_us(self) -> float:
+        """The scripted provider's own CPU µs per iteration (it reads every message sent)."""
+        return self.cpu_us_per_iteration - self.cpu_us_per_iteration_without_provider
 
 
 async def bench_ours_flat(n: int, quick: bool) -> FlatRow:
@@ -653,20 +665,33 @@ def launch(code: str, *extra: str) -> subprocess.CompletedProcess[str]:
                           text=True, check=False, env=env)
 
 
-def cold_start_ms(code: str, launches: int) -> float:
-    """Median wall time (ms) of a fresh interpreter running ``code``, after one warm launch."""
-    code = textwrap.dedent(code)
-    first = launch(code)
-    if first.returncode != 0:
-        tail = (first.stderr.strip().splitlines() or ["(no output)"])[-1]
-        raise RuntimeError(f"cold-start snippet failed: {tail}")
-    times = []
-    for _ in range(launches):
-        t0 = time.perf_counter_ns()
-        done = launch(code)
-        times.append((time.perf_counter_ns() - t0) / 1e6)
-        expect(done.returncode == 0, "cold-start snippet failed on a later launch")
-    return statistics.median(times)
+def cold_starts(snippets: dict[str, str], launches: int) -> dict[str, float]:
+    """Median wall time (ms) of a fresh interpreter running each snippet.
+
+    One untimed warm launch each (file and bytecode caches), then ``launches`` rounds in
+    which every snippet is launched once, the order rotating per round, so a burst of load
+    on a shared machine falls on all of them alike and their ratios hold. A snippet whose
+    warm launch fails is left out (and said so).
+    """
+    codes: dict[str, str] = {}
+    for name, code in snippets.items():
+        code = textwrap.dedent(code)
+        first = launch(code)
+        if first.returncode != 0:
+            tail = (first.stderr.strip().splitlines() or ["(no output)"])[-1]
+            print(f"  {name:<18} failed: {tail}")
+            continue
+        codes[name] = code
+    times: dict[str, list[float]] = {name: [] for name in codes}
+    names = list(codes)
+    for round_no in range(launches):
+        shift = round_no % len(names) if names else 0
+        for name in names[shift:] + names[:shift]:
+            t0 = time.perf_counter_ns()
+            done = launch(codes[name])
+            times[name].append((time.perf_counter_ns() - t0) / 1e6)
+            expect(done.returncode == 0, f"cold-start snippet {name} failed on a later launch")
+    return {name: statistics.median(values) for name, values in times.items()}
 
 
 def import_report(code: str, top: int = 12) -> str:
@@ -725,7 +750,36 @@ def profile_ours(n: int = TARGET_N, reps: int = 20, top: int = 20) -> str:
 # --------------------------------------------------------------------------- report
 
 
+def flat_worker(n: int, quick: bool) -> int:
+    """``--flat-worker N``: one flat-cost figure as a JSON line, for ``compare_commits``.
+
+    Runs against whatever ``agentfootprint`` is first on ``sys.path`` (``PYTHONPATH`` picks
+    the tree), so an older commit's package is measured by today's code.
+    """
+    import agentfootprint
+
+    row = asyncio.run(bench_ours_flat(n, quick))
+    print(json.dumps({"cpu_us": row.cpu_us_per_iteration,
+                      "without_provider_us": row.cpu_us_per_iteration_without_provider,
+                      "provider_us": row.provider_us, "bytes": row.bytes_per_iteration,
+                      "package": str(Path(agentfootprint.__file__).resolve().parent)}))
+    return 0
+
+
+def split_argv(argv: list[str] | None) -> tuple[list[str], argparse.Namespace]:
+    """The flags that take a value (``--base``, ``--rounds``, ``--flat-worker``) apart."""
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--base", default=PRE_CHANGE)
+    parser.add_argument("--rounds", type=int, default=None)
+    parser.add_argument("--flat-worker", type=int, default=None)
+    known, rest = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
+    return rest, known
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv, extra = split_argv(argv)
+    if extra.flat_worker is not None:
+        return flat_worker(extra.flat_worker, "--quick" in argv)
     args = parse_args(__doc__, argv,
                       profile_help="always cProfile ours at N=50 and print the hot spots",
                       extra_flags=[("--no-cold", "skip the cold-start launches")])
@@ -804,10 +858,31 @@ def main(argv: list[str] | None = None) -> int:
         gc.collect()
         flat[n] = asyncio.run(bench_ours_flat(n, args.quick))
     print_table(f"{'N':>5} {'reps':>5} {'CPU µs/iteration':>17} {'without provider':>17} "
-                f"{'bytes/iteration':>16}",
+                f"{'provider':>9} {'bytes/iteration':>16}",
                 [f"{r.n:>5} {r.reps:>5} {r.cpu_us_per_iteration:>17.1f} "
-                 f"{r.cpu_us_per_iteration_without_provider:>17.1f} "
+                 f"{r.cpu_us_per_iteration_without_provider:>17.1f} {r.provider_us:>9.1f} "
                  f"{r.bytes_per_iteration:>16.1f}" for r in flat.values()])
+    flat_ratio = (flat[FLAT_LONG_N].cpu_us_per_iteration_without_provider
+                  / flat[FLAT_BASE_N].cpu_us_per_iteration_without_provider)
+    bytes_ratio = flat[FLAT_LONG_N].bytes_per_iteration / flat[FLAT_BASE_N].bytes_per_iteration
+    print(f"N={FLAT_LONG_N} / N={FLAT_BASE_N}: {flat_ratio:.2f}× CPU without the provider, "
+          f"{bytes_ratio:.3f}× recording bytes/iteration")
+
+    rounds = extra.rounds or (3 if args.quick else 7)
+    print()
+    print(f"ours at N={TARGET_N} against the pre-change commit {extra.base} (CPU µs/iteration, "
+          f"fresh processes alternating base/head, {rounds} rounds, median of each side):")
+    from compare_commits import interleaved_flat
+
+    versus: dict[str, dict[str, float]] = {}
+    try:
+        versus = interleaved_flat(extra.base, TARGET_N, rounds, args.quick)
+    except Exception as exc:  # an unknown ref, a base that cannot run the workload
+        print(f"  skipped: {type(exc).__name__}: {exc}")
+    for side, figures in versus.items():
+        print(f"  {side:<5} {figures['cpu_us']:>8.1f} µs/iteration "
+              f"({figures['without_provider_us']:.1f} without the provider, "
+              f"{figures['provider_us']:.1f} in it; {figures['bytes']:.0f} bytes/iteration)")
 
     print()
     for n in SIZES:
@@ -818,19 +893,22 @@ def main(argv: list[str] | None = None) -> int:
     cold: dict[str, float] = {}
     if not args.no_cold:
         print()
-        print(f"cold start (subprocess wall time, median of {budget.cold_launches} launches "
-              "after one warm-up launch; import + build + one N=1 run; bytecode cached; raw):")
-        snippets = [("python -c pass", "pass", "interpreter alone"),
-                    ("asyncio+pydantic", FLOOR_COLD, "our two heavy deps: import, one model"),
-                    ("ours", OURS_COLD, "")]
-        snippets += [(p.framework, p.cold_code, "") for p in ran]
-        for name, code, note in snippets:
-            try:
-                cold[name] = cold_start_ms(code, budget.cold_launches)
-            except Exception as exc:
-                print(f"  {name:<18} failed: {exc}")
-                continue
-            print(f"  {name:<18} {cold[name]:>8.1f} ms" + (f"  ({note})" if note else ""))
+        print(f"cold start (subprocess wall time, median of {budget.cold_launches} interleaved "
+              "launches after one warm-up launch each; import + build + one N=1 run; bytecode "
+              "cached; raw):")
+        notes = {"python -c pass": "interpreter alone",
+                 "asyncio+pydantic": "the floor: our two heavy deps, import, one model"}
+        snippets = {"python -c pass": "pass", "asyncio+pydantic": FLOOR_COLD, "ours": OURS_COLD}
+        snippets.update((p.framework, p.cold_code) for p in ran)
+        try:
+            cold = cold_starts(snippets, budget.cold_launches)
+        except Exception as exc:
+            print(f"  failed: {exc}")
+        for name, ms in cold.items():
+            note = notes.get(name, "")
+            print(f"  {name:<18} {ms:>8.1f} ms" + (f"  ({note})" if note else ""))
+        if "ours" in cold and "asyncio+pydantic" in cold:
+            print(f"  ours / floor: {cold['ours'] / cold['asyncio+pydantic']:.2f}×")
 
     print()
     print("targets:")
@@ -851,11 +929,26 @@ def main(argv: list[str] | None = None) -> int:
     targets.judge("bytes_per_iteration_drift", f"bytes/iteration at N={TARGET_N} within "
                   f"{TARGET_BYTES_DRIFT:.0%} of N={BYTES_BASE_N}: {drift - 1:+.1%}", drift,
                   abs(drift - 1) <= TARGET_BYTES_DRIFT)
-    flat_ratio = (flat[FLAT_LONG_N].cpu_us_per_iteration_without_provider
-                  / flat[FLAT_BASE_N].cpu_us_per_iteration_without_provider)
     targets.judge("flat_cost_ratio", f"CPU µs/iteration without the provider at "
                   f"N={FLAT_LONG_N} within {TARGET_FLAT_RATIO:g}× of N={FLAT_BASE_N}: "
                   f"{flat_ratio:.2f}×", flat_ratio, flat_ratio <= TARGET_FLAT_RATIO)
+    if versus:
+        speedup = versus["base"]["cpu_us"] / versus["head"]["cpu_us"]
+        bare = versus["base"]["without_provider_us"] / versus["head"]["without_provider_us"]
+        targets.judge("speedup_vs_pre_change", f"N={TARGET_N} at least {TARGET_SPEEDUP:g}× "
+                      f"faster than {extra.base} (whole iterations, interleaved): "
+                      f"{speedup:.2f}× (without the provider {bare:.2f}×)",
+                      speedup, speedup >= TARGET_SPEEDUP, base=extra.base, n=TARGET_N)
+    lg = fastest.get(("langgraph", TARGET_N))
+    if lg is not None:
+        print(f"  LangGraph ({lg.config}) / ours at N={TARGET_N}, this run: "
+              f"{lg.median_us_per_iteration / us:.2f}×")
+    if "ours" in cold and "asyncio+pydantic" in cold:
+        cold_ratio = cold["ours"] / cold["asyncio+pydantic"]
+        targets.judge("cold_start_ratio", f"our cold start ≤ {TARGET_COLD_RATIO:g}× the floor "
+                      f"(asyncio + one Pydantic model), median of {budget.cold_launches} "
+                      f"interleaved launches: {cold_ratio:.2f}×", cold_ratio,
+                      cold_ratio <= TARGET_COLD_RATIO)
     if "ours" in cold:
         targets.judge("cold_start_ms", f"our cold start ≤ {TARGET_COLD_MS:g} ms: "
                       f"{cold['ours']:.1f} ms", cold["ours"], cold["ours"] <= TARGET_COLD_MS)

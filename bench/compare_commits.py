@@ -11,6 +11,9 @@ median, and head/base.
     python bench/compare_commits.py 064d90b                  # agent and flow, 5 rounds
     python bench/compare_commits.py HEAD~3 --rounds 9 --bench flow_overhead
 
+``interleaved_flat`` is the same idea for ``agent_overhead.py``'s CPU-time figure at one N
+(base and head in alternating fresh processes); ``agent_overhead.py --base REF`` prints it.
+
 Only our rows are compared (peers are the same code on both sides). The bench scripts' own
 result lines are not kept: each run writes them into a temporary folder.
 """
@@ -72,6 +75,44 @@ def run_once(bench: str, src: Path, quick: bool, clock: str = "wall"
         if not rows:
             raise SystemExit(f"{bench} wrote no timing rows of ours")
         return rows
+
+
+def flat_worker_once(src: Path, n: int, quick: bool) -> dict[str, float]:
+    """One fresh process timing our ``n``-call run against the package in ``src``.
+
+    It runs ``agent_overhead.py --flat-worker n`` (the working tree's measuring code on
+    either side) and returns its figures: CPU µs per iteration, the provider's part, and
+    recording bytes per iteration.
+    """
+    env = {**os.environ, "PYTHONPATH": str(src), "PYTHONDONTWRITEBYTECODE": "1"}
+    script = ROOT / "bench" / "agent_overhead.py"
+    done = subprocess.run([sys.executable, str(script), "--flat-worker", str(n),
+                           *(["--quick"] if quick else [])],
+                          env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"flat worker failed against {src}: "
+                           f"{(done.stderr.strip().splitlines() or ['(no output)'])[-1]}")
+    figures: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    if not str(figures.pop("package")).startswith(str(src)):
+        raise RuntimeError(f"the flat worker did not import the package from {src}")
+    return figures
+
+
+def interleaved_flat(base: str, n: int, rounds: int, quick: bool
+                     ) -> dict[str, dict[str, float]]:
+    """``base``'s and the working tree's figures at ``n``, interleaved in fresh processes.
+
+    base, head, head, base, ... for ``rounds`` rounds, so load on a shared machine hits both
+    sides alike; each figure is the median over rounds of one process's median.
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        sides = {"base": export_src(base, Path(tmp)), "head": ROOT / "src"}
+        runs: dict[str, list[dict[str, float]]] = {"base": [], "head": []}
+        for round_no in range(rounds):
+            for side in (["base", "head"] if round_no % 2 == 0 else ["head", "base"]):
+                runs[side].append(flat_worker_once(sides[side], n, quick))
+    return {side: {key: statistics.median(r[key] for r in rows) for key in rows[0]}
+            for side, rows in runs.items()}
 
 
 def main() -> None:
