@@ -6,8 +6,11 @@
   agent factory; ``localize_context_bug(..., executor=..., factory=...)`` fans out re-runs.
 * ``celery_executor(broker=..., backend=...)`` — Celery workers on Redis; start them with
   ``celery -A agentfootprint.distributed.worker worker`` (see ``_celery.py``).
+* ``dbos_executor(system_database=...)`` — durable runs on DBOS: a killed run is recovered by
+  another process, no finished step runs again, one recording (see ``_dbos.py``).
+* ``normal_form(recording)`` — what two recordings of the same work agree on (``_normal_form.py``).
 
-Nothing here imports Celery until it is used.
+Nothing here imports Celery or DBOS until it is used.
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ from .._lazy import lazy_names as _lazy_names
 
 if TYPE_CHECKING:
     from ._celery import celery_executor
+    from ._dbos import dbos_executor
     from ._executor import Executor, InProcessExecutor, RunJob, RunOutcome, run_many
+    from ._normal_form import normal_form
 
 __all__ = [
     "Executor",
@@ -26,10 +31,13 @@ __all__ = [
     "RunJob",
     "RunOutcome",
     "celery_executor",
+    "dbos_executor",
+    "normal_form",
     "run_many",
 ]
 
 __getattr__, __dir__ = _lazy_names(__name__, {
     "Executor": "_executor", "InProcessExecutor": "_executor", "RunJob": "_executor",
     "RunOutcome": "_executor", "run_many": "_executor", "celery_executor": "_celery",
+    "dbos_executor": "_dbos", "normal_form": "_normal_form",
 })

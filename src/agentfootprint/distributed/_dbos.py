@@ -1,0 +1,209 @@
+"""``dbos_executor``: agent runs as DBOS durable workflows that survive a killed process.
+
+Each :class:`~._executor.RunJob` is one DBOS workflow (its id is the run id); its steps are the
+run's model calls, tool calls and memory claims/writes, recorded by DBOS in its system database
+(SQLite for one machine, PostgreSQL for several) through the seam of ``flow/_durable.py``. When
+a process dies mid-run, a process that launches the executor with the same system database
+(and DBOS executor id) recovers the workflow: the run is replayed from its start, finished
+steps answer from DBOS's step records and are not executed again, and the run store keeps one
+continuous recording of it (``_durable.py``). A step killed mid-execution has no record and
+runs again (DBOS steps are at least once): a tool keeps its effect once with
+``ctx.idempotency_key``, the same ``{run_id}:{tool_call_id}`` on the re-run.
+
+What DBOS keeps is a sink like the run store: with ``seal_key=`` (a Fernet key) everything the
+executor hands DBOS (workflow inputs and outputs, step results and errors) is sealed with it,
+and an agent whose ``Tracing(redaction=...)`` masks anything is refused without one, so the
+system database never holds in the clear what the run store masks.
+
+Usage::
+
+    executor = dbos_executor(system_database="sqlite:///dbos.sqlite", seal_key=KEY)
+    executor.launch()        # recovers the runs a killed process left under way
+    outcomes = await run_many("myapp:make_agent", messages, executor=executor,
+                              store="runs.sqlite")
+"""
+
+from __future__ import annotations
+
+import asyncio
+import pickle
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ..errors import ConfigurationError
+from ..flow._durable import step_runner
+from ._durable import Raised, execute_durable
+from ._executor import RunJob, RunOutcome
+
+if TYPE_CHECKING:
+    from ..explain._fanout import RerunJob, RerunOutcome
+
+try:
+    from dbos import DBOS, SetWorkflowID
+    from dbos._serialization import Serializer
+except ImportError as exc:  # pragma: no cover - the message is the contract
+    raise ImportError(
+        'agentfootprint.distributed.dbos_executor needs the dbos package: '
+        'pip install "agentfootprint[dbos]"') from exc
+
+__all__ = ["DBOSExecutor", "DBOSSteps", "dbos_executor"]
+
+T = TypeVar("T")
+WORKFLOW = "agentfootprint.agent_run"
+"""The DBOS workflow name every process registers (the same code recovers it)."""
+
+
+class DBOSSteps:
+    """The step runner of a run executed as a DBOS workflow: each step is
+    ``DBOS.run_step_async``, its result (or its error, as :class:`~._durable.Raised`) kept."""
+
+    async def step(self, kind: str, fn: Callable[[], Awaitable[T]]) -> T:
+        async def body() -> Any:
+            token = step_runner.set(None)  # a step's inner steps are part of it
+            try:
+                return await fn()
+            except Exception as exc:
+                return Raised.of(exc)
+            finally:
+                step_runner.reset(token)
+
+        got = await DBOS.run_step_async({"name": kind}, body)
+        if isinstance(got, Raised):
+            raise got.rebuild()
+        return got  # type: ignore[no-any-return]
+
+
+class _SealedSerializer(Serializer):
+    """What DBOS stores, pickled then sealed with a Fernet key (see the module)."""
+
+    def __init__(self, key: bytes | str) -> None:
+        from ..flow._seal import _fernet
+
+        self._fernet = _fernet(key)
+
+    def serialize(self, data: Any) -> str:
+        return self._fernet.encrypt(pickle.dumps(data)).decode("ascii")
+
+    def deserialize(self, serialized_data: str) -> Any:
+        return pickle.loads(self._fernet.decrypt(serialized_data.encode("ascii")))  # noqa: S301
+
+    def name(self) -> str:
+        return "agentfootprint_sealed"
+
+
+@DBOS.workflow(name=WORKFLOW)
+async def _agent_run(job: dict[str, Any]) -> dict[str, Any]:
+    """One agent run as a DBOS workflow (registered at import, so every process has it)."""
+    worker = f"dbos:{DBOS.executor_id}" if hasattr(DBOS, "executor_id") else "dbos"
+    outcome = await execute_durable(RunJob.model_validate(job), DBOSSteps(), worker=worker)
+    return outcome.model_dump()
+
+
+class DBOSExecutor:
+    """The executor port on DBOS (see the module). One per process: DBOS is configured once
+    per process; :meth:`launch` recovers the runs a killed process left under way."""
+
+    name = "dbos"
+
+    def __init__(self, *, system_database: str, app_name: str = "agentfootprint",
+                 seal_key: bytes | str | None = None, executor_id: str | None = None,
+                 log_level: str = "WARNING") -> None:
+        if not isinstance(system_database, str) or not system_database.startswith(
+                ("sqlite:///", "postgresql://", "postgres://", "postgresql+psycopg://")):
+            raise ConfigurationError(
+                f"system_database={system_database!r} must be a 'sqlite:///path' or "
+                "'postgresql://...' URL of DBOS's system database")
+        if seal_key is not None:
+            from ..flow._seal import check_seal_key
+
+            check_seal_key(seal_key)
+        self.system_database = system_database
+        self.seal_key = seal_key
+        self.config: dict[str, Any] = {
+            "name": app_name, "system_database_url": _sqlalchemy_url(system_database),
+            "log_level": log_level, "application_version": "agentfootprint-1"}
+        if executor_id is not None:
+            self.config["executor_id"] = executor_id
+        if seal_key is not None:
+            self.config["serializer"] = _SealedSerializer(seal_key)
+        self._launched = False
+        self._checked: dict[str, None] = {}
+
+    def __repr__(self) -> str:
+        sealed = ", sealed" if self.seal_key is not None else ""
+        return f"<DBOSExecutor {self.system_database.split('@')[-1]!r}{sealed}>"
+
+    def launch(self) -> None:
+        """Configure DBOS and launch it; DBOS then recovers this executor id's pending runs
+        (in the background; :meth:`wait` for them by run id). Idempotent."""
+        if self._launched:
+            return
+        DBOS(config=self.config)  # type: ignore[arg-type]
+        DBOS.launch()
+        self._launched = True
+
+    async def run_jobs(self, jobs: Sequence[RunJob]) -> list[RunOutcome]:
+        """Start one workflow per job (its id the run id: a job given again joins the
+        workflow already there) and wait for each; outcomes in ``jobs`` order."""
+        self.launch()
+        for job in jobs:
+            await self._check_sealing(job.factory)
+        handles: list[Any] = []
+        for job in jobs:
+            with SetWorkflowID(job.run_id):
+                handles.append(await DBOS.start_workflow_async(_agent_run, job.model_dump()))
+        done = await asyncio.gather(*(h.get_result() for h in handles))
+        return [RunOutcome.model_validate(d) for d in done]
+
+    async def wait(self, run_ids: Sequence[str]) -> list[RunOutcome]:
+        """The outcomes of runs already started (by this process or one that died), waiting
+        for those under way — recovered ones included."""
+        self.launch()
+        handles: list[Any] = [await DBOS.retrieve_workflow_async(run_id) for run_id in run_ids]
+        done = await asyncio.gather(*(h.get_result() for h in handles))
+        return [RunOutcome.model_validate(d) for d in done]
+
+    async def rerun_jobs(self, jobs: Sequence[RerunJob]) -> list[RerunOutcome]:
+        """An explanation's re-runs are thought experiments with no side effect to keep:
+        they run in this process (a lost one is simply run again)."""
+        from ._executor import InProcessExecutor
+
+        return await InProcessExecutor().rerun_jobs(jobs)
+
+    def close(self) -> None:
+        """Shut DBOS down in this process (idempotent)."""
+        if self._launched:
+            DBOS.destroy()
+            self._launched = False
+
+    async def _check_sealing(self, factory: str) -> None:
+        if self.seal_key is not None or factory in self._checked:
+            return
+        from ._executor import _agent_of
+
+        agent = await _agent_of(factory)
+        if getattr(agent, "redaction", None) is not None:
+            raise ConfigurationError(
+                f"{factory}'s agent records under a redaction policy, and DBOS's system "
+                "database would hold its inputs and step results in the clear; give "
+                "dbos_executor(..., seal_key=KEY) (a Fernet key) so they are sealed")
+        self._checked[factory] = None
+
+
+def _sqlalchemy_url(url: str) -> str:
+    """DBOS takes SQLAlchemy URLs; a plain ``postgresql://`` one is given the psycopg 3
+    driver this package installs."""
+    for plain in ("postgresql://", "postgres://"):
+        if url.startswith(plain):
+            return "postgresql+psycopg://" + url[len(plain):]
+    return url
+
+
+def dbos_executor(*, system_database: str, app_name: str = "agentfootprint",
+                  seal_key: bytes | str | None = None, executor_id: str | None = None,
+                  log_level: str = "WARNING") -> DBOSExecutor:
+    """Durable runs on DBOS (see the module): ``system_database`` is ``sqlite:///path`` or a
+    ``postgresql://`` URL; ``seal_key`` seals what DBOS stores; ``executor_id`` names this
+    process to DBOS (recovery at launch takes over the pending runs of that id)."""
+    return DBOSExecutor(system_database=system_database, app_name=app_name, seal_key=seal_key,
+                        executor_id=executor_id, log_level=log_level)
