@@ -18,14 +18,13 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
 
-from test_leaks import POLICY_KINDS, SEAL_KEY, SECRET, assert_clean
-
 from agentfootprint import Agent, Tracing, check_in_approved, tool
 from agentfootprint.flow._redact import REDACTED
 from agentfootprint.memory import SQLiteStore, define_memory
 from agentfootprint.providers import mock
 from agentfootprint.runs import RedactionPolicy
 from agentfootprint.serve import sqlite_sessions, standing_agent
+from test_leaks import POLICY_KINDS, SEAL_KEY, SECRET, assert_clean
 
 SAW: list[str] = []
 
