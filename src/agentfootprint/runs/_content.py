@@ -94,9 +94,9 @@ def pack(data: Mapping[str, Any]) -> tuple[Mapping[str, Any], dict[str, str]]:
         top = {("$" + key if _REFS_KEY.fullmatch(key) else key): value
                for key, value in top.items()}
     body = _packed(top, [], refs, strings)
-    if not refs:
-        return (data if body is data else body), strings
-    return {REFS: refs, **body}, strings
+    if not refs and top is data:
+        return body, strings
+    return {REFS: refs, **body}, strings  # with a renamed key, the (empty) index says so
 
 
 def _ref(text: str, path: Path, refs: list[list[Any]], strings: dict[str, str]) -> Any:
@@ -205,9 +205,9 @@ def _resolved(text: str, fetch: Fetch) -> dict[str, Any]:
     data = json.loads(text)
     if not isinstance(data, dict):
         raise ValueError("it is not a JSON object")
-    rows = fetch()
     wanted = {ref[1] for ref in data.get(REFS, ()) if isinstance(ref, list) and len(ref) == 2
               and isinstance(ref[1], str)}
+    rows = fetch() if wanted else {}
     strings = {}
     for address in wanted:
         if address not in rows:
