@@ -5,6 +5,7 @@ lifespan): the WebSocket's refusals and errors, the MCP mount behind the same au
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,30 @@ def test_the_websocket_refuses_before_accepting_and_answers_bad_frames(
         ("error", 422), ("error", 422), ("error", 409), ("error", 413)]
     assert turn[-1]["type"] == "reply" and turn[-1]["turn"] == 1
     assert turn[-1]["answer"] == "turn 1: you said 'hello'"
+
+
+def test_a_websocket_reader_that_leaves_does_not_stop_its_turn(
+        client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A binary frame of JSON is read like text; a reader that closes the socket while its
+    slow turn runs leaves the turn running: it finishes and is stored."""
+    monkeypatch.setenv("SERVE_TEST_SLOW", "0.3")
+    session = client.post("/sessions", headers=AUTH).json()["id"]
+    with client.websocket_connect(f"/sessions/{session}/ws", headers=AUTH) as ws:
+        ws.send_bytes(json.dumps({"message": "hi"}).encode())
+        while json.loads(ws.receive_text())["type"] != "reply":
+            pass
+        ws.send_bytes(b"\xff")
+        assert json.loads(ws.receive_text())["status"] == 422
+        ws.send_text(json.dumps({"message": "slow please"}))
+        assert json.loads(ws.receive_text())["type"] == "tool_call"
+    deadline = time.monotonic() + 10
+    while True:
+        entries = client.get(f"/sessions/{session}/transcript", headers=AUTH).json()["entries"]
+        if len(entries) == 4 or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert [(e["turn"], e["content"]) for e in entries[2:]] == [
+        (2, "slow please"), (2, "Done: order A-7: delivered.")]
 
 
 def test_the_mcp_mount_is_behind_the_same_auth(tmp_path: Path) -> None:

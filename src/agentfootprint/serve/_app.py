@@ -456,28 +456,37 @@ class _Server:
         """``/sessions/{id}/ws``: messages in, the run's events out (see the OpenAPI text)."""
         from starlette.websockets import WebSocketDisconnect
 
-        principal = await authenticate(self.auth, websocket)
-        if principal is None:
-            await _deny(websocket, 401, _UNAUTHENTICATED)
-            return
-        session_id = websocket.path_params["session_id"]
         try:
+            principal = await authenticate(self.auth, websocket)
+            if principal is None:
+                raise HTTPProblem(401, _UNAUTHENTICATED)
+            session_id = websocket.path_params["session_id"]
             await self.standing.get(session_id, principal=principal)
         except Exception as exc:
             await _deny(websocket, *problem_of(exc, timeout=self.request_timeout))
             return
         await websocket.accept()
-        try:
-            while True:
-                text = await websocket.receive_text()
+        while True:
+            message = await websocket.receive()
+            if message["type"] == "websocket.disconnect":
+                return
+            try:
+                text = message.get("text")
+                if text is None:
+                    try:
+                        text = (message.get("bytes") or b"").decode()
+                    except UnicodeDecodeError:
+                        raise HTTPProblem(422, "send JSON text frames (UTF-8)") from None
+                await self._ws_turn(websocket, session_id, principal, text)
+            except (WebSocketDisconnect, OSError):  # the reader left; its run goes on
+                return
+            except Exception as exc:
+                status, detail = problem_of(exc, timeout=self.request_timeout)
                 try:
-                    await self._ws_turn(websocket, session_id, principal, text)
-                except Exception as exc:
-                    status, detail = problem_of(exc, timeout=self.request_timeout)
                     await websocket.send_text(json.dumps(
                         {"type": "error", "status": status, "detail": detail}))
-        except WebSocketDisconnect:
-            return
+                except (WebSocketDisconnect, OSError, RuntimeError):
+                    return
 
     async def _ws_turn(self, websocket: WebSocket, session_id: str, principal: str,
                        text: str) -> None:

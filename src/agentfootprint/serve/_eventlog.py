@@ -83,7 +83,7 @@ class RunLog:
 class EventLogs:
     """The logs of this process's streamed runs, bounded (see the module docstring)."""
 
-    def __init__(self, *, max_runs: int = 1_000, max_events: int = 10_000) -> None:
+    def __init__(self, *, max_runs: int = 256, max_events: int = 4_096) -> None:
         self.max_runs = max_runs
         self.max_events = max_events
         self._logs: OrderedDict[str, RunLog] = OrderedDict()
