@@ -9,6 +9,7 @@ so every provider can be used where a stream is expected.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Literal, NotRequired
 
@@ -225,14 +226,20 @@ class WireMemo:
     history is known to extend it (``flow.extends``: constant time, committed lists only),
     only the new messages are converted; anything else is converted whole. The result is
     always exactly ``wire_messages(messages)``: a new list, cleaned messages fresh copies.
-    What it remembers is one immutable tuple, replaced whole, so runs that share a memo
-    (one agent, several runs at once, even on threads) only cost each other the cache.
+
+    The converted messages sit in an append-only list shared along one history's lineage
+    (``upto`` says how much of it belongs to the remembered history); a call that extends
+    the tip appends to it, anything else starts a new one, so an answer handed out earlier
+    never changes. What is remembered is one immutable tuple, replaced whole, and the
+    append happens under a lock, so runs sharing a memo (one agent, several runs at once,
+    even on threads) only cost each other the cache.
     """
 
-    __slots__ = ("_last",)
+    __slots__ = ("_last", "_lock")
 
     def __init__(self) -> None:
-        self._last: tuple[FrozenList, tuple[Message, ...], tuple[int, ...]] | None = None
+        self._last: tuple[FrozenList, list[Message], int, tuple[int, ...]] | None = None
+        self._lock = threading.Lock()
 
     def __call__(self, messages: Sequence[Message]) -> list[Message]:
         committed = _committed(messages)
@@ -240,17 +247,21 @@ class WireMemo:
             return wire_messages(messages)
         last = self._last
         if last is not None and extends(committed, last[0]):
-            source, done_wire, done_cleaned = last
+            source, wire, upto, done_cleaned = last
             start = len(source)
             tail = wire_messages(committed[start:])
-            wire = done_wire + tuple(tail)
+            with self._lock:
+                if len(wire) != upto:  # another history grew this list: start a new one
+                    wire = wire[:upto]
+                wire.extend(tail)
             cleaned = done_cleaned + tuple(
                 start + i for i, m in enumerate(committed[start:]) if "injected_by" in m)
         else:
-            wire = tuple(wire_messages(committed))
+            wire = wire_messages(committed)
             cleaned = tuple(i for i, m in enumerate(committed) if "injected_by" in m)
-        self._last = (committed, wire, cleaned)
-        out = list(wire)
+        size = len(committed)
+        self._last = (committed, wire, size, cleaned)
+        out = wire[:size]
         for index in cleaned:  # the caller gets its own copies of what it may change
             out[index] = dict(out[index])  # type: ignore[call-overload]
         return out
