@@ -125,3 +125,20 @@ def test_a_user_error_is_one_line_and_exit_2(args: list[str], said: str,
     err = capsys.readouterr().err
     assert err.startswith("agentfootprint serve: ") and said in err
     assert err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize(("spec", "shown"), [
+    ("redis://127.0.0.1:1/0", "redis_sessions('redis://127.0.0.1:1/0'"),
+    ("postgresql://u:pw@127.0.0.1:1/db", "postgres_sessions('db@127.0.0.1:1'"),
+    ("sqlite:{tmp}/s.db", "sqlite_sessions("),
+])
+def test_sessions_are_named_like_the_cli_names_them(spec: str, shown: str,
+                                                    tmp_path: Path) -> None:
+    """``--sessions`` (and ``serve_app(sessions="...")``) picks the store from the spelling;
+    nothing connects until a request needs the store, and no password is shown."""
+    pytest.importorskip("redis")
+    pytest.importorskip("psycopg")
+    app = serve_app(TARGET, sessions=spec.format(tmp=tmp_path),
+                    auth=api_key_auth({ALICE: "alice"}))
+    assert repr(app.state.standing.store).startswith("<" + shown)
+    assert "pw" not in repr(app.state.standing.store)

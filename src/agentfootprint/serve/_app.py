@@ -71,7 +71,8 @@ def serve_app(target: Any, *, sessions: Any = None, auth: Authenticate | None = 
     a factory, an ``Agent``, or a ``StandingAgent`` (then ``sessions`` is its own).
 
     ``sessions`` is a session store (``sqlite_sessions(path)``, ``redis_sessions(url)``,
-    ``postgres_sessions(url)``; default: the standing agent's). ``auth(request) -> principal``
+    ``postgres_sessions(url)``, or the CLI's spelling: ``"sqlite:PATH"``, ``"redis://..."``,
+    ``"postgresql://..."``; default: the standing agent's). ``auth(request) -> principal``
     decides who calls (default ``api_key_auth()``: keys from ``$AGENTFOOTPRINT_API_KEYS``);
     with none configured the app is refused unless ``allow_unauthenticated=True`` (loopback
     callers only, all the principal ``local``). ``cors_origins`` lists the browser origins
@@ -175,6 +176,10 @@ def _standing_for(target: Any, sessions: Any) -> StandingAgent:
                 "a StandingAgent brings its own sessions; pass sessions= to standing_agent(...)")
         return target
     make = _factory(target)
+    if isinstance(sessions, str):
+        from ._cli import sessions_from
+
+        sessions = sessions_from(sessions)
     if sessions is None:
         return standing_agent(make)
     return standing_agent(make, sessions=sessions)
