@@ -3,7 +3,6 @@ PostgreSQL (the servers ``.ci/run`` starts; skipped locally without them, failed
 
 from __future__ import annotations
 
-import os
 import sys
 import uuid
 from collections.abc import Iterator
@@ -14,7 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "serve"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "memory"))
 
+from memory_helpers import drop_redis_prefix, redis_prefix, redis_url
 from session_suite import (
     OPERATIONS,
     Backend,
@@ -32,49 +33,17 @@ from agentfootprint.serve import postgres_sessions, redis_sessions
 
 pytestmark = pytest.mark.e2e
 
-REDIS_URL_ENV = "AGENTFOOTPRINT_REDIS_URL"
-
-
-def _redis_url() -> str:
-    found = os.environ.get(REDIS_URL_ENV)
-    if found:
-        return found
-    if os.environ.get("CI"):
-        pytest.fail(f"{REDIS_URL_ENV} is unset under CI; .ci/run starts redis-server and sets it.")
-    pytest.skip(f"needs {REDIS_URL_ENV}=redis://… (a running server)")
-
-
-def _drop_prefix(url: str, prefix: str) -> None:
-    import redis
-
-    client = redis.Redis.from_url(url)
-    try:
-        keys = list(client.scan_iter(match=f"{prefix}/*", count=500))
-        if keys:
-            client.delete(*keys)
-    finally:
-        client.close()
-
-
-def _drop_schema(url: str, schema: str) -> None:
-    import psycopg
-    from psycopg import sql
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
-
 
 @pytest.fixture(params=["redis", "postgres"])
 def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
     CALLS.clear()
     if request.param == "redis":
-        url, prefix = _redis_url(), f"aftest-{uuid.uuid4().hex}"
+        url, prefix = redis_url(), redis_prefix()
         yield Backend(url, {"SESSIONS_PREFIX": prefix})
-        _drop_prefix(url, prefix)
+        drop_redis_prefix(prefix)
     else:
-        url, schema = request.getfixturevalue("pg_url"), f"aftest_{uuid.uuid4().hex}"
-        yield Backend(url, {"SESSIONS_SCHEMA": schema})
-        _drop_schema(url, schema)
+        url, schema = request.getfixturevalue("pg_url"), request.getfixturevalue("pg_schema")
+        yield Backend(url, {"SESSIONS_SCHEMA": schema})  # (pg_schema drops it afterwards)
 
 
 async def test_three_turns_across_two_processes_keep_their_numbers(backend: Backend) -> None:
@@ -97,13 +66,13 @@ async def test_concurrent_sends_exactly_one_runs(backend: Backend) -> None:
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(operations=OPERATIONS)
 def test_redis_store_matches_the_model(operations: list[tuple[Any, ...]]) -> None:
-    url, prefix = _redis_url(), f"aftest-{uuid.uuid4().hex}"
+    url, prefix = redis_url(), redis_prefix()
     store = redis_sessions(url, prefix=prefix)
     try:
         StoreModel(store).run(operations)
     finally:
         run_sync(store.aclose())
-        _drop_prefix(url, prefix)
+        drop_redis_prefix(prefix)
 
 
 @settings(max_examples=15, deadline=None,
@@ -134,7 +103,7 @@ async def test_unreachable_servers_raise_naming_the_store() -> None:
 async def test_unreadable_redis_hash_is_an_error_not_a_fresh_session() -> None:
     import redis.asyncio
 
-    backend = Backend(_redis_url(), {"SESSIONS_PREFIX": f"aftest-{uuid.uuid4().hex}"})
+    backend = Backend(redis_url(), {"SESSIONS_PREFIX": redis_prefix()})
     standing = backend.standing()
     session = await standing.start(principal="alice")
     client = redis.asyncio.Redis.from_url(backend.where, decode_responses=True)
@@ -143,4 +112,4 @@ async def test_unreadable_redis_hash_is_an_error_not_a_fresh_session() -> None:
     with pytest.raises(SessionStoreError, match=rf"{session.id}.*unreadable"):
         await standing.get(session.id, principal="alice")
     await standing.close()
-    _drop_prefix(backend.where, backend.env["SESSIONS_PREFIX"])
+    drop_redis_prefix(backend.env["SESSIONS_PREFIX"])

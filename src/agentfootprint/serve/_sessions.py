@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict
 from ..errors import ConfigurationError, SessionNotFound, SessionStoreError
 from ..runs._lifecycle import RUN_ID_PATTERN
 
-__all__ = ["MAX_PRINCIPAL_CHARS", "MAX_SESSION_ID_CHARS", "Reply", "Session",
+__all__ = ["MAX_PRINCIPAL_CHARS", "MAX_SESSION_ID_CHARS", "NamedStore", "Reply", "Session",
            "SessionRecord", "SessionStore", "SessionUpdate", "TranscriptEntry",
            "check_principal", "check_session_id", "parse_checkpoint"]
 
@@ -206,6 +206,19 @@ def parse_entry(session_id: str, body: str, store: str) -> TranscriptEntry:
         raise SessionStoreError(
             f"a transcript line of session {session_id!r} in {store} is unreadable; it was "
             "altered — the row is left as it is", store=store) from exc
+
+
+class NamedStore:
+    """What the built-in stores share: their name (for errors, never a password) as repr."""
+
+    _name: str
+
+    def __repr__(self) -> str:
+        return f"<{self._name}>"
+
+    @property
+    def name(self) -> str:
+        return self._name
 
 
 @runtime_checkable

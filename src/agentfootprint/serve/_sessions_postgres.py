@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from .._postgres import DDL_LOCK, check_identifier, server_label
 from ..errors import ConfigurationError, SessionStoreError
-from ._sessions import SessionRecord, SessionUpdate, TranscriptEntry, parse_entry
+from ._sessions import NamedStore, SessionRecord, SessionUpdate, TranscriptEntry, parse_entry
 from ._sessions_sql import COLUMNS, DDL, SQL, record_of
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ def _import_driver() -> tuple[Any, Any]:
     return psycopg, psycopg_pool
 
 
-class PostgresSessionStore:
+class PostgresSessionStore(NamedStore):
     """A ``SessionStore`` in PostgreSQL (see ``postgres_sessions``). It belongs to the event
     loop that first uses it."""
 
@@ -82,13 +82,6 @@ class PostgresSessionStore:
         conninfo = url if url is not None else getattr(pool, "conninfo", "")
         where = server_label(self._psycopg, conninfo)
         self._name = f"postgres_sessions({where!r}, schema={schema!r}, table={table!r})"
-
-    def __repr__(self) -> str:
-        return f"<{self._name}>"
-
-    @property
-    def name(self) -> str:
-        return self._name
 
     @property
     def schema(self) -> str:

@@ -23,7 +23,14 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 from ..errors import ConfigurationError, SessionStoreError
 from ..memory._identity import encode_identity_field
 from ..memory.stores._redis import _describe, _redact
-from ._sessions import SessionRecord, SessionUpdate, TranscriptEntry, check_record, parse_entry
+from ._sessions import (
+    NamedStore,
+    SessionRecord,
+    SessionUpdate,
+    TranscriptEntry,
+    check_record,
+    parse_entry,
+)
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -121,7 +128,7 @@ def redis_sessions(url: str | None = None, *, client: Redis | None = None,
     return RedisSessionStore(url, client=client, prefix=prefix)
 
 
-class RedisSessionStore:
+class RedisSessionStore(NamedStore):
     """A ``SessionStore`` on Redis (see ``redis_sessions``)."""
 
     def __init__(self, url: str | None = None, *, client: Redis | None = None,
@@ -156,13 +163,6 @@ class RedisSessionStore:
         self._scripts = {name: client.register_script(text) for name, text in (
             ("create", _CREATE), ("claim", _CLAIM), ("renew", _RENEW), ("release", _RELEASE),
             ("delete", _DELETE), ("purge", _PURGE), ("list", _LIST))}
-
-    def __repr__(self) -> str:
-        return f"<{self._name}>"
-
-    @property
-    def name(self) -> str:
-        return self._name
 
     @property
     def prefix(self) -> str:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Final, Literal, TypeVar
 
 from ..errors import ConfigurationError, SessionStoreError
-from ._sessions import SessionRecord, SessionUpdate, TranscriptEntry, parse_entry
+from ._sessions import NamedStore, SessionRecord, SessionUpdate, TranscriptEntry, parse_entry
 from ._sessions_sql import COLUMNS, DDL, SQL, record_of
 
 __all__ = ["DEFAULT_SESSIONS", "SQLiteSessionStore", "sqlite_sessions"]
@@ -45,7 +45,7 @@ def sqlite_sessions(path: str | os.PathLike[str] = DEFAULT_SESSIONS, *,
     return SQLiteSessionStore(path, synchronous=synchronous, busy_timeout=busy_timeout)
 
 
-class SQLiteSessionStore:
+class SQLiteSessionStore(NamedStore):
     """A ``SessionStore`` in one SQLite file (see ``sqlite_sessions``)."""
 
     def __init__(self, path: str | os.PathLike[str], *,
@@ -65,13 +65,6 @@ class SQLiteSessionStore:
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._closed = False
-
-    def __repr__(self) -> str:
-        return f"<{self._name}>"
-
-    @property
-    def name(self) -> str:
-        return self._name
 
     @property
     def path(self) -> Path:
