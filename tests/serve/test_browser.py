@@ -204,17 +204,19 @@ def test_prove_runs_in_the_background_and_keeps_a_causal_verdict(tmp_path: Path)
         assert job["criterion"] == "the answer contains 'approved'"
         again = client.post(f"/runs/{run_id}/prove", headers=JSON,
                             data={"token": _token(page), "phrase": "approved"}).json()
-        if again["state"] in ("queued", "running"):
-            assert again["job"] == job["job"]  # one job per run at a time
         done = _finish(client, job["job"])
+        runs_proven = 1
+        if again["job"] != job["job"]:  # the first had finished: a second proof is kept
+            assert _finish(client, again["job"])["verdict"] == "CAUSAL"
+            runs_proven = 2
         assert done["state"] == "done", done
         assert done["verdict"] == "CAUSAL"
         assert done["done"] >= 2 and done["label"]
         assert done["lines"][0] == "PROVEN: fact 'customer-profile' caused the answer."
         with RunStore(path) as store:
             kept = store.proofs(run_id)
-        assert [p["kind"] for p in kept] == ["localize"]
-        assert kept[0]["criterion"]["contains"] == "approved"
+        assert [p["kind"] for p in kept] == ["localize"] * runs_proven
+        assert {p["criterion"]["contains"] for p in kept} == {"approved"}
 
         reloaded = client.get(f"/runs/{run_id}").text
         assert 'data-kept="yes"' in reloaded
