@@ -47,6 +47,12 @@ from agentfootprint.memory.stores._sql import (
     scored,
     statements,
 )
+from agentfootprint.memory.stores._vector_index import (
+    SQLITE_VECTOR_SCHEMA,
+    BlockCache,
+    append_sqlite,
+    load_sqlite,
+)
 from agentfootprint.memory.stores._vectors import (
     VectorIndex,
     VectorMeta,
@@ -129,6 +135,7 @@ class SQLiteStore(Closing):
         self._clock = clock
         self._lock = threading.Lock()
         self._vectors: dict[str, tuple[int, VectorIndex, list[VectorMeta]]] = {}
+        self._blocks = BlockCache()  # the persisted vector blocks read so far
         self._conn: sqlite3.Connection | None = self._open(busy_timeout_ms)
 
     @property
@@ -169,7 +176,7 @@ class SQLiteStore(Closing):
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("BEGIN IMMEDIATE")
-            for statement in _SCHEMA.split(";"):
+            for statement in (_SCHEMA + SQLITE_VECTOR_SCHEMA).split(";"):
                 if statement.strip():
                     conn.execute(statement)
             conn.execute(
@@ -278,6 +285,7 @@ class SQLiteStore(Closing):
             self._vectors.pop(namespace, None)
             conn.execute("BEGIN IMMEDIATE")
             conn.executemany(_SQL.put, rows)
+            append_sqlite(conn, namespace)  # the new vectors' block, in the same transaction
             conn.execute("COMMIT")
 
         await self._run("put_many", work)
@@ -335,13 +343,7 @@ class SQLiteStore(Closing):
         cached = self._vectors.get(namespace)
         if cached is not None and cached[0] == version:
             return cached[1], cached[2]
-        rows = conn.execute(
-            "SELECT id, embedding, embedding_model, expires_at, tier FROM af_memory_entries "
-            "WHERE namespace = ? AND embedding IS NOT NULL",
-            (namespace,),
-        ).fetchall()
-        index = VectorIndex([(r[0], unpack_float32(r[1])) for r in rows])
-        meta: builtins.list[VectorMeta] = [(r[2], r[3], r[4]) for r in rows]
+        index, meta = load_sqlite(conn, namespace, self._blocks)  # _vector_index.py
         self._vectors[namespace] = (version, index, meta)
         return index, meta
 

@@ -93,8 +93,22 @@ class VectorIndex:
     """
 
     def __init__(self, rows: Sequence[tuple[str, Sequence[float]]]) -> None:
-        self.rows = list(rows)
+        self._rows: list[tuple[str, Sequence[float]]] | None = list(rows)
+        self.ids = [row[0] for row in self._rows]
         self._matrices: dict[int, tuple[list[int], Any, Any]] = {}
+
+    @property
+    def rows(self) -> list[tuple[str, Sequence[float]]]:
+        """``(id, vector)`` per position (a packed index makes them on first use)."""
+        if self._rows is None:
+            self._rows = self._make_rows()
+        return self._rows
+
+    def _make_rows(self) -> list[tuple[str, Sequence[float]]]:
+        return []
+
+    def __len__(self) -> int:
+        return len(self.ids)
 
     def rank(
         self,
@@ -106,7 +120,7 @@ class VectorIndex:
     ) -> list[tuple[str, float]]:
         """Like :func:`rank_cosine` over the rows whose position ``keep`` accepts."""
         np = _numpy()
-        if np is None or len(self.rows) <= 32:
+        if np is None or len(self.ids) <= 32:
             rows = [row for i, row in enumerate(self.rows) if keep(i)]
             return rank_cosine(query, rows, k=k, min_score=min_score)
         query_norm = math.sqrt(math.fsum(x * x for x in query))
@@ -128,7 +142,7 @@ class VectorIndex:
                 break  # ties with the k-th are kept so ids can break them below
             position = positions[slot]
             if keep(position):
-                picked.append((self.rows[position][0], score))
+                picked.append((self.ids[position], score))
         picked.sort(key=lambda hit: (-hit[1], hit[0]))
         return picked[:k]
 
