@@ -24,7 +24,7 @@ import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ...audit._cli import stored_run_warning
 from ...errors import AgentFootprintError, ConfigurationError, RunError
@@ -43,6 +43,9 @@ from ._assets import CSS, JS, PAGE_POLICY, REPORT_POLICY
 from ._jobs import ProveJobs
 from ._pages import Choice, RunFacts, problem_page, run_page, runs_page
 from ._query import PAGE_SIZE, BadFilter, RunFilter, RunPage, list_runs
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
 
 __all__ = ["Auth", "browser_app", "check_bind"]
 
@@ -135,16 +138,19 @@ class _Serialized:
 def browser_app(store: str | Path | RunStorePort = DEFAULT_RUN_STORE, *,
                 agent: str | None = None, auth: Auth | None = None,
                 predicates: Sequence[str] = (), budget: int | None = DEFAULT_BUDGET,
-                alpha: float = DEFAULT_ALPHA, page_size: int = PAGE_SIZE) -> Any:
+                alpha: float = DEFAULT_ALPHA, page_size: int = PAGE_SIZE) -> Starlette:
     """The run browser as a Starlette app (mount it, or serve it with uvicorn).
 
     ``agent`` is the ``"module:function"`` that rebuilds the agent for re-runs (default: the
     factory recorded with each run). ``predicates`` are ``"module:function"`` criteria the prove
     form offers beside a typed phrase (a form never names code to import). ``budget`` and
     ``alpha`` are ``prove``'s; ``page_size`` is how many runs a page of the list shows.
+    Mounted in another app, its lifespan does not run: call ``app.state.prove_jobs.close()``
+    from the host's shutdown to drop queued prove jobs.
     """
     try:
         from starlette.applications import Starlette
+        from starlette.middleware import Middleware
         from starlette.routing import Route
     except ImportError as exc:
         raise ConfigurationError(f"the run browser needs Starlette ({exc.name!r} is missing); "
@@ -176,10 +182,11 @@ def browser_app(store: str | Path | RunStorePort = DEFAULT_RUN_STORE, *,
             browser.jobs.close()
 
     app = Starlette(routes=routes, lifespan=lifespan, max_body_size=16_384,
+                    middleware=[Middleware(_Guard, browser=browser, auth=auth)],
                     exception_handlers={404: browser.not_found, 405: browser.not_allowed,
                                         Exception: browser.failed})
     app.state.prove_jobs = browser.jobs
-    return _Guard(app, browser, auth)
+    return app
 
 
 class _Browser:
@@ -429,11 +436,10 @@ class _Guard:
     """Who may ask: a loopback ``Host`` (no ``auth``) or a principal from ``auth``; a POST
     only from this origin. Answers refusals itself; passes everything else to ``app``."""
 
-    def __init__(self, app: Any, browser: _Browser, auth: Auth | None) -> None:
+    def __init__(self, app: Any, *, browser: _Browser, auth: Auth | None) -> None:
         self.app = app
         self.browser = browser
         self.auth = auth
-        self.state = app.state
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
