@@ -82,6 +82,13 @@ async def test_a_batch_of_100_runs_gives_the_in_process_results(
     assert [o.content for o in again] == [o.content for o in remote[:5]]
     _once_each(fleet.workdir, ids)
 
+    chunk_ids = [f"chunk-{i}" for i in range(20)]  # 8 runs per task, order kept
+    chunked = await run_many(FACTORY, messages[:20], store=str(store), run_ids=chunk_ids,
+                             executor=celery_executor(broker=fleet.broker, queue=fleet.queue,
+                                                      timeout=60, chunk=8))
+    assert [o.content for o in chunked] == [o.content for o in remote[:20]]
+    _once_each(fleet.workdir, chunk_ids)
+
 
 async def test_a_localize_over_20_suspects_gives_the_in_process_verdicts(fleet: Fleet) -> None:
     result = await make_suspect_agent().run("What should we do about ticket 42?")

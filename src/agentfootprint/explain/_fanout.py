@@ -27,7 +27,6 @@ from ..errors import ConfigurationError
 from ._criterion import WrongIf
 
 if TYPE_CHECKING:
-    from ..runs._recording import Recording
     from ._rerun import Outcome, Rerunner
 
 __all__ = ["RerunExecutor", "RerunJob", "RerunOutcome", "both", "check_fanout", "remote_runs",
@@ -178,49 +177,58 @@ async def both(runner: Rerunner, first: Callable[[], Awaitable[T]],
     return found[0], found[1]  # type: ignore[return-value]
 
 
-_recordings: dict[str, Recording] = {}
+_runners: dict[tuple[str, str], Rerunner] = {}
 
 
-def _parsed(text: str) -> Recording:
+async def _runner_for(job: RerunJob) -> Rerunner:
+    """The re-runner of ``job``'s explanation in this process: the recording parsed, the agent
+    built and the sandbox set up once, shared by its re-runs as in-process (one source agent,
+    one sandbox)."""
     from ..runs._recording import Recording
-
-    key = hashlib.sha256(text.encode()).hexdigest()
-    found = _recordings.get(key)
-    if found is None:
-        if len(_recordings) > 32:
-            _recordings.clear()
-        found = _recordings[key] = Recording.from_json(text)
-    return found
-
-
-async def rerun_one(job: RerunJob) -> RerunOutcome:
-    """Do one re-run here, exactly as ``Rerunner`` does in-process (see the module)."""
     from ..runs._view import RunView
     from ._criterion import load_callable
     from ._prove import StoredRun
-    from ._rerun import BudgetExceeded, Rerunner
+    from ._rerun import Rerunner
 
-    try:
-        recording = _parsed(job.recording)
+    key = (job.factory, hashlib.sha256(job.recording.encode()).hexdigest())
+    found = _runners.get(key)
+    if found is None:
+        recording = Recording.from_json(job.recording)
         agent = load_callable(job.factory)()
         if inspect.isawaitable(agent):
             agent = await agent
         answer = RunView.of(recording).answer or ""
         stored = StoredRun(answer, recording, agent, recording.run_id)
-        criterion = job.criterion
-        runner = Rerunner(rebuild=None, is_wrong=criterion or _never, message=job.message,
-                          reruns=1, progress=None, total=1, result=stored, budget=None)
-        runner.done = job.seed
+        found = Rerunner(rebuild=None, is_wrong=_never, message=job.message, reruns=1,
+                         progress=None, total=1, result=stored, budget=None)
+        if len(_runners) >= 8:
+            _runners.pop(next(iter(_runners)))
+        _runners[key] = found
+    return found
+
+
+async def rerun_one(job: RerunJob) -> RerunOutcome:
+    """Do one re-run here, exactly as ``Rerunner`` does in-process (see the module)."""
+    from ..agent._usage import UsageMeter
+    from ._rerun import BudgetExceeded, _model_calls
+
+    try:
+        runner = await _runner_for(job)
+        runner.message = job.message
+        runner.done = job.seed  # the seed it isolates with, read before the re-run suspends
+        runner.meter = UsageMeter()  # its spend judged alone
         outcome = await runner._once(frozenset(job.removed), job.seed)
     except BudgetExceeded as exc:
         return RerunOutcome(budget=str(exc) or "the agent's budget was spent")
     except ConfigurationError as exc:
         return RerunOutcome(error=str(exc))
+    criterion = job.criterion
     wrong = None
     if criterion is not None and criterion.judges_result and outcome.result is not None:
         wrong = bool(criterion(outcome.result))
     return RerunOutcome(answer=outcome.answer, complete=outcome.complete, reason=outcome.reason,
-                        model_calls=runner.model_calls, deterministic=bool(runner.deterministic),
+                        model_calls=_model_calls(outcome.result) if outcome.result else 0,
+                        deterministic=bool(runner.deterministic),
                         paused=bool(getattr(outcome.result, "paused", False)), wrong=wrong)
 
 
