@@ -90,6 +90,46 @@ async def test_a_claim_held_elsewhere_is_busy_until_its_lease_lapses(tmp_path: P
     await standing.close()
 
 
+async def test_a_turn_longer_than_its_lease_keeps_the_session_by_renewing(
+        tmp_path: Path) -> None:
+    """The claim is renewed while the turn runs: a 0.6 s turn under a 0.15 s lease still
+    holds the session against another send, and its outcome is stored."""
+
+    async def slow(request: Any) -> str:
+        await asyncio.sleep(0.6)
+        return "slow answer"
+
+    standing = standing_agent(Agent(provider=mock(respond=slow), model="m"),
+                              sessions=sqlite_sessions(tmp_path / "s.db"),
+                              lease=timedelta(seconds=0.15))
+    session = await standing.start(principal="alice")
+    first = asyncio.ensure_future(standing.send(session.id, "one", principal="alice"))
+    await asyncio.sleep(0.4)  # well past the lease: renewed meanwhile
+    with pytest.raises(SessionBusy):
+        await standing.send(session.id, "two", principal="alice")
+    assert (await first).answer == "slow answer"
+    assert (await standing.get(session.id, principal="alice")).turns == 1
+    await standing.close()
+
+
+async def test_the_run_is_numbered_and_named_as_the_session_says(tmp_path: Path) -> None:
+    """The turn the run records (agent.turn_start) is the session's, and its run id names
+    the session and the turn."""
+    started: list[tuple[int, str | None]] = []
+
+    def make() -> Agent:
+        agent = make_chat()
+        agent.on("agent.turn_start", lambda e: started.append((e.payload["turn"], e.run_id)))
+        return agent
+
+    standing = standing_agent(make, sessions=sqlite_sessions(tmp_path / "s.db"))
+    session = await standing.start(principal="alice")
+    replies = [await standing.send(session.id, m, principal="alice") for m in "ab"]
+    assert started == [(1, replies[0].run_id), (2, replies[1].run_id)]
+    assert [r.run_id.split(".")[:2] for r in replies] == [[session.id, "1"], [session.id, "2"]]
+    await standing.close()
+
+
 async def test_send_to_a_paused_session_names_resume_and_resume_needs_a_pause(
         tmp_path: Path) -> None:
     standing = standing_agent(make_refunds, sessions=sqlite_sessions(tmp_path / "s.db"))
