@@ -29,6 +29,7 @@ import contextlib
 import inspect
 import json
 import logging
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -366,7 +367,7 @@ class _Server:
         from starlette.responses import Response
 
         text = request.query_params.get("limit", "50")
-        if not text.isdigit() or not 1 <= int(text) <= 1000:
+        if not re.fullmatch(r"[0-9]{1,4}", text) or not 1 <= int(text) <= 1000:
             raise HTTPProblem(422, "limit must be a whole number from 1 to 1000")
         found = await self.standing.sessions(principal=principal, limit=int(text))
         return Response(SessionList(sessions=list(found)).model_dump_json(),

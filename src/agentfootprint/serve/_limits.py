@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
     from starlette.requests import Request
 
 __all__ = ["HTTPProblem", "RunSlots", "read_body"]
+
+_NUMBER = re.compile(r"[0-9]{1,18}")
 
 
 class HTTPProblem(Exception):
@@ -35,7 +38,7 @@ class HTTPProblem(Exception):
 async def read_body(request: Request, limit: int) -> bytes:
     """The body, or ``HTTPProblem(413)`` as soon as it is known to be over ``limit`` bytes."""
     declared = request.headers.get("content-length", "").strip()
-    if declared.isdigit() and int(declared) > limit:  # else the bytes are counted as they come
+    if _NUMBER.fullmatch(declared) and int(declared) > limit:  # else counted as they come
         raise HTTPProblem(413, _too_large(limit))
     chunks: list[bytes] = []
     size = 0
