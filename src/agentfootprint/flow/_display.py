@@ -8,7 +8,6 @@ a small table for Jupyter's ``_repr_html_``, every value escaped.
 
 from __future__ import annotations
 
-import html
 from collections.abc import Collection, Sequence
 
 __all__ = ["REPR_WIDTH", "clip", "html_summary", "short_repr", "terminal_text"]
@@ -67,6 +66,8 @@ def html_summary(kind: str, fields: Fields, *, detail: str | None = None,
     Every name and value is HTML-escaped: a result's text is model or user text and may hold
     markup.
     """
+    import html  # html.entities costs ~9 ms at import; a notebook summary is rare
+
     rows = "".join(
         f"<tr><th style='text-align:left'>{html.escape(name)}</th>"
         f"<td style='text-align:left'>{html.escape(_text(value))}</td></tr>"
