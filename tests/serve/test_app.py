@@ -324,3 +324,27 @@ async def test_the_openapi_document_lists_exactly_the_served_routes_and_their_re
     assert {op.name for op in OPERATIONS} <= {
         operation["operationId"] for item in document["paths"].values()
         for operation in item.values()}
+
+
+async def test_a_check_in_verdict_is_signed_by_the_authenticated_caller(
+        make_client: Make, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever ``by`` the body claims, the verdict the agent receives names the principal
+    whose key was sent (a caller cannot approve in someone else's name)."""
+    from agentfootprint.agent._agent import Agent
+
+    received: list[object] = []
+    original = Agent.resume
+
+    async def spy(self: Agent, checkpoint: Any, answer: object = None, **options: Any) -> Any:
+        received.append(answer)
+        return await original(self, checkpoint, answer, **options)
+
+    monkeypatch.setattr(Agent, "resume", spy)
+    client = await make_client()
+    session = await _session(client)
+    assert (await client.post(f"/sessions/{session}/messages", json={"message": "refund"})
+            ).status_code == 202
+    done = await client.post(f"/sessions/{session}/resume",
+                             json={"answer": {"check_in": "approved", "by": "mallory"}})
+    assert done.status_code == 200
+    assert received == [{"check_in": "approved", "by": "alice"}]

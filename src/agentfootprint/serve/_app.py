@@ -393,7 +393,8 @@ class _Server:
     async def resume_session(self, request: Request, principal: str) -> Response:
         body: ResumeIn = await self.body(request, ResumeIn)
         return await self.run(principal, lambda: self.standing.resume(
-            request.path_params["session_id"], body.answer, principal=principal,
+            request.path_params["session_id"], _signed(body.answer, principal),
+            principal=principal,
             timeout=self.request_timeout))
 
     async def get_transcript(self, request: Request, principal: str) -> Response:
@@ -506,7 +507,8 @@ class _Server:
         if isinstance(sent, dict) and set(sent) == {"resume"}:
             with self.slots.slot(principal):
                 async with asyncio.timeout(self.hard_timeout):
-                    reply = await self.standing.resume(session_id, sent["resume"],
+                    reply = await self.standing.resume(session_id,
+                                                       _signed(sent["resume"], principal),
                                                        principal=principal,
                                                        timeout=self.request_timeout)
             await websocket.send_text(_reply_frame(reply))
@@ -528,6 +530,14 @@ async def _deny(websocket: WebSocket, status: int, detail: str) -> None:
         await websocket.send_denial_response(_error(status, detail))
     else:
         await websocket.close(code=4000 + status, reason=detail[:120])
+
+
+def _signed(answer: Any, principal: str) -> Any:
+    """A check-in verdict signed by the caller: its ``by`` is the authenticated principal
+    (whatever the body said), so the kept receipt names who really answered."""
+    if isinstance(answer, dict) and "check_in" in answer:
+        return {**answer, "by": principal}
+    return answer
 
 
 def _reply_frame(reply: Any) -> str:

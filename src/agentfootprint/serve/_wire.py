@@ -48,8 +48,8 @@ class ResumeIn(_Wire):
 
     answer: Any = Field(description=(
         "The answer the pause asked for: for a check-in "
-        "{\"check_in\": \"approved\", \"by\": \"alice\"} (or \"declined\", with a note); "
-        "for a question, the reply."))
+        "{\"check_in\": \"approved\"} (or \"declined\", with a note; its \"by\" is always "
+        "set to the authenticated caller); for a question, the reply."))
 
 
 class SessionList(_Wire):
