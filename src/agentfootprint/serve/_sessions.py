@@ -32,7 +32,7 @@ from ..runs._lifecycle import RUN_ID_PATTERN
 
 __all__ = ["MAX_PRINCIPAL_CHARS", "MAX_SESSION_ID_CHARS", "NamedStore", "Reply", "Session",
            "SessionRecord", "SessionStore", "SessionUpdate", "TranscriptEntry",
-           "check_principal", "check_session_id", "parse_checkpoint"]
+           "check_principal", "check_session_id", "parse_checkpoint", "taken"]
 
 MAX_SESSION_ID_CHARS: Final = 64
 """A session id is a run id (``runs/_lifecycle.RUN_ID_PATTERN``) of at most this many
@@ -178,6 +178,13 @@ def check_record(record: SessionRecord, store: str) -> SessionRecord:
             f"session {record.id!r} in {store} is unreadable (status {record.status!r}, turns "
             f"{record.turns!r}); it was altered — the row is left as it is", store=store)
     return record
+
+
+def taken(session_id: str, store: str) -> SessionStoreError:
+    """The error for creating a session under an id the store already holds."""
+    return SessionStoreError(
+        f"session {session_id!r} already exists in {store}; a session id names one session "
+        "for good — make the new one with its own id", store=store)
 
 
 def parse_checkpoint(record: SessionRecord, store: str) -> dict[str, Any] | None:

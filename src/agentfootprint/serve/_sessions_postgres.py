@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from .._postgres import DDL_LOCK, check_identifier, server_label
 from ..errors import ConfigurationError, SessionStoreError
-from ._sessions import NamedStore, SessionRecord, SessionUpdate, TranscriptEntry, parse_entry
+from ._sessions import (
+    NamedStore,
+    SessionRecord,
+    SessionUpdate,
+    TranscriptEntry,
+    parse_entry,
+    taken,
+)
 from ._sessions_sql import COLUMNS, DDL, SQL, record_of
 
 if TYPE_CHECKING:
@@ -151,15 +158,12 @@ class PostgresSessionStore(NamedStore):
 
     async def create(self, record: SessionRecord) -> None:
         async def work(cur: AsyncCursor[Any], sql: dict[str, Any]) -> None:
-            await cur.execute(sql["get"], (record.id,))
-            if await cur.fetchone() is not None:
-                raise SessionStoreError(
-                    f"session {record.id!r} already exists in {self._name}; a session id names "
-                    "one session for good — make the new one with its own id", store=self._name)
             await cur.execute(sql["insert"], (
                 record.id, record.owner, record.agent, record.created_at, record.updated_at,
                 record.turns, record.status, record.checkpoint, record.holder,
                 record.lease_until))
+            if cur.rowcount != 1:
+                raise taken(record.id, self._name)
         await self._run("create", work)
 
     async def get(self, session_id: str) -> SessionRecord | None:

@@ -30,6 +30,7 @@ from ._sessions import (
     TranscriptEntry,
     check_record,
     parse_entry,
+    taken,
 )
 
 if TYPE_CHECKING:
@@ -220,9 +221,7 @@ class RedisSessionStore(NamedStore):
             "create", [self._key("s", record.id), okey, f"{self._prefix}/u"],
             [record.id, repr(record.updated_at), *pairs])
         if not made:
-            raise SessionStoreError(
-                f"session {record.id!r} already exists in {self._name}; a session id names one "
-                "session for good — make the new one with its own id", store=self._name)
+            raise taken(record.id, self._name)
 
     async def get(self, session_id: str) -> SessionRecord | None:
         values = await self._call("get", self._live("get").hmget(

@@ -32,7 +32,8 @@ DDL: Final = (
 )
 
 SQL: Final = {
-    "insert": "INSERT INTO {sessions} ({columns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    "insert": "INSERT INTO {sessions} ({columns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+              "ON CONFLICT (id) DO NOTHING",
     "get": "SELECT {columns} FROM {sessions} WHERE id = ?",
     "claim": "UPDATE {sessions} SET holder = ?, lease_until = ? WHERE id = ? AND "
              "(holder IS NULL OR lease_until < ?)",

@@ -20,7 +20,14 @@ from pathlib import Path
 from typing import Final, Literal, TypeVar
 
 from ..errors import ConfigurationError, SessionStoreError
-from ._sessions import NamedStore, SessionRecord, SessionUpdate, TranscriptEntry, parse_entry
+from ._sessions import (
+    NamedStore,
+    SessionRecord,
+    SessionUpdate,
+    TranscriptEntry,
+    parse_entry,
+    taken,
+)
 from ._sessions_sql import COLUMNS, DDL, SQL, record_of
 
 __all__ = ["DEFAULT_SESSIONS", "SQLiteSessionStore", "sqlite_sessions"]
@@ -115,16 +122,11 @@ class SQLiteSessionStore(NamedStore):
 
     async def create(self, record: SessionRecord) -> None:
         def work(conn: sqlite3.Connection) -> None:
-            try:
-                conn.execute(_SQL["insert"], (
+            if conn.execute(_SQL["insert"], (
                     record.id, record.owner, record.agent, record.created_at, record.updated_at,
                     record.turns, record.status, record.checkpoint, record.holder,
-                    record.lease_until))
-            except sqlite3.IntegrityError as exc:
-                raise SessionStoreError(
-                    f"session {record.id!r} already exists in {self._name}; a session id names "
-                    "one session for good — make the new one with its own id",
-                    store=self._name) from exc
+                    record.lease_until)).rowcount != 1:
+                raise taken(record.id, self._name)
         await self._run("create", work)
 
     async def get(self, session_id: str) -> SessionRecord | None:
