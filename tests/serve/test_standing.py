@@ -231,6 +231,16 @@ async def test_a_failed_turn_leaves_the_session_as_it_was(tmp_path: Path) -> Non
     await standing.close()
 
 
+async def test_a_bad_message_is_refused_and_frees_the_session(tmp_path: Path) -> None:
+    standing = standing_agent(make_chat, sessions=sqlite_sessions(tmp_path / "s.db"))
+    session = await standing.start(principal="alice")
+    for bad in (None, 42, b"bytes", ["a list"]):
+        with pytest.raises(ConfigurationError, match="str"):
+            await standing.send(session.id, bad, principal="alice")  # type: ignore[arg-type]
+    assert (await standing.send(session.id, "fine", principal="alice")).turn == 1
+    await standing.close()
+
+
 async def test_a_store_that_fails_is_not_guessed_around(tmp_path: Path) -> None:
     store = sqlite_sessions(tmp_path / "s.db")
     standing = standing_agent(make_chat, sessions=store)
