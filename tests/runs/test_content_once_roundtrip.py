@@ -53,6 +53,7 @@ def test_a_kept_body_reads_back_as_its_json(data: dict[str, Any]) -> None:
     text = json.dumps(data)
     with mock.patch.object(content, "LARGE", SMALL_LARGE):
         stored = content.kept(text)
+        assert content.kept(text, data) == stored  # the source's quick look agrees
     rows = stored.contents
     fetch = (lambda: rows) if rows else _no_rows
     back = content.read_body(stored.text, fetch, what="a body")

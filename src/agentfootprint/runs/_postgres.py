@@ -245,7 +245,7 @@ class PostgresRunStore:
         rows = query_rows(recording)
         body = recording.to_json()
         head = head_for_save(recording, body)
-        stored = kept(body)
+        stored = kept(body, recording)
         sql = self._psycopg.sql
         try:
             with self._db.transaction(), self._db.cursor() as cur:
@@ -281,7 +281,7 @@ class PostgresRunStore:
         """
         run_id = check_run_id(recording.run_id)
         sql = self._psycopg.sql
-        stored = kept(recording.to_json())
+        stored = kept(recording.to_json(), recording)
         try:
             with self._db.transaction(), self._db.cursor() as cur:
                 cur.execute(sql.SQL(
@@ -308,7 +308,7 @@ class PostgresRunStore:
     def append_progress(self, run_id: str, entry: Mapping[str, Any]) -> None:
         """Append one progress entry to a run under way (append-only; it marks it running)."""
         self._append("progress", "record the progress of", run_id,
-                     kept(entry_json(run_id, entry)), running=True)
+                     kept(entry_json(run_id, entry), entry), running=True)
 
     def progress(self, run_id: str) -> list[dict[str, Any]]:
         """The progress entries of ``run_id``, oldest first."""

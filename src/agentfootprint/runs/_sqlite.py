@@ -185,7 +185,7 @@ class RunStore:
         rows = query_rows(recording)
         body = recording.to_json()
         head = head_for_save(recording, body)
-        stored = kept(body)
+        stored = kept(body, recording)
         with self._failing("save run " + repr(run_id)), self._transaction():
             found = self._db.execute("SELECT status, body FROM runs WHERE run_id = ?",
                                      (run_id,)).fetchone()
@@ -223,7 +223,7 @@ class RunStore:
                 raise refuse_reopen(run_id, found[0], str(reopen), where)
             if found is not None:
                 return  # its status moves on with its first progress entry (or its save)
-            stored = kept(recording.to_json())
+            stored = kept(recording.to_json(), recording)
             self._db.execute(
                 "INSERT INTO runs (run_id, name, kind, status, created_at, preview, body) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -233,7 +233,7 @@ class RunStore:
 
     def append_progress(self, run_id: str, entry: Mapping[str, Any]) -> None:
         """Append one progress entry to a run under way (append-only; it marks it running)."""
-        stored = kept(entry_json(run_id, entry))
+        stored = kept(entry_json(run_id, entry), entry)
         with self._failing(f"record the progress of run {run_id!r}"), self._transaction():
             self._known(run_id)
             self._db.execute(
