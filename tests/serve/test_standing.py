@@ -112,6 +112,28 @@ async def test_a_turn_longer_than_its_lease_keeps_the_session_by_renewing(
     await standing.close()
 
 
+async def test_a_failing_renewal_is_logged_not_swallowed(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    async def slow(request: Any) -> str:
+        await asyncio.sleep(0.3)
+        return "done"
+
+    store = sqlite_sessions(tmp_path / "s.db")
+
+    async def unreachable(*args: Any, **kwargs: Any) -> bool:
+        raise SessionStoreError("the store is unreachable", store=store.name)
+
+    store.renew = unreachable  # type: ignore[method-assign]
+    standing = standing_agent(Agent(provider=mock(respond=slow), model="m"), sessions=store,
+                              lease=timedelta(seconds=0.15))
+    session = await standing.start(principal="alice")
+    with caplog.at_level("WARNING", logger="agentfootprint.serve"):
+        reply = await standing.send(session.id, "one", principal="alice")
+    assert reply.answer == "done"  # nobody took the lapsed claim: the outcome is stored
+    assert f"session {session.id!r}" in caplog.text and "unreachable" in caplog.text
+    await standing.close()
+
+
 async def test_the_run_is_numbered_and_named_as_the_session_says(tmp_path: Path) -> None:
     """The turn the run records (agent.turn_start) is the session's, and its run id names
     the session and the turn."""

@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import logging
 import os
 import socket
 import time
@@ -67,6 +68,8 @@ __all__ = ["StandingAgent", "standing_agent"]
 
 DEFAULT_LEASE: Final = timedelta(seconds=60)
 """How long a turn's claim holds without renewal (renewed every third of it while it runs)."""
+
+_log = logging.getLogger("agentfootprint.serve")
 
 MAX_LIST: Final = 1000
 """The most sessions one ``sessions()`` call returns."""
@@ -377,8 +380,11 @@ class _Claim:
                 until = standing._clock() + standing.lease
                 if not await standing.store.renew(self.session_id, self.holder, until=until):
                     return
-            except Exception as exc:  # kept: said if the claim turns out lost (see end)
+            except Exception as exc:  # logged now, and said again if the claim is lost
                 self.renew_error = exc
+                _log.warning("renewing the claim on session %r in %s failed: %r; retrying in "
+                             "%g s (the claim lapses %g s after its last renewal)",
+                             self.session_id, standing.store.name, exc, every, standing.lease)
 
     def stop(self) -> None:
         if self._task is not None:
