@@ -32,8 +32,9 @@ __all__ = ["BLOCK_CAP", "REDIS_COMPACT_AT", "SQLITE_VECTOR_SCHEMA", "Block", "Bl
            "PackedIndex", "append_sqlite", "load_sqlite", "packed_index", "redis_block_text",
            "redis_blocks"]
 
-BLOCK_CAP: Final = 16_384
-"""Records a SQLite block grows to by merging (about 8 MB of 128-dimension vectors)."""
+BLOCK_CAP: Final = 4096
+"""Records a SQLite block grows to by merging (2 MB of 128-dimension vectors): 25 blocks
+hold 100k entries, and no record is rewritten more than a dozen times."""
 
 REDIS_COMPACT_AT: Final = 64
 """List elements past which a Redis namespace's blocks are merged into one."""
@@ -65,15 +66,18 @@ class Block:
     vectors: bytes
 
     def header(self) -> str:
+        """Everything but the vectors, as JSON (the metadata by column: quicker to read)."""
         return json.dumps({"seqs": self.seqs, "ids": self.ids, "dims": self.dims,
-                           "metas": self.metas}, separators=(",", ":"))
+                           "models": [m[0] for m in self.metas],
+                           "expires": [m[1] for m in self.metas],
+                           "tiers": [m[2] for m in self.metas]}, separators=(",", ":"))
 
     @classmethod
     def parse(cls, header: str | bytes, vectors: bytes) -> Block:
         """A stored block; ``ValueError`` when it does not hold together."""
         data = json.loads(header)
-        seqs, ids, dims = list(data["seqs"]), list(data["ids"]), list(data["dims"])
-        metas = [(m[0], m[1], m[2]) for m in data["metas"]]
+        seqs, ids, dims = data["seqs"], data["ids"], data["dims"]
+        metas = list(zip(data["models"], data["expires"], data["tiers"], strict=True))
         if not len(seqs) == len(ids) == len(dims) == len(metas) or \
                 sum(dims) * 4 != len(vectors):
             raise ValueError("a vector block's parts disagree in length")
@@ -128,36 +132,45 @@ def merged(blocks: Sequence[Block]) -> Block:
 
 class PackedIndex(VectorIndex):
     """A :class:`VectorIndex` made from blocks without a Python float per value: each length's
-    float64 matrix comes from the float32 bytes in one NumPy step. Ranking is inherited, so
+    float64 matrix is filled from the blocks' float32 bytes by NumPy. Ranking is inherited, so
     scores, order and ties are exactly those of an index made from the same rows."""
 
-    def __init__(self, block: Block) -> None:
+    def __init__(self, blocks: Sequence[Block]) -> None:
         super().__init__([])
         self._rows = None
-        self.ids = block.ids
-        self._block = block
-        self.metas = block.metas
+        self._blocks = [b for b in blocks if len(b)]
+        self.ids = [i for b in self._blocks for i in b.ids]
+        self.metas: list[VectorMeta] = [m for b in self._blocks for m in b.metas]
 
     def _make_rows(self) -> list[tuple[str, Sequence[float]]]:
         rows: list[tuple[str, Sequence[float]]] = []
-        offset, vectors = 0, self._block.vectors
-        for entry_id, dims in zip(self._block.ids, self._block.dims, strict=True):
-            rows.append((entry_id, unpack_float32(vectors[offset:offset + dims * 4])))
-            offset += dims * 4
+        for block in self._blocks:
+            offset = 0
+            for entry_id, dims in zip(block.ids, block.dims, strict=True):
+                rows.append((entry_id, unpack_float32(block.vectors[offset:offset + dims * 4])))
+                offset += dims * 4
         return rows
 
     def _matrix(self, np: Any, dims: int) -> tuple[list[int], Any, Any]:
         if dims not in self._matrices:
-            lengths = np.asarray(self._block.dims, dtype=np.int64)
-            flat = np.frombuffer(self._block.vectors, dtype="<f4")
-            chosen = np.nonzero(lengths == dims)[0]
-            if len(chosen) == len(lengths):
-                matrix = flat.reshape(len(lengths), dims)
+            uniform = all(min(b.dims) == max(b.dims) == dims for b in self._blocks)
+            if uniform:  # the usual case: fill one float64 matrix block by block
+                matrix = np.empty((len(self.ids), dims), dtype=np.float64)
+                row = 0
+                for block in self._blocks:
+                    matrix[row:row + len(block)] = np.frombuffer(
+                        block.vectors, dtype="<f4").reshape(len(block), dims)
+                    row += len(block)
+                chosen = list(range(len(self.ids)))
             else:
+                lengths = np.asarray([d for b in self._blocks for d in b.dims], dtype=np.int64)
+                flat = np.frombuffer(b"".join(b.vectors for b in self._blocks), dtype="<f4")
+                picked = np.nonzero(lengths == dims)[0]
                 starts = np.cumsum(lengths) - lengths
-                matrix = flat[starts[chosen][:, None] + np.arange(dims)]
-            matrix = matrix.astype(np.float64).reshape(len(chosen), dims)
-            self._matrices[dims] = (chosen.tolist(), matrix, np.linalg.norm(matrix, axis=1))
+                matrix = flat[starts[picked][:, None] + np.arange(dims)].astype(np.float64)
+                matrix = matrix.reshape(len(picked), dims)
+                chosen = picked.tolist()
+            self._matrices[dims] = (chosen, matrix, np.linalg.norm(matrix, axis=1))
         return self._matrices[dims]
 
 
@@ -173,40 +186,15 @@ def packed_index(blocks: Sequence[Block], live: Callable[[int], bool]
         return True
 
     np = _numpy()
-    if np is not None and blocks:
-        whole = _kept_fast(np, blocks, live)
-    else:
-        whole = merged([b.kept(keep) for b in blocks])
-    index = PackedIndex(whole)
-    return index, index.metas
-
-
-def _kept_fast(np: Any, blocks: Sequence[Block], live: Callable[[int], bool]) -> Block:
-    """``merged`` then filtered, with the per-record work done by NumPy where it can be."""
-    whole = merged(blocks)
-    seqs = np.asarray(whole.seqs, dtype=np.int64)
-    _, first = np.unique(seqs, return_index=True)
-    mask = np.zeros(len(seqs), dtype=bool)
-    mask[first] = True
     alive = getattr(live, "seqs", None)
-    if alive is not None:
-        mask &= np.isin(seqs, alive)
-    else:
-        mask &= np.fromiter((live(int(s)) for s in whole.seqs), dtype=bool, count=len(seqs))
-    if mask.all():
-        return whole
-    picked = np.nonzero(mask)[0]
-    lengths = np.asarray(whole.dims, dtype=np.int64)
-    flat = np.frombuffer(whole.vectors, dtype="<f4")
-    if len(lengths) and (lengths == lengths[0]).all():
-        vectors = flat.reshape(len(lengths), int(lengths[0]))[picked].tobytes()
-    else:
-        starts = np.cumsum(lengths) - lengths
-        vectors = b"".join(flat[starts[i]:starts[i] + lengths[i]].tobytes() for i in picked)
-    chosen = picked.tolist()
-    return Block([whole.seqs[i] for i in chosen], [whole.ids[i] for i in chosen],
-                 [whole.dims[i] for i in chosen], [whole.metas[i] for i in chosen],
-                 vectors)
+    if np is not None and alive is not None and blocks:
+        seqs = np.concatenate([np.asarray(b.seqs, dtype=np.int64) for b in blocks])
+        _, first = np.unique(seqs, return_index=True)
+        if len(first) == len(seqs) and np.isin(seqs, alive).all():
+            index = PackedIndex(blocks)  # every record live and once: nothing to drop
+            return index, index.metas
+    index = PackedIndex([b.kept(keep) for b in blocks])
+    return index, index.metas
 
 
 @dataclass(slots=True)
@@ -329,8 +317,9 @@ def load_sqlite(conn: Any, namespace: str, cache: BlockCache
                 "SELECT gen, header, vectors FROM af_memory_vector_blocks WHERE namespace = ? "
                 "AND block = ?", (namespace, number)).fetchone()
             cache.blocks[(namespace, number)] = (int(gen), Block.parse(header, vectors))
-        live = live_seqs([r[0] for r in conn.execute(
-            "SELECT seq FROM af_memory_entries WHERE namespace = ?", (namespace,))])
+        joined = conn.execute("SELECT group_concat(seq) FROM af_memory_entries WHERE "
+                              "namespace = ?", (namespace,)).fetchone()[0]
+        live = live_seqs(list(map(int, joined.split(","))) if joined else [])
         extra = _sqlite_rows_after(conn, namespace, covered)
     finally:
         conn.execute("COMMIT")
