@@ -55,6 +55,16 @@ from agentfootprint.memory._store import (
 )
 from agentfootprint.memory.stores._closing import Closing
 from agentfootprint.memory.stores._keyset import decode_cursor, encode_cursor
+from agentfootprint.memory.stores._vector_index import (
+    REDIS_COMPACT_AT,
+    RedisBlocks,
+    block_of,
+    compact_redis,
+    live_seqs,
+    packed_index,
+    redis_block_text,
+    redis_blocks,
+)
 from agentfootprint.memory.stores._vectors import (
     VectorIndex,
     VectorMeta,
@@ -79,10 +89,12 @@ _WIDTH = 20
 _SCAN_BATCH = 128
 _VECTOR_BATCH = 1000
 
-# KEYS: seq counter, index, then one entry hash per entry in write order.
+# KEYS: seq counter, index, vector blocks list, then one entry hash per entry in write order.
 # ARGV: eight per entry — sort prefix, id, body, expires_at, tier, cleanup ttl ('' = none),
-# vector (base64 of little-endian float32, '' = none), embedding model ('' = none).
+# vector (base64 of little-endian float32, '' = none), embedding model ('' = none); then the
+# batch's vector block ('' = none; _vector_index.py), pushed with the sequences given here.
 # Key types are checked before anything is written, so a batch is applied whole or not at all.
+# Returns the length of the blocks list.
 _PUT_MANY = """
 local function kind(key) return redis.call('TYPE', key)['ok'] end
 local k = kind(KEYS[1])
@@ -93,13 +105,17 @@ if seq and not string.match(seq, '^%d+$') then
 end
 k = kind(KEYS[2])
 if k ~= 'none' and k ~= 'zset' then return redis.error_reply('WRONGTYPE ' .. KEYS[2]) end
-for i = 3, #KEYS do
+k = kind(KEYS[3])
+if k ~= 'none' and k ~= 'list' then return redis.error_reply('WRONGTYPE ' .. KEYS[3]) end
+for i = 4, #KEYS do
   k = kind(KEYS[i])
   if k ~= 'none' and k ~= 'hash' then return redis.error_reply('WRONGTYPE ' .. KEYS[i]) end
 end
-for i = 3, #KEYS do
-  local a = (i - 3) * 8
+local seqs = {}
+for i = 4, #KEYS do
+  local a = (i - 4) * 8
   seq = redis.call('INCR', KEYS[1])
+  seqs[#seqs + 1] = seq
   local old = redis.call('HGET', KEYS[i], 'member')
   if old then redis.call('ZREM', KEYS[2], old) end
   local member = ARGV[a + 1] .. string.format('%020d', seq) .. ARGV[a + 2]
@@ -112,7 +128,10 @@ for i = 3, #KEYS do
   redis.call('ZADD', KEYS[2], 0, member)
   if ARGV[a + 6] ~= '' then redis.call('PEXPIRE', KEYS[i], ARGV[a + 6]) end
 end
-return #KEYS - 2
+if ARGV[#ARGV] ~= '' then
+  redis.call('RPUSH', KEYS[3], table.concat(seqs, ',') .. '|' .. ARGV[#ARGV])
+end
+return redis.call('LLEN', KEYS[3])
 """
 
 # Turn claims: ``turns`` is the set of claimed turns (SADD lets one caller create a claim) and
@@ -240,6 +259,7 @@ class RedisStore(Closing):
         self._release_script = client.register_script(_RELEASE)
         self._backend = f"redis:{where}/{prefix}"
         self._vectors: dict[str, tuple[str | None, VectorIndex, builtins.list[VectorMeta]]] = {}
+        self._blocks: dict[str, RedisBlocks] = {}  # the packed vector blocks read so far
 
     @property
     def name(self) -> str:
@@ -363,7 +383,8 @@ class RedisStore(Closing):
             return
         client = self._redis("put_many")
         now = self._clock()
-        keys = [self._key(identity, "seq"), self._key(identity, "idx")]
+        keys = [self._key(identity, "seq"), self._key(identity, "idx"),
+                self._key(identity, "vblk")]
         args: list[str] = []
         for entry in entries:
             keys.append(self._entry_key(identity, entry.id))
@@ -382,7 +403,16 @@ class RedisStore(Closing):
                 "" if entry.embedding is None else _b64(pack_float32(entry.embedding)),
                 entry.embedding_model or "",
             ]
-        await self._call("put_many", self._put_many_script(keys=keys, args=args, client=client))
+        args.append(redis_block_text([
+            (i, e.id, pack_float32(e.embedding), (e.embedding_model or None, e.expires_at,
+                                                  e.tier or None))
+            for i, e in enumerate(entries) if e.embedding is not None]))
+        blocks = await self._call("put_many", self._put_many_script(keys=keys, args=args,
+                                                                    client=client))
+        if int(blocks) > REDIS_COMPACT_AT:
+            await compact_redis(  # _vector_index.py
+                client, (self._key(identity, "vblk"), self._key(identity, "vgen"),
+                         self._key(identity, "idx")), lambda c: self._call("put_many", c))
 
     def _sort_prefix(self, entry: MemoryEntry) -> str:
         if not -_OFFSET <= entry.updated_at < _OFFSET:
@@ -475,21 +505,32 @@ class RedisStore(Closing):
         """Exact cosine over the namespace's live entries, best first, ties by id."""
         check_k(k)
         index, meta = await self._hydrate(identity)
-        keep = search_filter(meta, now=self._clock(), tiers=tiers, embedder_id=embedder_id)
-        hits = index.rank(list(vector), keep=keep, k=k, min_score=min_score)
-        if not hits:
-            return []
-        keys = [self._entry_key(identity, entry_id) for entry_id, _ in hits]
-        found = await self._call("search", self._read_fields_script(
-            keys=keys, args=["body", "vec"], client=self._redis("search")))
-        return [ScoredEntry(entry=self._decode(entry_id, body, vec), score=score)
-                for (entry_id, score), (body, vec) in zip(hits, found, strict=True)
-                if body is not None]  # deleted since the index was read
+        live = search_filter(meta, now=self._clock(), tiers=tiers, embedder_id=embedder_id)
+        gone: set[str] = set()  # hits whose hash is gone (expired past its grace, deleted)
+
+        def keep(position: int) -> bool:
+            return live(position) and (not gone or index.ids[position] not in gone)
+
+        while True:
+            hits = index.rank(list(vector), keep=keep, k=k, min_score=min_score)
+            if not hits:
+                return []
+            keys = [self._entry_key(identity, entry_id) for entry_id, _ in hits]
+            found = await self._call("search", self._read_fields_script(
+                keys=keys, args=["body", "vec"], client=self._redis("search")))
+            lost = {entry_id for (entry_id, _), (body, _) in zip(hits, found, strict=True)
+                    if body is None}
+            if not lost:
+                return [ScoredEntry(entry=self._decode(entry_id, body, vec), score=score)
+                        for (entry_id, score), (body, vec) in zip(hits, found, strict=True)]
+            gone |= lost  # rank again without them, so k live entries come back
 
     async def _hydrate(self, identity: MemoryIdentity
                        ) -> tuple[VectorIndex, builtins.list[VectorMeta]]:
         """The namespace's vectors and what a search filters on, cached until its write
-        sequence moves. Only vectors are read here; a hit's entry is read when it is returned.
+        sequence moves. Vectors come from the namespace's packed blocks (``_vector_index.py``:
+        only elements pushed since the last read); entries no block holds are read one by one.
+        A record counts while its write sequence is still an index member.
 
         The sequence is read before the vectors, so a write racing the read leaves the cache
         labelled older than its content and the next search reads again.
@@ -501,10 +542,16 @@ class RedisStore(Closing):
             return cached[1], cached[2]
         found: Any = await self._call("search", client.zrange(self._key(identity, "idx"), 0, -1))
         members = [str(_text(m)) for m in found]
-        rows: builtins.list[tuple[str, builtins.list[float]]] = []
-        meta: builtins.list[VectorMeta] = []
-        for start in range(0, len(members), _VECTOR_BATCH):
-            batch = members[start:start + _VECTOR_BATCH]
+        blocks = await redis_blocks(
+            client, (self._key(identity, "vblk"), self._key(identity, "vgen")),
+            self._blocks.get(identity.namespace), lambda c: self._call("search", c))
+        self._blocks[identity.namespace] = blocks
+        held = {seq for block in blocks.blocks for seq in block.seqs}
+        seqs = [int(member[_WIDTH:2 * _WIDTH]) for member in members]
+        missing = [m for m, seq in zip(members, seqs, strict=True) if seq not in held]
+        rows: builtins.list[tuple[int, str, bytes, VectorMeta]] = []
+        for start in range(0, len(missing), _VECTOR_BATCH):
+            batch = missing[start:start + _VECTOR_BATCH]
             keys = [self._entry_key(identity, member[2 * _WIDTH:]) for member in batch]
             replies = await self._call("search", self._read_fields_script(
                 keys=keys, args=["member", "vec", "model", "expires_at", "tier"], client=client))
@@ -513,10 +560,11 @@ class RedisStore(Closing):
                 if _text(current) != member or not vec:
                     continue  # gone, rewritten since the index was read, or has no vector
                 entry_id = member[2 * _WIDTH:]
-                rows.append((entry_id, self._vector(entry_id, vec)))
-                meta.append((_text(model) or None, self._expiry(entry_id, expires_at),
-                             _text(tier) or None))
-        index = VectorIndex(rows)
+                rows.append((int(member[_WIDTH:2 * _WIDTH]), entry_id,
+                             pack_float32(self._vector(entry_id, vec)),
+                             (_text(model) or None, self._expiry(entry_id, expires_at),
+                              _text(tier) or None)))
+        index, meta = packed_index([*blocks.blocks, block_of(rows)], live_seqs(seqs))
         self._vectors[identity.namespace] = (version, index, meta)
         return index, meta
 

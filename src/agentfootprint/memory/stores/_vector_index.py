@@ -381,3 +381,42 @@ async def redis_blocks(client: Any, keys: tuple[str, str], cached: RedisBlocks |
     blocks += [parse_redis_block(t if isinstance(t, str) else t.decode()) for t in found]
     return RedisBlocks(gen, blocks)
 
+
+
+# KEYS: blocks list, its generation. ARGV: the generation read ('' = none), how many head
+# elements the merged block replaces, the merged block. Elements are only ever pushed at the
+# tail, and every compaction moves the generation, so an unchanged generation means the head
+# elements are the ones that were read.
+_COMPACT: Final = """
+local gen = redis.call('GET', KEYS[2]) or ''
+if gen ~= ARGV[1] then return 0 end
+redis.call('LTRIM', KEYS[1], tonumber(ARGV[2]), -1)
+if ARGV[3] ~= '' then redis.call('LPUSH', KEYS[1], ARGV[3]) end
+redis.call('INCR', KEYS[2])
+return 1
+"""
+
+
+async def compact_redis(client: Any, keys: tuple[str, str, str],
+                        call: Callable[[Any], Any]) -> bool:
+    """Merge a namespace's list elements into one, dropping records whose entry was
+    rewritten or deleted; False when another process compacted first (nothing changed)."""
+    list_key, gen_key, index_key = keys
+    read = await redis_blocks(client, (list_key, gen_key), None, call)
+    members = await call(client.zrange(index_key, 0, -1))
+    alive = {int((m.decode() if isinstance(m, bytes) else str(m))[20:40])  # prefix, seq
+             for m in members}
+    seen: set[int] = set()
+
+    def keep(seq: int) -> bool:
+        if seq in seen or seq not in alive:
+            return False
+        seen.add(seq)
+        return True
+
+    block = merged([b.kept(keep) for b in read.blocks])
+    text = compacted_text(block) if len(block) else ""
+    script = client.register_script(_COMPACT)
+    done = await call(script(keys=[list_key, gen_key],
+                             args=[read.gen or "", len(read.blocks), text], client=client))
+    return int(done) == 1
