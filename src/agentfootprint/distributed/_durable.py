@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import pickle
+import threading
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ from ._placement import PLACEMENT_PHASE, PlacedStore, Placement
 
 if TYPE_CHECKING:
     from ..runs._recording import Recording
-    from ..runs._store import RunStorePort
+    from ..runs._store import RunSource, RunStorePort
     from ._executor import RunJob, RunOutcome
 
 __all__ = ["Raised", "ReplayStore", "execute_durable"]
@@ -70,27 +71,45 @@ class Raised:
         return RunError(f"a durable step failed: {self.text}")
 
 
+_locks: dict[int, tuple[object, threading.RLock]] = {}
+_locks_guard = threading.Lock()
+
+
+def _lock_of(store: object) -> threading.RLock:
+    """One lock per underlying store: the runs of a process share it, each through its own
+    wrapper (and so its own writer thread, ``runs/_writer.py``), and a store's connection
+    must see one call at a time."""
+    with _locks_guard:
+        found = _locks.get(id(store))
+        if found is None or found[0] is not store:
+            found = _locks[id(store)] = (store, threading.RLock())
+        return found[1]
+
+
 class ReplayStore(PlacedStore):
     """The run store as one attempt of a durable run records to it.
 
     ``reopen="running"`` (a recovery): the row is begun again under its id, and the progress
     entries the killed attempt left are matched one for one by the replay's equal entries,
     which are then not appended again; the first entry that differs (the replay went past
-    where the killed attempt stopped) and all after it are appended.
+    where the killed attempt stopped) and all after it are appended. Every call holds the
+    underlying store's lock (see :func:`_lock_of`).
     """
 
     def __init__(self, store: RunStorePort, placement: Placement, *, factory: str | None,
                  reopen: str | None) -> None:
         super().__init__(store, placement, factory=factory)
         self.reopen = reopen
+        self.lock = _lock_of(store)
         self._kept: Counter[str] = Counter()
 
     def begin(self, recording: Recording, *, reopen: str | None = None) -> None:
         reopen = reopen or self.reopen
-        if reopen is not None:
-            self._kept = Counter(_canonical(e) for e in self.store.progress(recording.run_id)
-                                 if e.get("phase") != PLACEMENT_PHASE)
-        super().begin(recording, reopen=reopen)
+        with self.lock:
+            if reopen is not None:
+                self._kept = Counter(_canonical(e) for e in self.store.progress(
+                    recording.run_id) if e.get("phase") != PLACEMENT_PHASE)
+            super().begin(recording, reopen=reopen)
 
     def append_progress(self, run_id: str, entry: Mapping[str, Any]) -> None:
         if self._kept:
@@ -99,7 +118,24 @@ class ReplayStore(PlacedStore):
                 self._kept[key] -= 1
                 return
             self._kept.clear()  # past the killed attempt: everything from here is new
-        self.store.append_progress(run_id, entry)
+        with self.lock:
+            self.store.append_progress(run_id, entry)
+
+    def save(self, result: RunSource, *, meta: dict[str, Any] | None = None) -> Recording:
+        with self.lock:
+            return super().save(result, meta=meta)
+
+    def load(self, run_id: str) -> Recording:
+        with self.lock:
+            return self.store.load(run_id)
+
+    def progress(self, run_id: str) -> list[dict[str, Any]]:
+        with self.lock:
+            return self.store.progress(run_id)
+
+    def placement_of(self, run_id: str) -> dict[str, Any]:
+        with self.lock:
+            return super().placement_of(run_id)
 
 
 def _canonical(entry: Mapping[str, Any]) -> str:
@@ -136,7 +172,8 @@ async def execute_durable(job: RunJob, runner: StepRunner, *, worker: str) -> Ru
                 f"durable run {job.run_id!r} has no run store, so the process that recovers "
                 "it could not continue its recording; give the job store= (a SQLite path or a "
                 "postgresql:// URL) or build the agent with Tracing(run_store=...)")
-        stored = _stored(store, job.run_id)
+        with _lock_of(store):
+            stored = _stored(store, job.run_id)
         if stored is not None and stored.status != "running":
             return _reused(stored)
         wrapped = ReplayStore(store, here, factory=job.factory,
