@@ -2,6 +2,7 @@
 
     python bench/memory_stores.py            # every store it can reach (10k and 100k)
     python bench/memory_stores.py --quick    # 2k and 10k, for a smoke run
+    python bench/memory_stores.py --fresh    # 100k, then the first search in a fresh process
 
 Stores: InMemoryStore and SQLiteStore always; RedisStore when ``AGENTFOOTPRINT_REDIS_URL`` is
 set; PostgresStore when ``AGENTFOOTPRINT_PG_URL`` is set (``.ci/run`` starts both).
@@ -15,6 +16,11 @@ For each store and size N (one fresh conversation per size):
   (stores that declare vector search; the first search, which loads vectors, is timed apart);
 * **turn** — ``resolve_turn_number`` (scan + claim) on a conversation of 1,000 turns
   (2,000 entries), median of 5.
+
+With ``--fresh``: each store is filled with 100,000 vectors (batches of 500), closed, and a new
+process opens it and times its first top-10 search (what every new worker pays); the median of
+``--rounds`` such processes. InMemoryStore keeps nothing across processes: its row is the first
+search after the puts, in the same process.
 
 The machine is noisy: read medians and the ratios between stores, not absolute times. Each
 line is also appended as JSON to ``bench/results/memory_stores.jsonl``.
@@ -178,7 +184,84 @@ async def main(quick: bool) -> None:
         out.write(json.dumps({"resolve_turn_ms": turns, "quick": quick}) + "\n")
 
 
+FRESH_N = 100_000
+
+
+def _fresh_store(kind: str, where: str, prefix: str) -> Any:
+    if kind == "sqlite":
+        return SQLiteStore(where)
+    if kind == "redis":
+        from agentfootprint.memory import RedisStore
+
+        return RedisStore(where, prefix=prefix)
+    from agentfootprint.memory import PostgresStore
+
+    return PostgresStore(where, table_prefix=prefix)
+
+
+async def first_search_here(kind: str, where: str, prefix: str, namespace: str) -> float:
+    """In a fresh process: open the store and time its first search (ms)."""
+    async with _fresh_store(kind, where, prefix) as store:
+        query = vector(random.Random(99))
+        return await timed(lambda: store.search(MemoryIdentity(namespace), query, k=10)) * 1e3
+
+
+async def fresh(rounds: int) -> None:
+    import subprocess
+    import sys
+
+    kinds = ["memory", "sqlite"]
+    urls = {"redis": os.environ.get("AGENTFOOTPRINT_REDIS_URL"),
+            "postgres": os.environ.get("AGENTFOOTPRINT_PG_URL")}
+    kinds += [k for k, url in urls.items() if url]
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for kind in kinds:
+            batch = entries(FRESH_N, with_vectors=True)
+            where, prefix = urls.get(kind) or str(Path(tmp) / f"fresh-{kind}.db"), \
+                f"fresh{time.time_ns() % 10**9}"
+            store = InMemoryStore() if kind == "memory" else _fresh_store(kind, where, prefix)
+            who = MemoryIdentity(f"fresh-{time.time_ns()}")
+            async with store:
+                start = time.perf_counter()
+                for at in range(0, FRESH_N, BATCH):
+                    await store.put_many(who, batch[at:at + BATCH])
+                put_s = time.perf_counter() - start
+                if kind == "memory":
+                    query = vector(random.Random(99))
+                    samples = [await timed(lambda: store.search(who, query, k=10)) * 1e3]
+            if kind != "memory":
+                samples = []
+                for _ in range(rounds):
+                    done = subprocess.run(
+                        [sys.executable, __file__, "--first-search", kind, where, prefix,
+                         who.namespace], capture_output=True, text=True, check=True)
+                    samples.append(float(done.stdout.split()[-1]))
+            rows.append({"store": kind, "n": FRESH_N, "fresh_first_search_ms":
+                         statistics.median(samples), "rounds": len(samples),
+                         "put_per_s": FRESH_N / put_s})
+            print(f"  {kind:<9} done", flush=True)
+    print(f"\n{'store':<9} {'N':>8} {'put/s':>10} {'first search in a fresh process, ms':>38}")
+    for r in rows:
+        print(f"{r['store']:<9} {r['n']:>8,} {r['put_per_s']:>10,.0f} "
+              f"{r['fresh_first_search_ms']:>38.1f}")
+    RESULTS.parent.mkdir(exist_ok=True)
+    with RESULTS.open("a") as out:
+        for r in rows:
+            out.write(json.dumps({**r, "fresh": True}) + "\n")
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="2k and 10k entries only")
-    asyncio.run(main(parser.parse_args().quick))
+    parser.add_argument("--fresh", action="store_true",
+                        help="100k entries, then the first search in fresh processes")
+    parser.add_argument("--rounds", type=int, default=3, help="fresh processes per store")
+    parser.add_argument("--first-search", nargs=4, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.first_search:
+        print(asyncio.run(first_search_here(*args.first_search)))
+    elif args.fresh:
+        asyncio.run(fresh(args.rounds))
+    else:
+        asyncio.run(main(args.quick))
