@@ -113,7 +113,7 @@ class CachePrefix(TypedDict):
 class LLMRequest(BaseModel):
     """One call to a model."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # a run makes it unvalidated
 
     model: str
     messages: list[Message]

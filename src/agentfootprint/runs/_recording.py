@@ -68,7 +68,7 @@ class AgentRun(Protocol):
 class Recording(BaseModel):
     """One run, complete and self-contained."""
 
-    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="strings")
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="strings", defer_build=True)
 
     format: Literal["agentfootprint.recording.v1"] = RECORDING_FORMAT
     run_id: str
@@ -185,7 +185,7 @@ class Recording(BaseModel):
 
 
 class _ChangeJSON(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     key: StrictStr
     op: Literal["set", "append", "delete"]
@@ -195,7 +195,7 @@ class _ChangeJSON(BaseModel):
 class _RecordJSON(BaseModel):
     """One commit record as ``CommitRecord.to_json`` writes it (required fields first)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     idx: StrictInt
     runtime_stage_id: StrictStr
@@ -219,7 +219,7 @@ class _RecordJSON(BaseModel):
 class _LogJSON(BaseModel):
     """The commit log's JSON: checked on load so a damaged one is refused by field."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     initial: dict[str, Any] = {}
     records: list[_RecordJSON]
