@@ -25,6 +25,7 @@ reader need not rebuild the window to learn why a declaration is not on the wire
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
@@ -44,13 +45,29 @@ Refusal = Literal["unanswered-tool-call", "role-collision"]
 
 
 def fnv1a(text: str) -> str:
-    """32-bit FNV-1a over UTF-16 code units, as unsigned lower-case hex."""
+    """32-bit FNV-1a over UTF-16 code units, as unsigned lower-case hex.
+
+    A Python step per code unit, and the same pieces (a system prompt, an injection's
+    messages) are hashed at every iteration: texts up to ``_MEMO_CHARS`` are remembered.
+    """
+    if len(text) <= _MEMO_CHARS:
+        return _fnv1a_memo(text)
+    return _fnv1a(text)
+
+
+_MEMO_CHARS = 1 << 16
+
+
+def _fnv1a(text: str) -> str:
     value = 2166136261
     data = text.encode("utf-16-le", "surrogatepass")  # a lone surrogate is one code unit
     for i in range(0, len(data), 2):
         value ^= data[i] | (data[i + 1] << 8)
         value = (value * 16777619) & 0xFFFFFFFF
     return format(value, "x")
+
+
+_fnv1a_memo = functools.lru_cache(maxsize=1024)(_fnv1a)
 
 
 def effective_wire_role(role: str) -> str:

@@ -17,6 +17,7 @@ and ``cache_read`` / ``cache_write`` say how many of them were read from / writt
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Mapping
@@ -103,10 +104,16 @@ def price_for(model: str | None, prices: Mapping[str, Price] | None = None) -> P
         found = table.get(model)
         if found is not None:
             return found
-    base = _DATED.sub("", model)
+    base = _undated(model)
     if base != model:
         return price_for(base, prices)
     return None
+
+
+@functools.lru_cache(maxsize=256)
+def _undated(model: str) -> str:
+    """``model`` without a dated-snapshot suffix (a run asks for the same names every call)."""
+    return _DATED.sub("", model)
 
 
 def call_cost(price: Price | None, *, input: int, output: int, cache_read: int = 0,
