@@ -162,6 +162,12 @@ EXPECTED = {
         "unit test, no agent: A-1001: a test pair, delivered 45 days ago",
         "deps in the recording or checkpoint: False",
     ],
+    "scaling_out.py": [
+        "batch-a1: Shipped by express, at no charge. [in-process, attempts 1]",
+        "sent again: reused 2 of 2, shipped 2 orders in all",
+        "recorded with the run: factory __main__:make_agent, 1 attempt(s)",
+        "proven: [('promo',)]",
+    ],
     "quickstart_agent.py": [
         "It is 22°C and sunny in Paris.",
         'It examined "the model asked for tools"',

@@ -139,7 +139,15 @@ class CeleryExecutor:
                            f"{len(payloads)} job(s) ({type(exc).__name__}: {exc}); check the "
                            "broker and that workers are started") from exc
 
+    def _travels(self, factories: set[str]) -> None:
+        local = sorted(f for f in factories if f.startswith("__main__:"))
+        if local:
+            raise ConfigurationError(
+                f"factory {local[0]!r} lives in the script being run, which a Celery worker "
+                "cannot import; move it into a module on the workers' PYTHONPATH")
+
     async def run_jobs(self, jobs: Sequence[RunJob]) -> list[RunOutcome]:
+        self._travels({job.factory for job in jobs})
         chunks = [list(jobs[i:i + self.chunk]) for i in range(0, len(jobs), self.chunk)]
         values = await self._map(RUN_TASK, [[job.model_dump(mode="json") for job in chunk]
                                             for chunk in chunks])
@@ -155,6 +163,7 @@ class CeleryExecutor:
     async def rerun_jobs(self, jobs: Sequence[RerunJob]) -> list[RerunOutcome]:
         from ..explain._fanout import RerunOutcome
 
+        self._travels({job.factory for job in jobs})
         values = await self._map(RERUN_TASK, [job.model_dump(mode="json") for job in jobs])
         return [RerunOutcome.model_validate(v) if isinstance(v, dict) else RerunOutcome(
                     complete=False, reason=f"the re-run's task failed: {v!r}"[:300])

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ConfigurationError
+from ..explain._criterion import callable_path
 from ..flow._run import run_sync
 
 if TYPE_CHECKING:
@@ -108,7 +109,8 @@ class Executor(Protocol):
 
 class InProcessExecutor:
     """The default: jobs run as asyncio tasks of the caller's loop, at most ``concurrency`` at
-    a time (runs wait on their model, so tasks overlap; CPU work still shares one core)."""
+    a time across every batch given to this executor, started in the order they were given
+    (runs wait on their model, so tasks overlap; CPU work still shares one core)."""
 
     name = "in-process"
 
@@ -116,9 +118,14 @@ class InProcessExecutor:
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise ConfigurationError(f"concurrency={concurrency!r} must be an int >= 1")
         self.concurrency = concurrency
+        self._gates: dict[int, asyncio.Semaphore] = {}
 
     async def _bounded(self, work: Sequence[Callable[[], Any]]) -> list[Any]:
-        gate = asyncio.Semaphore(self.concurrency)
+        loop = id(asyncio.get_running_loop())
+        gate = self._gates.get(loop)
+        if gate is None:
+            self._gates = {loop: asyncio.Semaphore(self.concurrency)}  # one loop at a time
+            gate = self._gates[loop]
 
         async def one(start: Callable[[], Any]) -> Any:
             async with gate:
@@ -248,17 +255,6 @@ def _outcome(run_id: str, result: Any, placement: dict[str, Any]) -> RunOutcome:
 # -- batches ---------------------------------------------------------------------------------
 
 
-def _factory_path(factory: object) -> str:
-    if isinstance(factory, str):
-        return factory
-    module, name = getattr(factory, "__module__", None), getattr(factory, "__qualname__", "")
-    if callable(factory) and module and name and "<" not in name and module != "__main__":
-        return f"{module}:{name}"
-    raise ConfigurationError(
-        f"factory={factory!r} must be importable by another process: a 'module:function' "
-        "string, or a module-level function defined outside __main__")
-
-
 async def run_many(factory: str | Callable[[], Any], messages: Sequence[str], *,
                    executor: Executor | None = None, store: str | None = None,
                    run_ids: Sequence[str] | None = None,
@@ -276,7 +272,7 @@ async def run_many(factory: str | Callable[[], Any], messages: Sequence[str], *,
         raise ConfigurationError(
             f"run_ids= must give one distinct id per message ({len(messages)} messages, "
             f"{len(ids)} ids, {len(set(ids))} distinct)")
-    path = _factory_path(factory)
+    path = callable_path(factory)
     jobs = [RunJob(factory=path, message=m, run_id=i, store=store, options=dict(options or {}))
             for m, i in zip(messages, ids, strict=True)]
     return await (executor or InProcessExecutor()).run_jobs(jobs)

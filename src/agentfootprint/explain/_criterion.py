@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from ..errors import ConfigurationError
 
-__all__ = ["WrongIf", "describe_criterion", "load_callable", "wrong_if"]
+__all__ = ["WrongIf", "callable_path", "describe_criterion", "load_callable", "wrong_if"]
 
 
 class WrongIf(BaseModel):
@@ -95,6 +95,19 @@ def load_callable(path: str) -> Any:
     if not callable(found):
         raise ConfigurationError(f"{path!r} is not callable")
     return found
+
+
+def callable_path(fn: object, *, what: str = "factory") -> str:
+    """``fn`` as ``"module:function"`` that ``load_callable`` finds again (a string is taken as
+    it is). ``__main__`` is kept: it loads in this process, never in another one."""
+    if isinstance(fn, str):
+        return fn
+    module, name = getattr(fn, "__module__", None), getattr(fn, "__qualname__", "")
+    if callable(fn) and module and name and "<" not in name:
+        return f"{module}:{name}"
+    raise ConfigurationError(
+        f"{what}={fn!r} must be importable by name: a 'module:function' string, or a "
+        "function defined at the top level of a module (not a lambda or a nested function)")
 
 
 def describe_criterion(is_wrong: Any) -> dict[str, Any]:

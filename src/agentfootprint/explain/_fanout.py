@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ConfigurationError
-from ._criterion import WrongIf
+from ._criterion import WrongIf, callable_path
 
 if TYPE_CHECKING:
     from ._rerun import Outcome, Rerunner
@@ -80,7 +80,7 @@ class RerunExecutor(Protocol):
     async def rerun_jobs(self, jobs: list[RerunJob]) -> list[RerunOutcome]: ...
 
 
-def check_fanout(executor: object, factory: str | None, *, rebuild: object, deps: object,
+def check_fanout(executor: object, factory: object, *, rebuild: object, deps: object,
                  is_wrong: object, result: object) -> str | None:
     """The factory the re-runs are rebuilt from, when an executor is given (errors name the
     fix); ``None`` without one."""
@@ -103,7 +103,8 @@ def check_fanout(executor: object, factory: str | None, *, rebuild: object, deps
             "executor= needs a criterion that judges the whole result to be wrong_if(...) data")
     recording = getattr(result, "recording", None)
     meta = getattr(recording, "meta", None)
-    found = factory or (meta.get("factory") if isinstance(meta, dict) else None)
+    found = (callable_path(factory) if factory is not None
+             else meta.get("factory") if isinstance(meta, dict) else None)
     if not isinstance(found, str) or ":" not in found:
         raise ConfigurationError(
             f"executor= needs factory='module:attr' (a function returning the agent that made "

@@ -16,6 +16,7 @@ The report is kept: ``report.to_proof()`` is what the run store saves beside the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -274,7 +275,7 @@ async def localize_context_bug(
     progress: Progress | None = None,
     deps: object = None,
     executor: RerunExecutor | None = None,
-    factory: str | None = None,
+    factory: str | Callable[[], Any] | None = None,
 ) -> ContextBugReport:
     """Explain ``result``'s wrong answer: slice, rank (a proxy), then prove by isolated re-runs.
 

@@ -9,7 +9,7 @@ Both run their re-runs isolated, like every explanation.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -212,7 +212,7 @@ async def bisect_culprits(
     progress: Progress | None = None,
     deps: object = None,
     executor: RerunExecutor | None = None,
-    factory: str | None = None,
+    factory: str | Callable[[], Any] | None = None,
 ) -> BisectionResult:
     """Delta-debug the removable suspects down to minimal culprit sets.
 
