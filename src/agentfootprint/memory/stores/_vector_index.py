@@ -11,8 +11,9 @@ float64 cosine on the same float32 values — whatever state the blocks are in.
 
 * SQLite: ``af_memory_vector_blocks`` rows, appended in the transaction of each put (the rows
   past the namespace's ``covered`` sequence), the newest merged while they are no smaller
-  than the one before them (a binary counter: O(log n) blocks, dead records dropped as they
-  merge). A reader loads only blocks it has not seen (``gen`` changes when one is rewritten).
+  than a small one before them (a binary counter up to :data:`MERGE_BELOW` records, dead
+  records dropped as they merge). A reader loads only blocks it has not seen (``gen``
+  changes when one is rewritten).
 * Redis: a list per namespace, one element per ``put_many`` pushed by the same Lua script that
   writes the entries; compacted into one element (dead records dropped) once it grows past
   :data:`REDIS_COMPACT_AT`, under a generation counter so a reader fetches only new elements.
@@ -28,13 +29,17 @@ from typing import Any, Final
 
 from agentfootprint.memory.stores._vectors import VectorIndex, VectorMeta, _numpy, unpack_float32
 
-__all__ = ["BLOCK_CAP", "REDIS_COMPACT_AT", "SQLITE_VECTOR_SCHEMA", "Block", "BlockCache",
-           "PackedIndex", "append_sqlite", "load_sqlite", "packed_index", "redis_block_text",
-           "redis_blocks"]
+__all__ = ["BLOCK_CAP", "MERGE_BELOW", "REDIS_COMPACT_AT", "SQLITE_VECTOR_SCHEMA", "Block",
+           "BlockCache", "PackedIndex", "append_sqlite", "compact_redis", "load_sqlite",
+           "packed_index", "redis_block_text", "redis_blocks"]
 
 BLOCK_CAP: Final = 4096
-"""Records a SQLite block grows to by merging (2 MB of 128-dimension vectors): 25 blocks
-hold 100k entries, and no record is rewritten more than a dozen times."""
+"""Records one SQLite block holds at most when a put brings many."""
+
+MERGE_BELOW: Final = 1024
+"""A SQLite block smaller than this takes in the next one when that is no smaller: small puts
+add up to blocks of 1,000-2,000 records (about 100 reads for 100k entries), and no record is
+rewritten more than about ten times."""
 
 REDIS_COMPACT_AT: Final = 64
 """List elements past which a Redis namespace's blocks are merged into one."""
@@ -234,8 +239,8 @@ def _sqlite_state(conn: Any, namespace: str) -> tuple[int, int, int]:
 def _sqlite_rows_after(conn: Any, namespace: str, covered: int) -> Block:
     rows = conn.execute(
         "SELECT seq, id, embedding, embedding_model, expires_at, tier FROM af_memory_entries "
-        "WHERE namespace = ? AND seq > ? AND embedding IS NOT NULL ORDER BY seq",
-        (namespace, covered)).fetchall()
+        "WHERE seq > ? AND +namespace = ? AND embedding IS NOT NULL ORDER BY seq",
+        (covered, namespace)).fetchall()  # '+': walk the rowids past covered, not the namespace
     return block_of((r[0], r[1], r[2], (r[3], r[4], r[5])) for r in rows)
 
 
@@ -286,16 +291,14 @@ def _merge_tail(conn: Any, namespace: str, gen: int) -> None:
         if len(tail) < 2:
             return
         (newer, newer_count), (older, older_count) = tail
-        if newer_count < older_count or newer_count + older_count > BLOCK_CAP:
+        if newer_count < older_count or older_count >= MERGE_BELOW:
             return
         both = merged([_read_block(conn, namespace, older), _read_block(conn, namespace, newer)])
-        alive: set[int] = set()
-        for start in range(0, len(both.seqs), 500):
-            chunk = both.seqs[start:start + 500]
-            alive.update(r[0] for r in conn.execute(
-                f"SELECT seq FROM af_memory_entries WHERE seq IN ({','.join('?' * len(chunk))})",  # noqa: S608
-                chunk))
-        _write_block(conn, namespace, older, gen, both.kept(alive.__contains__))
+        alive = {r[0] for r in conn.execute(
+            "SELECT seq FROM af_memory_entries WHERE seq BETWEEN ? AND ? AND +namespace = ?",
+            (min(both.seqs), max(both.seqs), namespace))}
+        _write_block(conn, namespace, older, gen,
+                     both if alive.issuperset(both.seqs) else both.kept(alive.__contains__))
         conn.execute("DELETE FROM af_memory_vector_blocks WHERE namespace = ? AND block = ?",
                       (namespace, newer))
 
