@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..flow import Scope
 from ..flow._builder import FlowBuilder
+from ..flow._durable import durable_step
 from ..flow._scope import ReadView
 from ..runs import trace
 from ._spec import AgentSpec
@@ -72,8 +73,10 @@ class MemoryStages:
 
         identity = scope.args[trace.IDENTITY]
         scope[trace.IDENTITY] = identity_record(identity)
-        return await resolve_turn_number(stores=self._written_stores(), identity=identity,
-                                         host_turn=host_turn, owner=owner)
+        return await durable_step(  # the claim is a durable run's step (flow/_durable.py)
+            "turn-claim", lambda: resolve_turn_number(
+                stores=self._written_stores(), identity=identity, host_turn=host_turn,
+                owner=owner))
 
     def _recall_pieces(self, scope: Scope) -> list[tuple[str, Any, dict[str, Any]]]:
         """``(injection id, memory, piece)`` for everything each memory recalled this turn.

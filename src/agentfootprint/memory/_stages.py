@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, 
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from agentfootprint.flow._durable import durable_step
 from agentfootprint.memory._entry import MemoryEntry, MemorySource, Tier, now_ms, turn_of
 from agentfootprint.memory._identity import MemoryIdentity
 from agentfootprint.memory._store import MemoryStore, VectorSearchStore
@@ -190,10 +191,13 @@ def write_messages(
             )
             for index, message in enumerate(messages)
         ]
-        await store.put_many(identity, entries)
-        if signature_from is not None:
-            for message in messages:
-                await store.record_signature(identity, signature_from(message))
+        async def write() -> None:  # one durable step (flow/_durable.py): skipped on replay
+            await store.put_many(identity, entries)
+            if signature_from is not None:
+                for message in messages:
+                    await store.record_signature(identity, signature_from(message))
+
+        await durable_step("memory-write", write)
         scope[trace.WRITTEN] = [entry.id for entry in entries]
         emit_written(scope, store, scope[trace.WRITTEN], turn)
 
@@ -237,15 +241,20 @@ def load_recent(
 
     async def stage(scope: Scope) -> None:
         identity = identity_from(scope)
-        found: list[MemoryEntry] = []
-        cursor: str | None = None
-        for _ in range(MAX_LOAD_PAGES):
-            page = await store.list(identity, cursor=cursor, limit=count, tiers=tiers)
-            found.extend(e for e in page.entries
-                         if e.id.startswith(id_prefix) and e.id not in excluded)
-            if len(found) >= count or page.cursor is None:
-                break
-            cursor = page.cursor
+
+        async def load() -> list[MemoryEntry]:  # a durable step: a replay reads what was read
+            found: list[MemoryEntry] = []
+            cursor: str | None = None
+            for _ in range(MAX_LOAD_PAGES):
+                page = await store.list(identity, cursor=cursor, limit=count, tiers=tiers)
+                found.extend(e for e in page.entries
+                             if e.id.startswith(id_prefix) and e.id not in excluded)
+                if len(found) >= count or page.cursor is None:
+                    break
+                cursor = page.cursor
+            return found
+
+        found = await durable_step("memory-read", load)
         chronological = [entry_record(e) for e in reversed(found[:count])]
         scope[trace.LOADED] = list(value_of(scope, trace.LOADED) or []) + chronological
 
@@ -291,10 +300,13 @@ def load_relevant(
             scope[trace.RETRIEVED] = evidence
             scope[trace.LOADED] = list(value_of(scope, trace.LOADED) or [])
             return
-        (vector,) = await embedder.embed([query])
-        hits = await store.search(
-            identity, vector, k=k + reject_window, tiers=tiers, embedder_id=model
-        )
+        async def search() -> Any:  # a durable step: a replay sees what was found
+            (vector,) = await embedder.embed([query])
+            return await store.search(
+                identity, vector, k=k + reject_window, tiers=tiers, embedder_id=model
+            )
+
+        hits = await durable_step("memory-search", search)
         hits = [h for h in hits if h.entry.id not in excluded
                 and (id_prefix is None or h.entry.id.startswith(id_prefix))]
         admitted: list[dict[str, Any]] = []
