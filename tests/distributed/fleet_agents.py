@@ -80,7 +80,7 @@ async def effect(label: str, ctx: ToolContext) -> str:
         (_dir() / f"entered-{ctx.run_id}").write_text(str(os.getpid()))
         while not (_dir() / "release").exists():
             await asyncio.sleep(0.02)
-    return f"applied {label}" if seen is None else f"already applied {label}"
+    return f"applied {label}"  # the same answer for the same key, applied or not
 
 
 def make_agent() -> Agent:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 from collections import Counter
 from pathlib import Path
@@ -16,7 +17,7 @@ from fleet_agents import applied, make_suspect_agent
 
 from agentfootprint.distributed import run_many
 from agentfootprint.distributed._celery import celery_executor
-from agentfootprint.explain import localize_context_bug, wrong_if
+from agentfootprint.explain import backtrack, localize_context_bug, wrong_if
 from agentfootprint.runs import RunStore
 
 pytestmark = pytest.mark.e2e
@@ -41,6 +42,10 @@ async def _entered(workdir: Path, count: int, timeout: float = 30.0) -> dict[str
         if loop.time() > end:
             raise TimeoutError(f"only {found} entered their tool")
         await asyncio.sleep(0.02)
+
+
+def _chain(recording: object) -> str:
+    return re.sub(r"#\d+", "#N", str(backtrack(recording)))  # type: ignore[arg-type]
 
 
 def _once_each(workdir: Path, run_ids: list[str]) -> None:
@@ -102,7 +107,7 @@ async def test_a_localize_over_20_suspects_gives_the_in_process_verdicts(fleet: 
 
 
 async def test_a_pool_process_killed_mid_task_is_redelivered_without_a_double_effect(
-        fleet: Fleet) -> None:
+        fleet: Fleet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ids = [f"child-{i}" for i in range(6)]
     messages = ["block child"] + [f"child task {i}" for i in range(1, 6)]
     store = fleet.workdir / "runs.db"
@@ -123,6 +128,17 @@ async def test_a_pool_process_killed_mid_task_is_redelivered_without_a_double_ef
     assert placement["attempts"] == 2
     assert placement["where"][0]["pid"] == pid != placement["pid"]
     assert [o.placement["attempts"] for o in outcomes[1:]] == [1] * 5
+
+    # the recovered run is one recording: backtrack walks the chain an uninterrupted run has
+    # (the resumed tool stage takes the next runtime number: compared without the numbers)
+    monkeypatch.setenv("AF_FLEET_DIR", str(tmp_path))
+    (tmp_path / "release").touch()
+    plain = await run_many(FACTORY, ["block child"], store=str(tmp_path / "runs.db"),
+                           run_ids=["plain"])
+    assert plain[0].content == outcomes[0].content
+    with RunStore(store) as runs, RunStore(tmp_path / "runs.db") as here:
+        recovered, uninterrupted = runs.load("child-0"), here.load("plain")
+    assert _chain(recovered) == _chain(uninterrupted)
 
 
 async def test_a_whole_worker_killed_mid_batch_loses_and_doubles_nothing(
