@@ -223,3 +223,24 @@ def test_small_bodies_are_written_byte_for_byte_as_before() -> None:
     assert content.kept(text).text == text and not content.kept(text).contents
     multibyte = "é" * (content.LARGE // 2)  # LARGE bytes in UTF-8, half as many characters
     assert content.kept(json.dumps({"v": multibyte})).contents
+
+
+def test_a_recalled_entry_is_kept_once_with_the_blocks_built_from_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Turn 2 recalls an 80 KB entry (chunked from 4 KB here; from 128 KB by default, where a
+    recall budget would drop it): the entry, the recall's prompt text and its piece (both wrap
+    it in a <memory> block) share its chunks, so the run keeps it about once, not three times."""
+    monkeypatch.setattr(content, "CHUNKED", 4096)
+    monkeypatch.setattr(content, "CHUNK_MIN", 2048)
+    monkeypatch.setattr(content, "CHUNK_MAX", 32768)
+    entry = "\n".join(big_text(80, f"{n:06d}".encode()) for n in range(1000))
+    memory = InMemoryStore()
+    with RunStore(tmp_path / "runs.db") as store:
+        memory_agent(store, memory, ["ok"]).run_sync(entry)
+        recalled = memory_agent(store, memory, ["Recalled."]).run_sync("What did I send?")
+        loaded = store.load(recalled.run_id)
+        (kept,) = store._db.execute("SELECT sum(length(body)) FROM contents WHERE run_id = ?",
+                                    (recalled.run_id,)).fetchone()
+    assert json.dumps(loaded.log).count(entry[:60]) >= 3  # the entry and its two blocks
+    assert loaded.log == Recording.of(recalled).log
+    assert kept <= 1.4 * len(entry), f"turn 2 kept {kept / len(entry):.2f}x the entry"

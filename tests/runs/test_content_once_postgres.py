@@ -54,4 +54,6 @@ def test_a_10_mb_user_message_grows_postgres_by_at_most_12_mb(pg_url: str,
     grown = _size(pg_url, pg_schema) - before
     assert grown <= 12 * MB, f"a 10 MB message grew PostgreSQL by {grown / MB:.1f} MB"
     assert loaded.log == Recording.of(result).log
-    assert json.loads(kept[address_of(message)]) == message
+    listed = json.loads(kept[address_of(message)])["$chunks"]  # kept in chunks, each once
+    assert "".join(json.loads(kept[part]) for part in listed) == message
+    assert len(kept) == len(set(listed)) + 1

@@ -74,3 +74,28 @@ def test_a_missing_or_misplaced_reference_is_refused() -> None:
     moved["$refs"][0][0] = ["b", 1]
     with pytest.raises(RunError, match=f"no reference to {address} stands at"):
         content.read_body(json.dumps(moved), lambda: stored.contents, what="a body")
+
+
+lines = st.lists(st.sampled_from(["", "a", "bb\n", "line\n", "\n", "é\r\n", "long" * 9, "\u2028"]),
+                 max_size=60).map("".join)
+
+
+@settings(max_examples=100, deadline=None)
+@given(lines)
+def test_chunks_join_back_to_the_text(text: str) -> None:
+    """Chunks are non-empty, bounded, and join to the text exactly."""
+    with mock.patch.multiple(content, CHUNK_MIN=8, CHUNK_MAX=24):
+        chunks = content.chunks_of(text)
+    assert "".join(chunks) == text and all(chunks)
+    assert all(len(chunk) < 48 for chunk in chunks)
+
+
+@settings(max_examples=100, deadline=None)
+@given(objects)
+def test_a_body_kept_in_chunks_reads_back_as_its_json(data: dict[str, Any]) -> None:
+    """With chunking from 16 characters, rows list chunks and the body still reads back."""
+    text = json.dumps(data)
+    with mock.patch.multiple(content, LARGE=SMALL_LARGE, CHUNKED=16, CHUNK_MIN=4, CHUNK_MAX=12):
+        stored = content.kept(text)
+    back = content.read_body(stored.text, lambda: stored.contents, what="a body")
+    assert json.loads(back) == data

@@ -10,6 +10,12 @@ distinct string whatever the number of places and bodies (progress entries inclu
 it. Reading resolves the references before anything else sees the body, so every reader —
 explain, the report, the CLI, backtrack, the audit chain — gets the same values as before.
 
+A string of :data:`CHUNKED` characters or more is kept as content-defined chunks (its row lists
+their addresses, each chunk its own row), because a run also holds texts *built from* a large
+one: a memory's recall wraps each recalled entry in a ``<memory>`` block, once in the prompt
+text and once in its piece. Cut by content, the entry's chunks are the same inside the block,
+so a recalled 10 MB entry costs its 10 MB once, not three times.
+
 **Addresses are taken from what is kept, after redaction.** A store is given a recording (or an
 entry) whose values were redacted at the source, so an address is the SHA-256 of the redacted
 string: a masked secret is never hashed. Strings under :data:`LARGE` bytes are never addressed
@@ -34,6 +40,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -42,8 +49,8 @@ from ..errors import RunError
 from ._recording import Recording
 from ._store import parse_stored
 
-__all__ = ["LARGE", "Kept", "address_of", "kept", "pack", "read_body", "read_recording",
-           "unpack"]
+__all__ = ["LARGE", "Kept", "address_of", "chunks_of", "kept", "pack", "read_body",
+           "read_recording", "unpack"]
 
 LARGE: Final = 4096
 """A string of at least this many bytes (UTF-8) is kept once per run and referenced."""
@@ -51,6 +58,13 @@ REFS: Final = "$refs"
 """The top-level key of a stored body that lists its references."""
 MARKER: Final = "$content"
 """The key of the object that stands where a kept string was."""
+CHUNKED: Final = 128 * 1024
+"""A kept string of at least this many characters is kept as chunks (:func:`chunks_of`)."""
+CHUNK_MIN: Final = 64 * 1024
+CHUNK_MAX: Final = 256 * 1024
+"""Chunks of 64-256 KiB characters (about 70 KiB on average): few rows, little page slack."""
+CHUNKS: Final = "$chunks"
+"""The key of a ``contents`` row that keeps a string as the addresses of its chunks."""
 _STARTS: Final = '{"' + REFS + '":'
 """How every stored body with references begins (the index is written first)."""
 _REFS_KEY: Final = re.compile(r"\$+refs")
@@ -184,14 +198,15 @@ def _dumps(value: Any) -> str:
 
 def kept(text: str, source: object = None) -> Kept:
     """A body's JSON ``text`` as a store writes it (see the module docstring); a body with
-    no large string and no ``$refs``-like key is returned as it is, byte for byte.
+    no large string is returned as it is, byte for byte (unless its first key is ``$refs``).
 
     ``source`` is what ``text`` was written from (a ``Recording``, an entry), when the caller
     has it: a body whose source holds no large string is then known as such without parsing
     the text (most bodies: half the cost of the parse and walk is saved)."""
-    if len(text) * 4 < LARGE and "refs" not in text:
+    as_is = not has_refs(text)  # read back as it is, unless a large string is taken out
+    if as_is and len(text) * 4 < LARGE:
         return Kept(text)
-    if source is not None and "refs" not in text[:64]:
+    if as_is and source is not None:
         fields = source.__dict__ if isinstance(source, Recording) else source
         if type(fields) in (dict, list, tuple) and not _holds_large(fields):
             return Kept(text)
@@ -199,9 +214,57 @@ def kept(text: str, source: object = None) -> Kept:
     if not isinstance(data, dict):
         return Kept(text)
     body, strings = pack(data)
-    if body is data:
+    if not strings and as_is:
         return Kept(text)
-    return Kept(_dumps(body), {address: _dumps(value) for address, value in strings.items()})
+    rows: dict[str, str] = {}
+    for address, value in strings.items():
+        _add_rows(rows, address, value)
+    return Kept(_dumps(body), rows)
+
+
+def _add_rows(rows: dict[str, str], address: str, text: str) -> None:
+    """The ``contents`` rows of one kept string: itself, or (from CHUNKED bytes) the list of
+    its chunks' addresses and one row per chunk."""
+    if len(text) < CHUNKED:
+        rows[address] = _dumps(text)
+        return
+    listed = []
+    for chunk in chunks_of(text):
+        part = address_of(chunk)
+        rows.setdefault(part, _dumps(chunk))
+        listed.append(part)
+    rows[address] = _dumps({CHUNKS: listed})
+
+
+def chunks_of(text: str) -> list[str]:
+    """``text`` cut where its content says (joined, they are ``text``): after a line whose
+    CRC-32 has its low bits clear, once a chunk holds CHUNK_MIN characters (at the latest once
+    it holds CHUNK_MAX); a line of more than CHUNK_MAX characters is cut in fixed pieces from
+    its start. So a long text embedded
+    in another on its own lines (a recalled entry inside its ``<memory>`` block) is cut the
+    same way inside it, and its chunks are kept once for both."""
+    lines = text.splitlines(keepends=True)
+    if len(lines) * 32 > len(text):  # lines this short: fixed pieces, not a slow walk
+        return [text[at:at + CHUNK_MAX] for at in range(0, len(text), CHUNK_MAX)]
+    out: list[str] = []
+    current: list[str] = []
+    size = 0
+    for line in lines:
+        while len(line) > CHUNK_MAX:
+            if current:
+                out.append("".join(current))
+                current, size = [], 0
+            out.append(line[:CHUNK_MAX])
+            line = line[CHUNK_MAX:]
+        current.append(line)
+        size += len(line)
+        if size >= CHUNK_MAX or (size >= CHUNK_MIN and not zlib.crc32(
+                line.encode("utf-8", "surrogatepass")) & 0x3F):
+            out.append("".join(current))
+            current, size = [], 0
+    if current:
+        out.append("".join(current))
+    return out
 
 
 def _holds_large(value: Any) -> bool:
@@ -233,13 +296,29 @@ def _resolved(text: str, fetch: Fetch) -> dict[str, Any]:
     for address in wanted:
         if address not in rows:
             continue  # unpack names it as missing
-        value = json.loads(rows[address])
-        if not isinstance(value, str) or not _ADDRESS.fullmatch(address) \
-                or address_of(value) != address:
+        value = _row_text(rows, address)
+        if value is None or not _ADDRESS.fullmatch(address) or address_of(value) != address:
             raise ValueError(f"the content kept as {address} no longer matches its address "
                              "(it was altered)")
         strings[address] = value
     return unpack(data, strings)
+
+
+def _row_text(rows: Mapping[str, str], address: str) -> str | None:
+    """The string a ``contents`` row keeps (its chunks joined); None when it is not one."""
+    value = json.loads(rows[address])
+    if isinstance(value, str):
+        return value
+    listed = value.get(CHUNKS) if isinstance(value, dict) else None
+    if not isinstance(listed, list):
+        return None
+    parts = []
+    for part in listed:
+        found = json.loads(rows[part]) if isinstance(part, str) and part in rows else None
+        if not isinstance(found, str):
+            raise ValueError(f"a chunk of the content {address} is missing ({part!r})")
+        parts.append(found)
+    return "".join(parts)
 
 
 def read_body(text: str, fetch: Fetch, *, what: str) -> str:
