@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from .flow._display import terminal_text
 
@@ -47,6 +48,21 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
+def _is_url(where: object) -> bool:
+    return isinstance(where, str) and where.startswith(("postgresql://", "postgres://"))
+
+
+def _open_store(where: Path | str) -> Any:
+    """The run store at ``where``: a SQLite file, or a ``postgresql://`` URL (a fleet's)."""
+    if _is_url(where):
+        from .runs._postgres import PostgresRunStore
+
+        return PostgresRunStore(str(where))
+    from .runs._sqlite import RunStore
+
+    return RunStore(where)
+
+
 def _report_name(run_id: str) -> str:
     """The default report file for ``run_id``: a plain file name in the working directory,
     whatever the id holds (``../../x`` or a control character never leaves it)."""
@@ -59,7 +75,8 @@ def _main(argv: Sequence[str] | None) -> int:
     # only sets it when given, so it never hides the one given before.
     store_option = argparse.ArgumentParser(add_help=False)
     store_option.add_argument("--store", default=argparse.SUPPRESS,
-                       help="run store file (default .agentfootprint/runs.db)")
+                       help="run store file (default .agentfootprint/runs.db), or a "
+                            "postgresql:// URL for runs, explain, report, prove")
     parser = argparse.ArgumentParser(prog="agentfootprint", parents=[store_option],
                                      description="The explainable AI-agent framework.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
@@ -122,11 +139,18 @@ def _main(argv: Sequence[str] | None) -> int:
     if options.command == "serve":  # its own session store, no run store
         return run_serve(options)
 
-    from .runs._sqlite import DEFAULT_RUN_STORE, RunStore
+    from .runs._sqlite import DEFAULT_RUN_STORE
 
     given = getattr(options, "store", None)
-    store_path = Path(given) if given else DEFAULT_RUN_STORE
-    if options.command != "demo" and not store_path.exists():
+    if _is_url(given) and options.command in ("runs", "explain", "report", "prove"):
+        store_path: Any = given  # a PostgreSQL run store every worker records to
+    elif _is_url(given):
+        print(f"`agentfootprint {options.command}` reads a SQLite run store file; pass "
+              "--store FILE", file=sys.stderr)
+        return 1
+    else:
+        store_path = Path(given) if given else DEFAULT_RUN_STORE
+    if options.command != "demo" and not _is_url(store_path) and not store_path.exists():
         print(f"no run store at {str(store_path)!r}: nothing has been recorded there yet. "
               "Record a run with RunStore(path).save(result), or pass --store FILE",
               file=sys.stderr)
@@ -140,7 +164,7 @@ def _main(argv: Sequence[str] | None) -> int:
         print(run_demo(store_path=store_path, progress=progress))
         return 0
     if options.command == "runs":
-        with RunStore(store_path) as store:
+        with _open_store(store_path) as store:
             found = store.list(limit=options.limit)
         if not found:
             print(f"no runs recorded in {store_path}")
@@ -159,7 +183,7 @@ def _main(argv: Sequence[str] | None) -> int:
     from .audit._cli import stored_run_warning
     from .explain._explain_run import NoAnswer, explain_recording
 
-    with RunStore(store_path) as store:
+    with _open_store(store_path) as store:
         try:
             recording = store.load(options.run_id)
             proofs = store.proofs(options.run_id)
@@ -177,12 +201,11 @@ def _main(argv: Sequence[str] | None) -> int:
     return 1 if tampered else 0
 
 
-def _prove(store_path: Path, options: argparse.Namespace) -> int:
+def _prove(store_path: Path | str, options: argparse.Namespace) -> int:
     """Re-run a stored run's agent (rebuilt from its factory) without its suspects; keep it."""
     from .explain._criterion import wrong_if
     from .explain._prove import kept_criterion, prove_stored_run
     from .flow._run import run_sync
-    from .runs._sqlite import RunStore
 
     given = (options.wrong_if_contains, options.wrong_if_matches, options.wrong_if)
     criterion = (wrong_if(contains=given[0], matches=given[1], predicate=given[2])
@@ -191,7 +214,7 @@ def _prove(store_path: Path, options: argparse.Namespace) -> int:
     def progress(done: int, total: int, label: str) -> None:
         print(f"  re-run {done}: {label}", file=sys.stderr)
 
-    with RunStore(store_path) as store:
+    with _open_store(store_path) as store:
         criterion = criterion or kept_criterion(store, options.run_id)
         report = run_sync(prove_stored_run(store, options.run_id, is_wrong=criterion,
                                            factory=options.factory, budget=options.budget,
@@ -213,13 +236,12 @@ def _count(text: str) -> int:
     return value
 
 
-def _report(store_path: Path, run_id: str, output: str) -> int:
+def _report(store_path: Path | str, run_id: str, output: str) -> int:
     """Write the HTML report of a stored run; print its path."""
     from .audit._cli import stored_run_warning
     from .explain.report._render import write_html_report
-    from .runs._sqlite import RunStore
 
-    with RunStore(store_path) as store:
+    with _open_store(store_path) as store:
         try:
             recording = store.load(run_id)
             proofs = store.proofs(run_id)

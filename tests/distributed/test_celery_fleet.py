@@ -8,6 +8,7 @@ import asyncio
 import os
 import re
 import signal
+import uuid
 from collections import Counter
 from pathlib import Path
 
@@ -165,3 +166,21 @@ async def test_a_whole_worker_killed_mid_batch_loses_and_doubles_nothing(
         assert outcome.placement["attempts"] == 2
         assert [w["worker"].split("@")[0] for w in where] == ["victim", "rescuer"]
     assert {o.placement["worker"].split("@")[0] for o in outcomes[2:]} == {"rescuer"}
+
+
+async def test_runs_list_on_postgresql_shows_the_runs_of_every_worker(
+        fleet: Fleet, pg_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from agentfootprint.cli import main
+
+    tag = uuid.uuid4().hex[:8]
+    ids = [f"pg-{tag}-{i}" for i in range(12)]
+    outcomes = await run_many(FACTORY, [f"pg task {i}" for i in range(12)], store=pg_url,
+                              executor=_executor(fleet), run_ids=ids)
+    assert [o.status for o in outcomes] == ["done"] * 12
+    assert len({o.placement["worker"] for o in outcomes}) == 2  # both workers wrote
+
+    assert main(["runs", "list", "--store", pg_url, "--limit", "500"]) == 0
+    listed = capsys.readouterr().out
+    assert all(run_id in listed for run_id in ids), listed
+    assert main(["explain", ids[0], "--store", pg_url]) == 0
+    assert 'ANSWER   "done: pg task 0"' in capsys.readouterr().out
