@@ -18,7 +18,7 @@ import contextvars
 from collections.abc import Callable
 from typing import Any
 
-from ..context._delivery import deliver, keys_in_window, moves_system_messages
+from ..context._delivery import KeysMemo, deliver, moves_system_messages
 from ..context._injection import Injection, InjectionContext, Trigger, evaluate_injections
 from ..context._skills import SKIP_STEP, step_sentence
 from ..context._slots import compose_system, compose_tools
@@ -65,6 +65,7 @@ class _Stages(MemoryStages, ToolBatchStages):
         self.spec = spec
         self._wire = WireMemo()  # the wire form of the history, built as the history grows
         self._schemas: tuple[list[Any], Any] | None = None  # the registry's, frozen once
+        self._keys = KeysMemo()  # delivery keys in the history, scanned as it grows
 
     def seed(self, scope: Scope) -> None:
         self._seed(scope, self._host_turn(scope))
@@ -185,7 +186,7 @@ class _Stages(MemoryStages, ToolBatchStages):
             return
         history = scope[trace.HISTORY]
         pending = [(i.id, i.flavor, i.messages) for i in self._active(scope) if i.messages]
-        ledger = set(scope.get(trace.DELIVERED_KEYS) or ()) | keys_in_window(history)
+        ledger = set(scope.get(trace.DELIVERED_KEYS) or ()) | self._keys(history)
         before = len(ledger)
         delivered, deferred = deliver(pending, history, ledger, scope[trace.ITERATION],
                                       system_to_prompt=moves_system_messages(spec.provider))

@@ -29,7 +29,10 @@ import functools
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
+from ..flow._values import FrozenList, committed_of, extends
+
 __all__ = [
+    "KeysMemo",
     "deliver",
     "delivery_key",
     "effective_wire_role",
@@ -84,6 +87,34 @@ def keys_in_window(history: Iterable[Any]) -> set[str]:
     """The delivery key of every message already carrying an ``injected_by`` marker."""
     return {delivery_key(m["injected_by"], m["role"], m["content"])
             for m in history if m.get("injected_by") is not None}
+
+
+class KeysMemo:
+    """``keys_in_window`` for a history that grows iteration after iteration, at the cost of
+    the growth.
+
+    It remembers the committed history it last scanned and the keys found; a history known
+    to extend it (``flow.extends``, constant time) has only its new messages scanned, any
+    other is scanned whole. The answer is always exactly ``keys_in_window(history)``, a new
+    set. What it remembers is one immutable tuple, replaced whole (runs may share it).
+    """
+
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        self._last: tuple[FrozenList, frozenset[str]] | None = None
+
+    def __call__(self, history: Sequence[Any]) -> set[str]:
+        committed = committed_of(history)
+        if committed is None:
+            return keys_in_window(history)
+        last = self._last
+        if last is not None and extends(committed, last[0]):
+            keys = last[1] | keys_in_window(committed[len(last[0]):])
+        else:
+            keys = frozenset(keys_in_window(committed))
+        self._last = (committed, keys)
+        return set(keys)
 
 
 def tail_wire_role(history: Sequence[Any]) -> str | None:

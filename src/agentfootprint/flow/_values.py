@@ -34,6 +34,7 @@ __all__ = [
     "FrozenDict",
     "FrozenList",
     "check_json_value",
+    "committed_of",
     "copy_value",
     "draft",
     "extends",
@@ -318,6 +319,21 @@ def extends(new: object, old: object) -> bool:
         return True
     spine = getattr(new, "_spine", None)
     return spine is not None and getattr(old, "_spine", None) is spine and old._upto <= new._upto
+
+
+def committed_of(value: object) -> FrozenList | None:
+    """The committed list ``value`` is exactly (itself, or an unchanged read of it), if any.
+
+    With ``extends`` this lets a cache over a growing history (the wire messages, the
+    delivery keys already in it) do only the new messages' work.
+    """
+    if type(value) is FrozenList and isinstance(value, FrozenList):
+        return value
+    if type(value) is DraftList and isinstance(value, DraftList):
+        base = value._base
+        if value._clean == len(value) == len(base):
+            return base
+    return None
 
 
 def _known_shared(a: Any, b: Any) -> int:

@@ -16,7 +16,7 @@ from typing import Any, Literal, NotRequired
 from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import TypedDict
 
-from ..flow._values import DraftList, FrozenList, extends
+from ..flow._values import FrozenList, committed_of, extends
 
 __all__ = [
     "CachePrefix",
@@ -242,7 +242,7 @@ class WireMemo:
         self._lock = threading.Lock()
 
     def __call__(self, messages: Sequence[Message]) -> list[Message]:
-        committed = _committed(messages)
+        committed = committed_of(messages)
         if committed is None:
             return wire_messages(messages)
         last = self._last
@@ -265,14 +265,3 @@ class WireMemo:
         for index in cleaned:  # the caller gets its own copies of what it may change
             out[index] = dict(out[index])  # type: ignore[call-overload]
         return out
-
-
-def _committed(messages: Sequence[Message]) -> FrozenList | None:
-    """The committed list ``messages`` is exactly (a read of it, unchanged), if any."""
-    if type(messages) is FrozenList:
-        return messages
-    if type(messages) is DraftList:
-        base = messages._base
-        if messages._clean == len(messages) == len(base):
-            return base
-    return None
