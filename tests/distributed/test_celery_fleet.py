@@ -5,6 +5,9 @@ run id makes the re-delivery resume the run instead of repeating its side effect
 from __future__ import annotations
 
 import asyncio
+import base64
+import contextlib
+import json
 import os
 import re
 import signal
@@ -184,3 +187,56 @@ async def test_runs_list_on_postgresql_shows_the_runs_of_every_worker(
     assert all(run_id in listed for run_id in ids), listed
     assert main(["explain", ids[0], "--store", pg_url]) == 0
     assert 'ANSWER   "done: pg task 0"' in capsys.readouterr().out
+
+
+def _holds(blob: bytes, secret: str) -> bool:
+    """``secret`` in ``blob`` raw, JSON-escaped, or inside base64 (kombu's message bodies)."""
+    needle = secret.encode()
+    if needle in blob or json.dumps(secret).encode()[1:-1] in blob:
+        return True
+    for run in re.findall(rb"[A-Za-z0-9+/=]{16,}", blob):
+        for offset in range(4):
+            part = run[offset:]
+            part = part[: len(part) - len(part) % 4]
+            with contextlib.suppress(ValueError):
+                if _holds_plain(base64.b64decode(part), needle):
+                    return True
+    return False
+
+
+def _holds_plain(blob: bytes, needle: bytes) -> bool:
+    return needle in blob or (len(blob) > 16 and _holds(blob, needle.decode()))
+
+
+async def test_sealed_payloads_keep_a_secret_off_the_broker_and_the_result_backend(
+        own_fleet: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    import redis
+    from cryptography.fernet import Fernet
+
+    key = Fernet.generate_key().decode()
+    monkeypatch.setenv("AGENTFOOTPRINT_SEAL_KEY", key)  # the workers' environment
+    fleet: Fleet = own_fleet(30.0)  # type: ignore[operator]
+    secret = f"sk-live-{uuid.uuid4().hex}"
+    messages = [f"pay with {secret} #{i}" for i in range(3)]
+    plain = base64.b64encode(json.dumps({"args": [{"message": messages[0]}]}).encode())
+    assert _holds(b'{"body": "' + plain + b'"}', secret)  # the scanner sees an unsealed body
+
+    executor = celery_executor(broker=fleet.broker, queue=fleet.queue, timeout=60,
+                               seal_key=key)
+    batch = asyncio.create_task(run_many(FACTORY, messages, executor=executor,
+                                         store=str(fleet.workdir / "runs.db"),
+                                         run_ids=[f"sealed-{i}" for i in range(3)]))
+    client = redis.Redis.from_url(fleet.broker)
+    try:
+        while client.llen(fleet.queue) < 3:  # no worker yet: the jobs wait on the queue
+            await asyncio.sleep(0.02)
+        queued = client.lrange(fleet.queue, 0, -1)
+        assert not any(_holds(body, secret) for body in queued)
+        fleet.start("w1")
+        outcomes = await asyncio.wait_for(batch, 60)
+        assert [o.content for o in outcomes] == [f"done: {m}" for m in messages]
+        results = [client.get(k) or b"" for k in client.scan_iter("celery-task-meta-*")]
+        assert len(results) >= 3
+        assert not any(_holds(body, secret) for body in results)
+    finally:
+        client.close()

@@ -18,16 +18,22 @@ handed out again once it has been unacknowledged that long — set it above your
 slow run is started twice). A task delivered twice runs ``_executor.execute`` twice with the
 same run id: the second returns the stored answer, or resumes the run from its journal, so a
 tool call with a recorded outcome is never repeated and an idempotent tool sees the same key.
+
+With ``seal_key`` (``AGENTFOOTPRINT_SEAL_KEY`` on the workers) every payload — the jobs, with
+the users' messages, and the outcomes, with the answers — crosses the broker and rests in the
+result backend as one Fernet token, never in the clear.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from ..errors import ConfigurationError, RunError
+from ..flow._seal import check_seal_key
 from ._executor import RunJob, RunOutcome, execute
 
 if TYPE_CHECKING:
@@ -41,6 +47,7 @@ RUN_TASK: Final = "agentfootprint.run"
 """One task runs a chunk of jobs (a list of ``RunJob``), concurrently in one event loop."""
 RERUN_TASK: Final = "agentfootprint.rerun"
 DEFAULT_QUEUE: Final = "agentfootprint"
+SEALED: Final = "sealed"
 INSTALL: Final = 'pip install "agentfootprint[celery]"'
 
 
@@ -54,12 +61,13 @@ def _celery() -> Any:
 
 def celery_app(broker: str, backend: str | None = None, *, queue: str = DEFAULT_QUEUE,
                visibility_timeout: float = 3600.0, restore_interval: float | None = None,
-               app: Celery | None = None) -> Celery:
+               app: Celery | None = None, seal_key: str | bytes | None = None) -> Celery:
     """A Celery app configured for safe re-delivery (see the module), with our two tasks.
 
     ``backend`` defaults to the broker. ``restore_interval`` is how often a worker looks for
     messages whose visibility timeout passed (default: a tenth of the timeout, at most 10 s).
     Given ``app``, its configuration is updated and the tasks are registered on it.
+    ``seal_key`` (a Fernet key) seals every payload and result (see the module).
     """
     if not isinstance(broker, str) or "://" not in broker:
         raise ConfigurationError(f"broker={broker!r} must be a URL such as "
@@ -67,7 +75,10 @@ def celery_app(broker: str, backend: str | None = None, *, queue: str = DEFAULT_
     if visibility_timeout <= 0:
         raise ConfigurationError(f"visibility_timeout={visibility_timeout!r} must be > 0 s")
     restore = restore_interval or min(10.0, max(0.5, visibility_timeout / 10))
+    if seal_key is not None:
+        check_seal_key(seal_key)
     made = app if app is not None else _celery().Celery("agentfootprint")
+    made.conf.agentfootprint_seal_key = seal_key
     transport = {"visibility_timeout": visibility_timeout, "unacked_restore_interval": restore,
                  "unacked_restore_throttle": 1}
     made.conf.update(
@@ -87,23 +98,64 @@ def _register(app: Celery) -> None:
         return
 
     @app.task(name=RUN_TASK, bind=True)  # type: ignore[untyped-decorator]
-    def run_task(self: Any, payloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        jobs = [RunJob.model_validate(p) for p in payloads]
+    def run_task(self: Any, payload: Any) -> Any:
+        key = self.app.conf.get("agentfootprint_seal_key")
+        try:
+            jobs = [RunJob.model_validate(p) for p in unseal(payload, key)]
+        except ConfigurationError as exc:
+            return {"refused": str(exc)}
         note = "redelivered" if (self.request.delivery_info or {}).get("redelivered") else None
         worker = str(self.request.hostname or "celery")
 
         async def chunk() -> list[RunOutcome]:
             return list(await asyncio.gather(*(execute(job, worker=worker, attempt_note=note)
                                                for job in jobs)))
-        return [outcome.model_dump(mode="json") for outcome in asyncio.run(chunk())]
+        return seal([outcome.model_dump(mode="json") for outcome in asyncio.run(chunk())], key)
 
     @app.task(name=RERUN_TASK, bind=True)  # type: ignore[untyped-decorator]
-    def rerun_task(self: Any, payload: dict[str, Any]) -> dict[str, Any]:
+    def rerun_task(self: Any, payload: Any) -> Any:
         from ..explain._fanout import RerunJob, rerun_one
 
-        outcome = asyncio.run(rerun_one(RerunJob.model_validate(payload)))
+        key = self.app.conf.get("agentfootprint_seal_key")
+        try:
+            job = RerunJob.model_validate(unseal(payload, key))
+        except ConfigurationError as exc:
+            return {"refused": str(exc)}
+        outcome = asyncio.run(rerun_one(job))
         where = {"worker": str(self.request.hostname or "celery"), "pid": os.getpid()}
-        return outcome.model_copy(update={"where": where}).model_dump(mode="json")
+        return seal(outcome.model_copy(update={"where": where}).model_dump(mode="json"), key)
+
+
+def seal(value: Any, key: str | bytes | None) -> Any:
+    """``value`` as it crosses the broker: itself, or ``{"sealed": token}`` under ``key``."""
+    if key is None:
+        return value
+    from ..flow._seal import _fernet
+
+    return {SEALED: _fernet(key).encrypt(json.dumps(value).encode()).decode()}
+
+
+def unseal(value: Any, key: str | bytes | None) -> Any:
+    """What :func:`seal` made, opened; a sealed payload without the key (or with another) and a
+    plain one where a key is set are refused, naming the fix."""
+    sealed = isinstance(value, dict) and set(value) == {SEALED}
+    if key is None and not sealed:
+        return value
+    if key is None or not sealed:
+        raise ConfigurationError(
+            "a Celery payload is sealed on one side only; give the submitter "
+            "(celery_executor(seal_key=...)) and the workers (AGENTFOOTPRINT_SEAL_KEY) the same "
+            "key, or neither")
+    from cryptography.fernet import InvalidToken
+
+    from ..flow._seal import _fernet
+
+    try:
+        return json.loads(_fernet(key).decrypt(str(value[SEALED]).encode()))
+    except InvalidToken:
+        raise ConfigurationError(
+            "a Celery payload was sealed with another key; give the submitter and the workers "
+            "the same AGENTFOOTPRINT_SEAL_KEY") from None
 
 
 class CeleryExecutor:
@@ -113,6 +165,7 @@ class CeleryExecutor:
 
     def __init__(self, app: Celery, *, queue: str = DEFAULT_QUEUE,
                  timeout: float | None = None, chunk: int = 1) -> None:
+        self.key: str | bytes | None = app.conf.get("agentfootprint_seal_key")
         if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
             raise ConfigurationError(f"chunk={chunk!r} must be an int >= 1 (runs per task)")
         self.app = app
@@ -128,16 +181,23 @@ class CeleryExecutor:
             return []
         celery = _celery()
         try:
-            sent = [self.app.send_task(task, args=[p], queue=self.queue) for p in payloads]
+            sent = [self.app.send_task(task, args=[seal(p, self.key)], queue=self.queue)
+                    for p in payloads]
             results = celery.result.ResultSet(sent, app=self.app)
-            return list(await asyncio.to_thread(results.join, timeout=self.timeout,
-                                                propagate=False))
+            values = list(await asyncio.to_thread(results.join, timeout=self.timeout,
+                                                  propagate=False))
         except Exception as exc:  # the broker or backend, not a job
             if isinstance(exc, ConfigurationError):
                 raise
             raise RunError(f"the Celery executor on {self.app.conf.broker_url!r} failed to run "
                            f"{len(payloads)} job(s) ({type(exc).__name__}: {exc}); check the "
                            "broker and that workers are started") from exc
+        out = []
+        for value in values:
+            if isinstance(value, dict) and "refused" in value:
+                raise ConfigurationError(str(value["refused"]))
+            out.append(unseal(value, self.key) if isinstance(value, dict | list) else value)
+        return out
 
     def _travels(self, factories: set[str]) -> None:
         local = sorted(f for f in factories if f.startswith("__main__:"))
@@ -176,12 +236,15 @@ class CeleryExecutor:
 def celery_executor(broker: str = "redis://localhost:6379/0", backend: str | None = None, *,
                     app: Celery | None = None, queue: str = DEFAULT_QUEUE,
                     visibility_timeout: float = 3600.0, timeout: float | None = None,
-                    chunk: int = 1) -> CeleryExecutor:
+                    chunk: int = 1, seal_key: str | bytes | None = None) -> CeleryExecutor:
     """Run jobs on Celery workers started with ``celery -A agentfootprint.distributed.worker
     worker`` (same broker, same ``queue``). ``timeout`` bounds how long a batch is waited for
     (``None``: as long as it takes); ``chunk`` runs go in one task (run concurrently there: fewer
     broker round trips, model waits overlapped; a chunk re-delivered returns its finished runs'
-    stored answers); ``app`` is your own Celery app, configured and given our tasks."""
+    stored answers); ``app`` is your own Celery app, configured and given our tasks;
+    ``seal_key`` seals what crosses the broker (the workers need it as
+    ``AGENTFOOTPRINT_SEAL_KEY``)."""
     return CeleryExecutor(celery_app(broker, backend, queue=queue,
-                                     visibility_timeout=visibility_timeout, app=app),
+                                     visibility_timeout=visibility_timeout, app=app,
+                                     seal_key=seal_key),
                           queue=queue, timeout=timeout, chunk=chunk)

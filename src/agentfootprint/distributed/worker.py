@@ -7,7 +7,9 @@ Configured from the environment, so one command serves every deployment:
 * ``AGENTFOOTPRINT_QUEUE`` — the queue served (default ``agentfootprint``; ``celery_executor``
   must send to the same one);
 * ``AGENTFOOTPRINT_VISIBILITY_TIMEOUT`` — seconds before a dead worker's message is handed out
-  again (default 3600; keep it above the longest run).
+  again (default 3600; keep it above the longest run);
+* ``AGENTFOOTPRINT_SEAL_KEY`` — a Fernet key: payloads and results cross the broker sealed
+  (``celery_executor(seal_key=...)`` must hold the same key).
 
 The agent factories a job names (``"myapp:make_agent"``) must be importable by the worker: start
 it where ``myapp`` is on ``PYTHONPATH``.
@@ -23,7 +25,8 @@ app = celery_app(
     os.environ.get("AGENTFOOTPRINT_BROKER_URL", "redis://localhost:6379/0"),
     os.environ.get("AGENTFOOTPRINT_RESULT_BACKEND") or None,
     queue=os.environ.get("AGENTFOOTPRINT_QUEUE", DEFAULT_QUEUE),
-    visibility_timeout=float(os.environ.get("AGENTFOOTPRINT_VISIBILITY_TIMEOUT", "3600")))
+    visibility_timeout=float(os.environ.get("AGENTFOOTPRINT_VISIBILITY_TIMEOUT", "3600")),
+    seal_key=os.environ.get("AGENTFOOTPRINT_SEAL_KEY") or None)
 """The app ``celery -A agentfootprint.distributed.worker`` finds."""
 
 __all__ = ["app"]
