@@ -72,8 +72,9 @@ _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _ADDRESS: Final = re.compile(r"sha256:[0-9a-f]{64}")
 
 Path = list[str | int]
-Fetch = Callable[[], Mapping[str, str]]
-"""Gives the ``contents`` rows of one run: address -> the kept string's JSON text."""
+Fetch = Callable[[list[str]], Mapping[str, str]]
+"""Gives the ``contents`` rows of one run at these addresses: address -> the row's JSON text
+(a row not found is left out)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,7 +292,11 @@ def _resolved(text: str, fetch: Fetch) -> dict[str, Any]:
         raise ValueError("it is not a JSON object")
     wanted = {ref[1] for ref in data.get(REFS, ()) if isinstance(ref, list) and len(ref) == 2
               and isinstance(ref[1], str)}
-    rows = fetch() if wanted else {}
+    rows = dict(fetch(sorted(wanted))) if wanted else {}
+    parts = {part for address in wanted if address in rows
+             for part in _chunk_list(rows[address]) if part not in rows}
+    if parts:  # a string kept in chunks: its chunks' rows too
+        rows.update(fetch(sorted(parts)))
     strings = {}
     for address in wanted:
         if address not in rows:
@@ -302,6 +307,14 @@ def _resolved(text: str, fetch: Fetch) -> dict[str, Any]:
                              "(it was altered)")
         strings[address] = value
     return unpack(data, strings)
+
+
+def _chunk_list(row: str) -> list[str]:
+    """The chunk addresses a row lists (none for a row that keeps its string whole)."""
+    if not row.startswith('{"' + CHUNKS + '":'):
+        return []
+    listed = json.loads(row).get(CHUNKS)
+    return [part for part in listed if isinstance(part, str)] if isinstance(listed, list) else []
 
 
 def _row_text(rows: Mapping[str, str], address: str) -> str | None:

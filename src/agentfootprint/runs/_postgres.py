@@ -323,15 +323,16 @@ class PostgresRunStore:
                 "ON CONFLICT DO NOTHING").format(self._named("contents")),
                 [(run_id, *item) for item in stored.contents.items()])
 
-    def _contents(self, run_id: str) -> dict[str, str]:
+    def _contents(self, run_id: str, addresses: list[str]) -> dict[str, str]:
+        """The ``contents`` rows of ``run_id`` at ``addresses``."""
         rows = self._execute(f"read the contents of run {run_id!r}", self._psycopg.sql.SQL(
-            "SELECT address, body FROM {} WHERE run_id = %s").format(self._named("contents")),
-            (run_id,))
+            "SELECT address, body FROM {} WHERE run_id = %s AND address = ANY(%s)"
+        ).format(self._named("contents")), (run_id, addresses))
         return dict(rows)
 
     def _full(self, run_id: str, body: str) -> str:
         """A stored body with the strings it references put back."""
-        return read_body(body, lambda: self._contents(run_id),
+        return read_body(body, lambda wanted: self._contents(run_id, wanted),
                          what=f"a body of run {run_id!r} in {self.name}")
 
     def _append(self, suffix: str, doing: str, run_id: str, body: str | Kept, *,
@@ -400,7 +401,8 @@ class PostgresRunStore:
         return None if not rows or rows[0][1] == "running" else rows[0][0]
 
     def _parse(self, run_id: str, body: str) -> Recording:
-        return read_recording(run_id, body, self.name, lambda: self._contents(run_id))
+        return read_recording(run_id, body, self.name,
+                              lambda wanted: self._contents(run_id, wanted))
 
     def add_proof(self, run_id: str, proof: Mapping[str, Any]) -> None:
         """Append ``proof`` (a JSON object: a verdict, a re-run's outcome) to ``run_id``'s row.

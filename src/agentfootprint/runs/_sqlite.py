@@ -257,14 +257,20 @@ class RunStore:
         self._db.executemany("INSERT OR IGNORE INTO contents (run_id, address, body) VALUES "
                              "(?, ?, ?)", [(run_id, *item) for item in stored.contents.items()])
 
-    def _contents(self, run_id: str) -> dict[str, str]:
+    def _contents(self, run_id: str, addresses: list[str]) -> dict[str, str]:
+        """The ``contents`` rows of ``run_id`` at ``addresses`` (500 to a statement)."""
+        found: dict[str, str] = {}
         with self._failing(f"read the contents of run {run_id!r}"):
-            return dict(self._db.execute("SELECT address, body FROM contents WHERE run_id = ?",
-                                         (run_id,)).fetchall())
+            for at in range(0, len(addresses), 500):
+                part = addresses[at:at + 500]
+                found.update(self._db.execute(
+                    "SELECT address, body FROM contents WHERE run_id = ? AND address IN "  # noqa: S608
+                    f"({', '.join('?' * len(part))})", (run_id, *part)).fetchall())
+        return found
 
     def _full(self, run_id: str, body: str) -> str:
         """A stored body with the strings it references put back."""
-        return read_body(body, lambda: self._contents(run_id),
+        return read_body(body, lambda wanted: self._contents(run_id, wanted),
                          what=f"a body of run {run_id!r} in {str(self.path)!r}")
 
     def _write_rows(self, rows: QueryRows) -> None:
@@ -341,7 +347,7 @@ class RunStore:
 
     def _parse(self, run_id: str, body: str) -> Recording:
         return read_recording(run_id, body, repr(str(self.path)),
-                              lambda: self._contents(run_id))
+                              lambda wanted: self._contents(run_id, wanted))
 
     def add_proof(self, run_id: str, proof: Mapping[str, Any]) -> None:
         """Append ``proof`` (a JSON object: a verdict, a re-run's outcome) to ``run_id``'s row.
