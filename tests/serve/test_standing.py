@@ -21,7 +21,7 @@ from session_suite import (
 )
 from standing_agents import CALLS, make_chat, make_refunds
 
-from agentfootprint import Agent, check_in_approved
+from agentfootprint import Agent, Tracing, check_in_approved
 from agentfootprint.errors import (
     ConfigurationError,
     ProviderError,
@@ -33,6 +33,7 @@ from agentfootprint.errors import (
 from agentfootprint.events import RunFinished
 from agentfootprint.memory import MemoryIdentity, SQLiteStore, define_memory
 from agentfootprint.providers import mock
+from agentfootprint.runs import RedactionPolicy
 from agentfootprint.serve import Session, StandingAgent, sqlite_sessions, standing_agent
 
 
@@ -260,6 +261,21 @@ async def test_a_bad_message_is_refused_and_frees_the_session(tmp_path: Path) ->
         with pytest.raises(ConfigurationError, match="str"):
             await standing.send(session.id, bad, principal="alice")  # type: ignore[arg-type]
     assert (await standing.send(session.id, "fine", principal="alice")).turn == 1
+    await standing.close()
+
+
+async def test_a_conversation_redacted_whole_is_refused_not_restarted(tmp_path: Path) -> None:
+    """A checkpoint whose history the redaction dropped cannot continue the conversation:
+    turn 2 is refused naming the fix, never run as if it were turn 1 of a new one."""
+    agent = Agent(provider=mock(reply="ok"), model="m",
+                  tracing=Tracing(redaction=RedactionPolicy(keys=["history"])))
+    standing = standing_agent(agent, sessions=sqlite_sessions(tmp_path / "s.db"))
+    session = await standing.start(principal="alice")
+    await standing.send(session.id, "one", principal="alice")
+    with pytest.raises(ConfigurationError, match=r"cannot be continued.*define_memory"):
+        await standing.send(session.id, "two", principal="alice")
+    kept = await standing.get(session.id, principal="alice")
+    assert (kept.turns, kept.status) == (1, "idle")
     await standing.close()
 
 

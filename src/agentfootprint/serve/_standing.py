@@ -259,6 +259,12 @@ class StandingAgent:
             options["identity"] = MemoryIdentity(conversation_id=record.id,
                                                  principal=record.owner)
         elif checkpoint is not None:
+            if record.turns and not checkpoint.get("history"):
+                raise ConfigurationError(
+                    f"session {record.id!r} cannot be continued: the checkpoint of its turn "
+                    f"{record.turns} holds no conversation (the agent's redaction masks "
+                    "'history' whole); redact by kind (RedactionPolicy(kinds=...)) or give the "
+                    "agent a memory (define_memory(...)) to keep its conversations")
             options["continue_from"] = checkpoint
         return options
 
