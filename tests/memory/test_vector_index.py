@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from memory_helpers import (
     _disconnecting_client,
@@ -50,11 +50,13 @@ entries = st.builds(
 searches = st.tuples(st.just("search"), st.lists(components, min_size=3, max_size=4),
                      st.integers(1, 12), st.sampled_from([None, ("hot",)]),
                      st.sampled_from([None, "a"]), st.sampled_from([None, 0.0]))
+puts = st.tuples(st.just("put"), st.lists(entries, min_size=1, max_size=20))
 operations = st.lists(st.one_of(
-    st.tuples(st.just("put"), st.lists(entries, min_size=1, max_size=20)),
-    st.tuples(st.just("delete"), st.integers(0, 59)),
-    st.tuples(st.just("reopen")),
-    searches), min_size=1, max_size=25)
+    puts, puts, st.tuples(st.just("delete"), st.integers(0, 59)), st.tuples(st.just("reopen")),
+    searches, searches), min_size=4, max_size=25)
+COMPACTED = [("put", [MemoryEntry(id=f"e{i}", value=i, embedding=[1.0, float(i), 0.0])])
+             for i in range(5)] + [("search", [1.0, 1.0, 0.0], 3, None, None, None)]
+"""Pushes enough blocks for a compaction (Redis, in these tests) before a search."""
 
 
 def _reference(held: dict[str, MemoryEntry], op: tuple[Any, ...]) -> list[tuple[str, float]]:
@@ -93,6 +95,7 @@ async def _play(open_store: Any, ops: list[tuple[Any, ...]]) -> None:
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ops=operations)
+@example(ops=COMPACTED)
 def test_sqlite_search_equals_the_per_entry_index(ops: list[tuple[Any, ...]]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "memory.db"
@@ -101,10 +104,11 @@ def test_sqlite_search_equals_the_per_entry_index(ops: list[tuple[Any, ...]]) ->
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ops=operations)
+@example(ops=COMPACTED)
 def test_redis_search_equals_the_per_entry_index(ops: list[tuple[Any, ...]]) -> None:
     url, prefix = redis_url(), redis_prefix()
     compact_at = _redis.REDIS_COMPACT_AT
-    _redis.REDIS_COMPACT_AT = 3  # type: ignore[misc]  # compact often, to test it too
+    _redis.REDIS_COMPACT_AT = 1  # type: ignore[misc]  # compact often, to test it too
     try:
         asyncio.run(_play(lambda: RedisStore(client=_disconnecting_client(url), prefix=prefix,
                                              clock=lambda: NOW), ops))

@@ -351,9 +351,9 @@ def parse_redis_block(text: str) -> Block:
     head, _, rest = text.partition("|")
     header, _, encoded = rest.partition("\n")
     block = Block.parse(header, base64.b64decode(encoded, validate=True))
-    given = [int(s) for s in head.split(",")] if head else []
-    if head.startswith("=") or len(given) == 0:  # a compacted block keeps its own seqs
+    if head == "=":  # a compacted block keeps its own sequences
         return block
+    given = [int(s) for s in head.split(",")]
     block.seqs = [given[position] for position in block.seqs]
     return block
 
