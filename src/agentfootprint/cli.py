@@ -142,7 +142,7 @@ def _main(argv: Sequence[str] | None) -> int:
     from .runs._sqlite import DEFAULT_RUN_STORE
 
     given = getattr(options, "store", None)
-    if _is_url(given) and options.command in ("runs", "explain", "report", "prove"):
+    if _is_url(given) and options.command in ("runs", "explain", "report", "prove", "ui"):
         store_path: Any = given  # a PostgreSQL run store every worker records to
     elif _is_url(given):
         print(f"`agentfootprint {options.command}` reads a SQLite run store file; pass "

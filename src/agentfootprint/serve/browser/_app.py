@@ -84,6 +84,10 @@ class _Stores:
     def __init__(self, store: str | Path | RunStorePort) -> None:
         self._lock = threading.Lock()
         self._shared: RunStorePort | None = None
+        if isinstance(store, str) and store.startswith(("postgresql://", "postgres://")):
+            from ...runs._postgres import PostgresRunStore
+
+            store = cast(RunStorePort, PostgresRunStore(store))  # lives as long as the app
         if isinstance(store, str | Path):
             self.path: Path | None = Path(store)
             RunStore(self.path).close()  # created or upgraded now; a non-store file fails here
@@ -141,7 +145,8 @@ def browser_app(store: str | Path | RunStorePort = DEFAULT_RUN_STORE, *,
                 alpha: float = DEFAULT_ALPHA, page_size: int = PAGE_SIZE) -> Starlette:
     """The run browser as a Starlette app (mount it, or serve it with uvicorn).
 
-    ``agent`` is the ``"module:function"`` that rebuilds the agent for re-runs (default: the
+    ``store`` is what ``--store`` takes (a SQLite file, or a ``postgresql://`` URL) or a run
+    store. ``agent`` is the ``"module:function"`` that rebuilds the agent for re-runs (default: the
     factory recorded with each run). ``predicates`` are ``"module:function"`` criteria the prove
     form offers beside a typed phrase (a form never names code to import). ``budget`` and
     ``alpha`` are ``prove``'s; ``page_size`` is how many runs a page of the list shows.
@@ -186,6 +191,7 @@ def browser_app(store: str | Path | RunStorePort = DEFAULT_RUN_STORE, *,
                     exception_handlers={404: browser.not_found, 405: browser.not_allowed,
                                         Exception: browser.failed})
     app.state.prove_jobs = browser.jobs
+    app.state.store_label = browser.stores.label  # never a password
     return app
 
 

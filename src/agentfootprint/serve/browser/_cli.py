@@ -30,8 +30,9 @@ def add_ui_command(commands: Any, store_option: argparse.ArgumentParser) -> None
                     help="a function request -> principal (None refuses the request)")
 
 
-def run_ui(store_path: Path, options: argparse.Namespace) -> int:
-    """Serve the browser until interrupted."""
+def run_ui(store_path: Path | str, options: argparse.Namespace) -> int:
+    """Serve the browser over ``store_path`` (a SQLite file or a ``postgresql://`` URL) until
+    interrupted."""
     from ._app import browser_app, check_bind
 
     auth = load_callable(options.auth) if options.auth else None
@@ -45,7 +46,7 @@ def run_ui(store_path: Path, options: argparse.Namespace) -> int:
                                  'install it with: pip install "agentfootprint[server]"') from exc
     app = browser_app(store_path, agent=options.agent, auth=auth, predicates=options.wrong_if)
     shown = f"[{options.host}]" if ":" in options.host else options.host
-    print(f"agentfootprint ui: {store_path} at http://{shown}:{options.port}/ (Ctrl-C stops it)",
-          file=sys.stderr)
+    print(f"agentfootprint ui: {app.state.store_label} at http://{shown}:{options.port}/ "
+          "(Ctrl-C stops it)", file=sys.stderr)
     uvicorn.run(app, host=options.host, port=options.port, log_level="warning")
     return 0
