@@ -114,7 +114,8 @@ class Reply(BaseModel):
     """For a paused run: ``kind`` (``check_in``, ``ask``, ``pause``), ``tool``, and
     ``question`` (ask), ``evidence`` (check-in) or ``data`` (pause)."""
     usage: dict[str, Any] = {}
-    """This run's LLM calls, tokens and cost (``RunResult.usage`` summed)."""
+    """This run's LLM calls, tokens and cost (``RunResult.usage`` summed; for a resumed run,
+    its calls before the pause too)."""
 
 
 class TranscriptEntry(BaseModel):
