@@ -37,7 +37,9 @@ def test_pack_then_unpack_is_the_identity(data: dict[str, Any]) -> None:
     before = json.dumps(data)
     with mock.patch.object(content, "LARGE", SMALL_LARGE):
         body, strings = content.pack(data)
+        stored = json.dumps(body)
         assert content.unpack(body, strings) == data
+        assert json.dumps(body) == stored  # the stored form is read, never changed
     assert json.dumps(data) == before
     assert all(content.address_of(text) == address for address, text in strings.items())
     if not strings and not any(key.endswith("refs") and set(key[:-4]) == {"$"} for key in data):

@@ -30,9 +30,10 @@ a kept string whose bytes no longer hash to its address is refused on load, nami
 **The stored form** is the body's own JSON with one more top-level key, first: ``"$refs"``,
 the list of ``[path, address]`` pairs (``path`` the keys and indices from the top), so reading
 visits only the references, never the whole body. A body without references is written as it
-always was, so every body written before this existed is read unchanged. A body whose own top
-level has a key of ``$`` signs then ``refs`` (``"$refs"``, ``"$$refs"``, ...) is kept with one
-more ``$`` in front of it, and reading takes it off again, so ``"$refs"`` is never ambiguous.
+always was, so every body written before this existed is read unchanged. In a body written with
+the index, every top-level key of ``$`` signs then ``refs`` (``"$refs"``, ``"$$refs"``, ...)
+of its own gets one more ``$`` in front, which reading takes off again; a body of its own whose
+first key is ``"$refs"`` is always written with the index, so the index is never ambiguous.
 """
 
 from __future__ import annotations
@@ -79,8 +80,8 @@ Fetch = Callable[[list[str]], Mapping[str, str]]
 
 @dataclass(frozen=True, slots=True)
 class Kept:
-    """A body as a store writes it: its text, and the strings it references (address ->
-    the string as JSON text, the form of a ``contents`` row's ``body``)."""
+    """A body as a store writes it: its text, and the ``contents`` rows it needs (address ->
+    the row's ``body``: the string as JSON text, or the list of its chunks' addresses)."""
 
     text: str
     contents: dict[str, str] = field(default_factory=dict)
@@ -156,6 +157,7 @@ def unpack(data: Mapping[str, Any], strings: Mapping[str, str]) -> dict[str, Any
     refs = body.pop(REFS, [])
     if not isinstance(refs, list):
         raise ValueError(f"its {REFS!r} is not a list")
+    copied = {id(body)}
     for ref in refs:
         if not (isinstance(ref, list) and len(ref) == 2 and isinstance(ref[0], list)
                 and isinstance(ref[1], str)):
@@ -163,19 +165,25 @@ def unpack(data: Mapping[str, Any], strings: Mapping[str, str]) -> dict[str, Any
         path, address = ref
         if address not in strings:
             raise ValueError(f"the content {address} it references is missing")
-        _put(body, path, address, strings[address])
+        _put(body, path, address, strings[address], copied)
     return {(key[1:] if _REFS_KEY.fullmatch(key) else key): value
             for key, value in body.items()}
 
 
-def _put(body: dict[str, Any], path: list[Any], address: str, text: str) -> None:
-    """Replace the marker at ``path`` by ``text``; containers on the way are fresh copies
-    (json.loads made them), so writing in place is safe."""
+def _put(body: dict[str, Any], path: list[Any], address: str, text: str,
+         copied: set[int]) -> None:
+    """Replace the marker at ``path`` by ``text``; each container on the way is copied once
+    (``copied`` holds the copies' ids), so the stored form given is never changed."""
     if not path:
         raise ValueError(f"the reference to {address} has an empty path")
     holder: Any = body
     for step in path[:-1]:
-        holder = _step(holder, step, address)
+        child = _step(holder, step, address)
+        if id(child) not in copied and isinstance(child, dict | list):
+            child = child.copy()
+            holder[step] = child
+            copied.add(id(child))
+        holder = child
     last = path[-1]
     found = _step(holder, last, address)
     if found != {MARKER: address}:
