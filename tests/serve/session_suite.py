@@ -144,16 +144,16 @@ async def foreign_principal_finds_nothing(backend: Backend) -> None:
 
 
 async def concurrent_sends_one_busy(backend: Backend) -> None:
-    """Three sends at once on one session: one runs, exactly two are refused as busy."""
+    """Two sends at once on one session: one runs, the other is refused as busy."""
     standing = backend.standing("slow")
     try:
         session = await standing.start(principal="alice")
         outcomes = await asyncio.gather(
-            *(standing.send(session.id, f"m{i}", principal="alice") for i in range(3)),
+            *(standing.send(session.id, f"m{i}", principal="alice") for i in range(2)),
             return_exceptions=True)
         busy = [o for o in outcomes if isinstance(o, SessionBusy)]
         done = [o for o in outcomes if not isinstance(o, BaseException)]
-        assert (len(busy), len(done)) == (2, 1), outcomes
+        assert (len(busy), len(done)) == (1, 1), outcomes
         assert busy[0].session_id == session.id
         after = await standing.send(session.id, "next", principal="alice")
         assert after.turn == 2  # the claim was released; the busy sends left no turn
