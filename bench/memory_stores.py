@@ -199,11 +199,17 @@ def _fresh_store(kind: str, where: str, prefix: str) -> Any:
     return PostgresStore(where, table_prefix=prefix)
 
 
-async def first_search_here(kind: str, where: str, prefix: str, namespace: str) -> float:
-    """In a fresh process: open the store and time its first search (ms)."""
+async def first_search_here(kind: str, where: str, prefix: str, conversation: str) -> str:
+    """In a fresh process: open the store and time its first search (ms, then the hits)."""
     async with _fresh_store(kind, where, prefix) as store:
         query = vector(random.Random(99))
-        return await timed(lambda: store.search(MemoryIdentity(namespace), query, k=10)) * 1e3
+        found: list[Any] = []
+
+        async def search() -> None:
+            found.extend(await store.search(MemoryIdentity(conversation), query, k=10))
+
+        took = await timed(search) * 1e3
+    return f"{len(found)} {took}"
 
 
 async def fresh(rounds: int) -> None:
@@ -235,8 +241,11 @@ async def fresh(rounds: int) -> None:
                 for _ in range(rounds):
                     done = subprocess.run(
                         [sys.executable, __file__, "--first-search", kind, where, prefix,
-                         who.namespace], capture_output=True, text=True, check=True)
-                    samples.append(float(done.stdout.split()[-1]))
+                         who.conversation_id], capture_output=True, text=True, check=True)
+                    hits, took = done.stdout.split()[-2:]
+                    if int(hits) != 10:
+                        raise SystemExit(f"the fresh {kind} search found {hits} hits, not 10")
+                    samples.append(float(took))
             rows.append({"store": kind, "n": FRESH_N, "fresh_first_search_ms":
                          statistics.median(samples), "rounds": len(samples),
                          "put_per_s": FRESH_N / put_s})
