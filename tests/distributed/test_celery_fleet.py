@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from celery_fleet import Fleet
-from fleet_agents import applied, make_suspect_agent
+from fleet_agents import applied, make_sampling_agent, make_suspect_agent
 
 from agentfootprint.distributed import run_many
 from agentfootprint.distributed._celery import celery_executor
@@ -100,6 +100,7 @@ async def test_a_batch_of_100_runs_gives_the_in_process_results(
 
 
 async def test_a_localize_over_20_suspects_gives_the_in_process_verdicts(fleet: Fleet) -> None:
+    """On a deterministic model, and on a sampling one (the same seeds, the same verdicts)."""
     result = await make_suspect_agent().run("What should we do about ticket 42?")
     wrong = wrong_if(contains="WRONG")
     here = await localize_context_bug(result, is_wrong=wrong)
@@ -107,6 +108,19 @@ async def test_a_localize_over_20_suspects_gives_the_in_process_verdicts(fleet: 
                                        factory="fleet_agents:make_suspect_agent")
     assert len(there.suspects) >= 20
     assert [c.members for c in there.causes] == [("f7",)]
+    assert there.to_proof() == here.to_proof()
+
+
+    sampling = make_sampling_agent()  # each answer drawn from the re-run's seed
+    for _ in range(20):
+        result = await sampling.run("What should we do about ticket 42?")
+        if wrong(result.content):
+            break
+    here = await localize_context_bug(result, is_wrong=wrong, budget=60)
+    there = await localize_context_bug(result, is_wrong=wrong, budget=60,
+                                       executor=_executor(fleet),
+                                       factory="fleet_agents:make_sampling_agent")
+    assert not there.deterministic and there.runs_used > 8
     assert there.to_proof() == here.to_proof()
 
 
