@@ -33,11 +33,19 @@ the scripted final answer. A peer's figure at each N is its fastest entry point.
 
 Flat cost (ours only): CPU time per iteration of whole runs at N = 10, 50, 200 and 1,000,
 with the time spent inside the scripted provider (which reads every message it is sent) shown
-apart; the target is N = 1,000 within 1.25× of N = 10 without the provider.
+apart, and recording bytes per iteration; the target is N = 1,000 within 1.25× of N = 10
+without the provider.
+
+Against the pre-change commit (``--base REF``, default ``PRE_CHANGE``): ``REF``'s ``src/`` is
+exported with ``git archive`` and ours at N = 50 is timed by this script's own code
+(``--flat-worker 50``) in fresh processes alternating base/head for ``--rounds`` rounds
+(``compare_commits.interleaved_flat``); the target is head at least 1.8× faster, whole
+iterations.
 
 Cold start: wall time of a whole ``python -c "..."`` subprocess that imports the framework,
-builds the agent and runs N = 1 once (median of several launches after one untimed launch
-that warms the file cache and the bytecode cache; raw, nothing subtracted). The children
+builds the agent and runs N = 1 once (after one untimed launch each that warms the file cache
+and the bytecode cache, every snippet is launched once per round, rounds interleaved, and the
+median per snippet is reported; raw, nothing subtracted; 15 rounds in a full run). The children
 get bytecode caching even when ``PYTHONDONTWRITEBYTECODE`` is set, with the cache in a
 temporary ``PYTHONPYCACHEPREFIX`` (nothing is written next to the sources), as an installed
 package would have it. ``python -c pass`` and ``import asyncio`` plus one Pydantic model (our two
@@ -54,7 +62,10 @@ Targets (printed as PASS/MISS; the script never fails on a miss):
 * ours ≤ 0.5 ms per iteration at N = 50, full recording on;
 * ours ahead of every peer's plain mode at N = 50, in the same run;
 * our recording bytes/iteration at N = 50 within 20% of N = 10;
-* our cold start (process start → first N = 1 run done) ≤ 250 ms.
+* our cold start (process start → first N = 1 run done) ≤ 250 ms, and ≤ 1.1× the floor
+  (``asyncio`` + one Pydantic model) measured in the same interleaved launches;
+* N = 1,000 within 1.25× of N = 10 (CPU µs/iteration without the provider);
+* N = 50 at least 1.8× faster than the pre-change commit, interleaved in the same run.
 
 When one of our targets is missed (or with ``--profile``), ours is cProfiled at N = 50 and the
 hot spots in ``agentfootprint`` are printed; a missed cold start also prints where the import
@@ -66,6 +77,7 @@ Run it from the repository root::
     python bench/agent_overhead.py --quick    # smoke run, a few repetitions each
     python bench/agent_overhead.py --profile  # always cProfile ours at N = 50
     python bench/agent_overhead.py --no-cold  # skip the cold-start launches
+    python bench/agent_overhead.py --base HEAD~5 --rounds 9   # another base, more rounds
 
 The peers come with ``pip install -e ".[bench]"``; a peer that is missing or fails is reported
 in one line and its rows are skipped. Results are appended as JSON lines to
@@ -633,7 +645,7 @@ PEERS: tuple[Peer, ...] = (
 
 
 OURS_COLD = f'''
-from agentfootprint import Agent, tool
+from agentfootprint import Agent, Limits, tool
 from agentfootprint.providers import mock
 
 @tool
@@ -641,7 +653,8 @@ def add(a: int, b: int) -> int:
     """{TOOL_DOC}"""
     return a + b
 
-agent = Agent(provider=mock(script=[{FINAL!r}]), model="mock", tools=[add], max_iterations=2)
+agent = Agent(provider=mock(script=[{FINAL!r}]), model="mock", tools=[add],
+              limits=Limits(max_iterations=2))
 assert agent.run_sync({QUESTION!r}).content == {FINAL!r}
 '''
 
