@@ -161,6 +161,35 @@ async def concurrent_sends_one_busy(backend: Backend) -> None:
         await standing.close()
 
 
+async def busy_across_processes(backend: Backend, gate: Path) -> None:
+    """A turn under way in another process holds the session here too, until it ends."""
+    standing = backend.standing()
+    try:
+        session = await standing.start(principal="alice")
+        gate.write_text("closed")
+        elsewhere = subprocess.Popen(
+            [sys.executable, str(HERE / "standing_agents.py"), backend.where, "gated", "send",
+             session.id, "alice", "one"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True, cwd=HERE, env={**os.environ, **backend.env, "SESSIONS_GATE": str(gate)})
+        try:
+            for _ in range(300):
+                if (await standing.get(session.id, principal="alice")).status == "running":
+                    break
+                await asyncio.sleep(0.05)
+            else:
+                raise AssertionError("the other process never claimed the session")
+            with pytest.raises(SessionBusy):
+                await standing.send(session.id, "two", principal="alice")
+        finally:
+            gate.unlink()
+            out, err = elsewhere.communicate(timeout=60)
+        assert elsewhere.returncode == 0, err
+        assert json.loads(out.strip().splitlines()[-1])["turn"] == 1
+        assert (await standing.send(session.id, "two", principal="alice")).turn == 2
+    finally:
+        await standing.close()
+
+
 # -- the store port against a model ---------------------------------------------------------------
 
 IDS = ("sa", "sb")

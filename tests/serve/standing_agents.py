@@ -72,7 +72,22 @@ def make_slow() -> Agent:
     return Agent(provider=mock(respond=_slowly), model="mock", name="slow")
 
 
-FACTORIES = {"chat": make_chat, "refunds": make_refunds, "slow": make_slow}
+async def _gated(request: LLMRequest) -> str:
+    gate = os.environ["SESSIONS_GATE"]
+    for _ in range(300):  # at most 15 s
+        if not os.path.exists(gate):
+            break
+        await asyncio.sleep(0.05)
+    return count_turns(request)
+
+
+def make_gated() -> Agent:
+    """Answers only once the file named by ``$SESSIONS_GATE`` is gone (a test opens it)."""
+    return Agent(provider=mock(respond=_gated), model="mock", name="gated")
+
+
+FACTORIES = {"chat": make_chat, "refunds": make_refunds, "slow": make_slow,
+             "gated": make_gated}
 
 
 def store_for(where: str) -> SessionStore:

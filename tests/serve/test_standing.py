@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from session_suite import (
     Backend,
+    busy_across_processes,
     concurrent_sends_one_busy,
     conversation_across_processes,
     foreign_principal_finds_nothing,
@@ -71,6 +72,11 @@ async def test_another_principal_finds_no_session(backend: Backend) -> None:
 
 async def test_concurrent_sends_exactly_one_runs(backend: Backend) -> None:
     await concurrent_sends_one_busy(backend)
+
+
+async def test_a_turn_in_another_process_makes_the_session_busy(backend: Backend,
+                                                                 tmp_path: Path) -> None:
+    await busy_across_processes(backend, tmp_path / "gate")
 
 
 async def test_a_claim_held_elsewhere_is_busy_until_its_lease_lapses(tmp_path: Path) -> None:
