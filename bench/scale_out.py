@@ -6,6 +6,8 @@ folder that every worker records to:
 * **batch** — ``run_many`` of 1,000 runs of ``_scale_agents.make_agent`` (one tool call, then
   the answer: two model calls per run), timed once per configuration: runs per second, with
   one run per Celery task and with ``CHUNK`` runs per task (``celery_executor(chunk=...)``);
+* **dbos** — the same batch as DBOS durable workflows (SQLite system database), plain and
+  sealed: the overhead DBOS adds per durable step, µs (``dbos_rows``);
 * **explain** — ``localize_context_bug`` over the 50 facts of ``make_suspect_agent`` (one
   culprit; a deterministic model, so one re-run per probe and the two halves of each split at
   once): the median wall time of ``REPEATS`` explanations.
@@ -157,11 +159,87 @@ async def explain(executor: Any, result: Any, repeats: int) -> tuple[float, int]
     return statistics.median(times), runs
 
 
-def dbos_rows() -> list[dict[str, Any]]:
-    """The DBOS per-step overhead row(s) — left for the DBOS executor (issue 20, its helper):
-    return dicts with ``config``, ``runs_per_s`` / ``explain_s`` or a ``note``, and they are
-    printed and recorded with the rest."""
-    return []
+LONG_CALLS = 5
+"""Tool calls of ``make_long_agent``'s runs (so ``2 * LONG_CALLS + 1`` durable steps)."""
+
+
+def make_long_agent() -> Any:
+    """``_scale_agents.make_agent`` with ``LONG_CALLS`` tool calls per run (importable as
+    ``scale_out:make_long_agent``): the DBOS rows' second shape."""
+    from _scale_agents import lookup
+
+    from agentfootprint import Agent
+    from agentfootprint.providers import mock
+
+    def respond(request: Any) -> Any:
+        done = sum(1 for m in request.messages if m["role"] == "tool")
+        if done < LONG_CALLS:
+            return {"tool_calls": [{"id": f"l{done}", "name": "lookup",
+                                    "args": {"ticket": done}}]}
+        user = next(m["content"] for m in request.messages if m["role"] == "user")
+        return f"done: {user}"
+
+    return Agent(provider=mock(respond=respond), model="mock", tools=[lookup])
+
+
+async def dbos_rows(workdir: Path, n: int) -> list[dict[str, Any]]:
+    """What DBOS adds per durable step: ``n`` runs one after another (three steps each: model
+    call, tool call, model call) in-process and as DBOS workflows with a SQLite system
+    database, both recording to a SQLite run store; the difference per step (µs, the
+    workflow's own rows included) and per run. Also sealed (``seal_key=``: every DBOS record
+    Fernet-encrypted)."""
+    from cryptography.fernet import Fernet
+
+    from agentfootprint.distributed import InProcessExecutor
+    from agentfootprint.distributed._dbos import dbos_executor
+
+    shapes = {"_scale_agents:make_agent": 3, "scale_out:make_long_agent": 2 * LONG_CALLS + 1}
+
+    async def one_at_a_time(executor: Any, store: str, factory: str) -> tuple[float, float]:
+        """Seconds and CPU seconds (every thread) per run, one run after another: the cost
+        of the steps themselves, no lock contention (SQLite takes one writer at a time)."""
+        from agentfootprint.distributed import run_many
+
+        start, cpu = time.perf_counter(), time.process_time()
+        for i in range(n):
+            (outcome,) = await run_many(factory, [f"task {i}"], executor=executor,
+                                        store=store)
+            if outcome.content != f"done: task {i}":
+                raise RuntimeError(f"a run went wrong: {outcome}")
+        return (time.perf_counter() - start) / n, (time.process_time() - cpu) / n
+
+    here = InProcessExecutor()
+    plain = {f: await one_at_a_time(here, str(workdir / "dbos-base.db"), f) for f in shapes}
+    shm = Path("/dev/shm")
+    configs: list[tuple[str, bytes | None, Path]] = [
+        ("dbos sqlite", None, workdir), ("dbos sealed", Fernet.generate_key(), workdir)]
+    if shm.is_dir():  # the system database in memory: DBOS's cost without the disk's fsync
+        configs.append(("dbos tmpfs", None, shm))
+    rows: list[dict[str, Any]] = []
+    for label, key, folder in configs:
+        system = folder / f"af-bench-{uuid.uuid4().hex[:8]}.sys"
+        executor = dbos_executor(system_database=f"sqlite:///{system}", seal_key=key)
+        try:
+            store = str(workdir / f"{label[5:]}.db")
+            await _warm(executor, store)
+            added = {}
+            for factory in shapes:
+                wall, cpu = await one_at_a_time(executor, store, factory)
+                added[factory] = (wall - plain[factory][0], cpu - plain[factory][1])
+        finally:
+            executor.close()
+            for leftover in folder.glob(system.name + "*"):
+                leftover.unlink()
+        (short, few), (long, many) = ((added[f], k) for f, k in shapes.items())
+        step = [(long[i] - short[i]) / (many - few) for i in (0, 1)]
+        run = [short[i] - few * step[i] for i in (0, 1)]
+        rows.append({"config": label, "note": (
+            f"+{step[0] * 1e6:,.0f} µs wall (+{step[1] * 1e6:,.0f} CPU) per durable step, "
+            f"+{run[0] * 1e3:.1f} ms wall (+{run[1] * 1e3:.1f} CPU) per workflow "
+            f"(runs of {few} and {many} steps, one at a time, vs in-process)"),
+            "us_per_step": step[0] * 1e6, "cpu_us_per_step": step[1] * 1e6,
+            "ms_per_workflow": run[0] * 1e3, "cpu_ms_per_workflow": run[1] * 1e3})
+    return rows
 
 
 async def main(quick: bool, latency_ms: float, write: bool) -> None:
@@ -203,7 +281,8 @@ async def main(quick: bool, latency_ms: float, write: bool) -> None:
                 chunked.close()
                 rows.append(row)
             print(f"  {count} worker(s) done", flush=True)
-    rows += dbos_rows()
+        rows += await dbos_rows(workdir, n)
+        print("  dbos done", flush=True)
     base = rows[0]
     print()
     header = (f"{'executor':<14} {'batch runs/s':>13} {'speed-up':>9} "

@@ -138,6 +138,7 @@ class DBOSExecutor:
         (in the background; :meth:`wait` for them by run id). Idempotent."""
         if self._launched:
             return
+        _write_ahead(self.system_database)
         DBOS(config=self.config)  # type: ignore[arg-type]
         DBOS.launch()
         self._launched = True
@@ -188,6 +189,25 @@ class DBOSExecutor:
                 "database would hold its inputs and step results in the clear; give "
                 "dbos_executor(..., seal_key=KEY) (a Fernet key) so they are sealed")
         self._checked[factory] = None
+
+
+def _write_ahead(url: str) -> None:
+    """Put a SQLite system database in write-ahead-log mode (kept in the file) before DBOS
+    opens it: each step's commit then writes the log once instead of a rollback journal and
+    the database (measured ~3x fewer milliseconds per run here); processes on one machine
+    still share it."""
+    if not url.startswith("sqlite:///"):
+        return
+    import sqlite3
+
+    path = url[len("sqlite:///"):]
+    if path in ("", ":memory:"):
+        return
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+    finally:
+        conn.close()
 
 
 def _sqlalchemy_url(url: str) -> str:
