@@ -194,12 +194,38 @@ def packed_index(blocks: Sequence[Block], live: Callable[[int], bool]
     alive = getattr(live, "seqs", None)
     if np is not None and alive is not None and blocks:
         seqs = np.concatenate([np.asarray(b.seqs, dtype=np.int64) for b in blocks])
-        _, first = np.unique(seqs, return_index=True)
-        if len(first) == len(seqs) and np.isin(seqs, alive).all():
+        mask = np.zeros(len(seqs), dtype=bool)
+        mask[np.unique(seqs, return_index=True)[1]] = True  # each seq's first record
+        mask &= np.isin(seqs, alive)
+        if mask.all():
             index = PackedIndex(blocks)  # every record live and once: nothing to drop
             return index, index.metas
+        kept, at = [], 0
+        for block in blocks:
+            kept.append(_masked(np, block, mask[at:at + len(block)]))
+            at += len(block)
+        index = PackedIndex(kept)
+        return index, index.metas
     index = PackedIndex([b.kept(keep) for b in blocks])
     return index, index.metas
+
+
+def _masked(np: Any, block: Block, mask: Any) -> Block:
+    """``block``'s records where ``mask`` is true, the vectors cut by NumPy."""
+    if mask.all():
+        return block
+    picked = np.nonzero(mask)[0].tolist()
+    dims = block.dims
+    if picked and min(dims) == max(dims):
+        flat = np.frombuffer(block.vectors, dtype="<f4").reshape(len(dims), dims[0])
+        vectors = flat[picked].tobytes()
+    else:
+        starts = [0]
+        for width in dims:
+            starts.append(starts[-1] + width * 4)
+        vectors = b"".join(block.vectors[starts[i]:starts[i + 1]] for i in picked)
+    return Block([block.seqs[i] for i in picked], [block.ids[i] for i in picked],
+                 [dims[i] for i in picked], [block.metas[i] for i in picked], vectors)
 
 
 @dataclass(slots=True)
