@@ -18,7 +18,9 @@ so batches are atomic and sequences are unique even across processes.
 Vector search is exact cosine computed here, not in Redis (plain Redis has no vector index):
 a namespace's vectors are read once into a cached index (NumPy when installed, as the SQLite
 store does) and re-read only when the namespace's write sequence has moved, which every put and
-delete advance, whichever process wrote.
+delete advance, whichever process wrote. The vectors are read from the namespace's ``vblk``
+list of packed float32 blocks, pushed by the put script (``_vector_index.py``), so a fresh
+process reads them in a few replies instead of one per entry.
 
 Expiry is decided by ``expires_at`` against this store's clock on every read; Redis also drops
 an expired entry's hash :data:`CLEANUP_GRACE_MS` after it expired (``PEXPIRE``, relative, so it

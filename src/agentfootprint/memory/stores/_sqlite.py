@@ -4,7 +4,8 @@ Each entry is one row keyed by ``(namespace, id)`` (separate columns, so no id c
 another namespace's key), holding the entry as JSON plus the columns reads filter and sort on.
 Embeddings live in their own column as little-endian float32 blobs (the JSON body omits them);
 a search hydrates the namespace's vectors once and keeps them until any connection writes to
-the file (``PRAGMA data_version``) or this store writes. ``seq`` is an AUTOINCREMENT write
+the file (``PRAGMA data_version``) or this store writes. Each put also appends its vectors to
+packed float32 blocks (``_vector_index.py``), which a fresh process reads in a few rows. ``seq`` is an AUTOINCREMENT write
 sequence: every put gets a new, larger one, which pins the order of entries that share
 ``updated_at``. Turn claims are rows under a primary key, inserted inside a ``BEGIN IMMEDIATE``
 transaction, so two processes can never claim the same turn; the run holding a claim is a row of
