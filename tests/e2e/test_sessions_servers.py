@@ -68,7 +68,7 @@ async def test_a_turn_in_another_process_makes_the_session_busy(backend: Backend
     await busy_across_processes(backend, tmp_path / "gate")
 
 
-@settings(max_examples=20, deadline=None,
+@settings(max_examples=15, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(operations=OPERATIONS)
 def test_redis_store_matches_the_model(operations: list[tuple[Any, ...]]) -> None:
@@ -81,7 +81,7 @@ def test_redis_store_matches_the_model(operations: list[tuple[Any, ...]]) -> Non
         drop_redis_prefix(prefix)
 
 
-@settings(max_examples=15, deadline=None,
+@settings(max_examples=10, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(operations=OPERATIONS)
 def test_postgres_store_matches_the_model(pg_url: str, pg_schema: str,
