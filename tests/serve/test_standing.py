@@ -330,6 +330,19 @@ async def test_the_stream_updates_the_session_when_the_run_finishes(tmp_path: Pa
     await standing.close()
 
 
+async def test_a_streamed_turn_that_pauses_leaves_the_session_paused(tmp_path: Path) -> None:
+    standing = standing_agent(make_refunds, sessions=sqlite_sessions(tmp_path / "s.db"))
+    session = await standing.start(principal="alice")
+    async with standing.send_stream(session.id, "refund", principal="alice") as events:
+        last = [event async for event in events][-1]
+    assert isinstance(last, RunFinished) and last.status == "paused"
+    assert events.reply.status == "paused" and events.reply.pause is not None
+    assert (await standing.get(session.id, principal="alice")).status == "paused"
+    done = await standing.resume(session.id, check_in_approved(by="a"), principal="alice")
+    assert done.answer == "Done: refunded 250.0 on A-7" and done.run_id == events.reply.run_id
+    await standing.close()
+
+
 async def test_an_agent_with_memory_keeps_the_conversation_under_the_session(
         tmp_path: Path) -> None:
     """With memory, turns run under MemoryIdentity(session id, owner) and take their number
