@@ -246,3 +246,19 @@ def test_mixed_vector_lengths_rank_like_the_per_entry_index(lengths: list[int]) 
     for query in ([1.0, 0.0, -1.0], [1.0, 1.0, 1.0, 1.0]):
         assert index.rank(query, keep=lambda _: True, k=10, min_score=None) == \
             plain.rank(query, keep=lambda _: True, k=10, min_score=None)
+
+
+def test_without_numpy_the_blocks_rank_like_the_per_entry_index(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentfootprint.memory.stores import _vector_index, _vectors
+
+    monkeypatch.setattr(_vectors, "_numpy", lambda: None)
+    monkeypatch.setattr(_vector_index, "_numpy", lambda: None)
+    many = [MemoryEntry(id=f"e{i}", value=i, embedding=[float(i % 5 - 2), 1.0, float(i % 3)],
+                        tier="hot" if i % 4 else None) for i in range(50)]
+    query = ("search", [1.0, 0.0, 1.0], 12, None, None, None)
+    ops: list[tuple[Any, ...]] = [
+        ("put", many[:30]), ("put", many[30:]), query, ("delete", 3),
+        ("put", [many[7].model_copy(update={"embedding": [2.0, 2.0, 2.0]})]), ("reopen",),
+        query, ("search", [1.0, 0.0, 1.0], 5, ("hot",), None, 0.0)]
+    asyncio.run(_play(lambda: SQLiteStore(tmp_path / "m.db", clock=lambda: NOW), ops))
