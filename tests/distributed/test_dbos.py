@@ -233,3 +233,53 @@ def test_the_system_database_holds_no_secret_the_run_store_masks(
                          store=str(tmp_path / "plain.sqlite"), run_ids=["leak-2"]))
     control.close()
     assert [f for f in _forms(SECRET) if f in _system_db_bytes(control.path)]
+
+
+refunds: list[str] = []
+
+
+@tool(check_in=True)
+async def refund(ctx: RunContext, amount: int) -> str:
+    """Refund an amount (a person consents first)."""
+    refunds.append(ctx.idempotency_key)
+    return f"refunded {amount}"
+
+
+def _respond_refund(request: Any) -> Any:
+    if not any(m["role"] == "tool" for m in request.messages):
+        return {"tool_calls": [{"id": "r1", "name": "refund", "args": {"amount": 50}}]}
+    return "refund done"
+
+
+def make_refund_agent() -> Agent:
+    return Agent(provider=mock(respond=_respond_refund), model="mock", tools=[refund])
+
+
+def test_a_check_in_pause_waits_in_dbos_and_the_resume_is_durable_too(
+        tmp_path: Path, executor_factory: Any) -> None:
+    """A run that pauses for consent ends its workflow paused with its checkpoint kept in
+    DBOS; ``executor.resume`` continues it in a workflow of its own, and the run store keeps
+    one recording of the whole run, equal to an in-process pause and resume's."""
+    from agentfootprint import check_in_approved
+
+    executor = executor_factory()
+    store = str(tmp_path / "runs.sqlite")
+    job = RunJob(factory=f"{__name__}:make_refund_agent", message="refund 50",
+                 run_id="dbos-pause-1", store=store)
+    refunds.clear()
+    (paused,) = asyncio.run(executor.run_jobs([job]))
+    assert paused.status == "paused" and refunds == []
+    assert RunStore(store).load("dbos-pause-1").status == "paused"
+    done = asyncio.run(executor.resume(job, check_in_approved(by="alice@ops")))
+    assert done.status == "done" and done.content == "refund done", done.error
+    assert refunds == ["dbos-pause-1:r1"]
+    again = asyncio.run(executor.resume(job, check_in_approved(by="alice@ops")))
+    assert again.status == "done" and again.reused and refunds == ["dbos-pause-1:r1"]
+
+    async def in_process() -> Any:
+        agent = make_refund_agent()
+        first = await agent.run("refund 50", run_id="plain-pause-1")
+        return await agent.resume(first.checkpoint, check_in_approved(by="alice@ops"))
+
+    reference = RunStore(tmp_path / "plain.sqlite").save(asyncio.run(in_process()))
+    assert normal_form(RunStore(store).load("dbos-pause-1")) == normal_form(reference)

@@ -91,11 +91,34 @@ class _SealedSerializer(Serializer):
         return "agentfootprint_sealed"
 
 
+CHECKPOINT = "checkpoint"
+"""The DBOS event a workflow whose run paused publishes: the run's checkpoint."""
+
+
+def _worker() -> str:
+    return f"dbos:{DBOS.executor_id}" if hasattr(DBOS, "executor_id") else "dbos"
+
+
+async def _publish(checkpoint: dict[str, Any]) -> None:
+    await DBOS.set_event_async(CHECKPOINT, checkpoint)
+
+
 @DBOS.workflow(name=WORKFLOW)
 async def _agent_run(job: dict[str, Any]) -> dict[str, Any]:
     """One agent run as a DBOS workflow (registered at import, so every process has it)."""
-    worker = f"dbos:{DBOS.executor_id}" if hasattr(DBOS, "executor_id") else "dbos"
-    outcome = await execute_durable(RunJob.model_validate(job), DBOSSteps(), worker=worker)
+    outcome = await execute_durable(RunJob.model_validate(job), DBOSSteps(), worker=_worker(),
+                                    on_pause=_publish)
+    return outcome.model_dump()
+
+
+@DBOS.workflow(name=WORKFLOW + ".resume")
+async def _agent_resume(job: dict[str, Any], paused_in: str, answer: Any) -> dict[str, Any]:
+    """A paused run continued with a person's answer, as a workflow of its own: the
+    checkpoint is the event the workflow that paused published (a durable read; none: the
+    run did not pause there, and its stored outcome or an error is the answer)."""
+    checkpoint = await DBOS.get_event_async(paused_in, CHECKPOINT, timeout_seconds=0)
+    outcome = await execute_durable(RunJob.model_validate(job), DBOSSteps(), worker=_worker(),
+                                    on_pause=_publish, resume=(checkpoint, answer))
     return outcome.model_dump()
 
 
@@ -155,6 +178,22 @@ class DBOSExecutor:
                 handles.append(await DBOS.start_workflow_async(_agent_run, job.model_dump()))
         done = await asyncio.gather(*(h.get_result() for h in handles))
         return [RunOutcome.model_validate(d) for d in done]
+
+    async def resume(self, job: RunJob, answer: object) -> RunOutcome:
+        """Continue the paused run ``job.run_id`` with ``answer`` (``check_in_approved(...)``,
+        a reply): a workflow ``{run_id}.resume-{k}`` resumes it from the checkpoint the
+        workflow that paused kept in DBOS — from any process, killed and recovered like a
+        run — and the run store's recording of the run goes on (one recording)."""
+        self.launch()
+        await self._check_sealing(job.factory)
+        k = 0
+        while await DBOS.get_workflow_status_async(f"{job.run_id}.resume-{k}") is not None:
+            k += 1
+        paused_in = job.run_id if k == 0 else f"{job.run_id}.resume-{k - 1}"
+        with SetWorkflowID(f"{job.run_id}.resume-{k}"):
+            handle = await DBOS.start_workflow_async(_agent_resume, job.model_dump(),
+                                                     paused_in, answer)
+        return RunOutcome.model_validate(await handle.get_result())
 
     async def wait(self, run_ids: Sequence[str]) -> list[RunOutcome]:
         """The outcomes of runs already started (by this process or one that died), waiting

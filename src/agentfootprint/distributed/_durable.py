@@ -23,9 +23,9 @@ import json
 import pickle
 import threading
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import ConfigurationError, RunError
 from ..flow._durable import StepRunner, step_runner
@@ -89,7 +89,8 @@ def _lock_of(store: object) -> threading.RLock:
 class ReplayStore(PlacedStore):
     """The run store as one attempt of a durable run records to it.
 
-    ``reopen="running"`` (a recovery): the row is begun again under its id, and the progress
+    ``reopen`` is the status the attempt found the row in (``None``: there was none).
+    ``"running"`` (a recovery): the row is begun again under its id, and the progress
     entries the killed attempt left are matched one for one by the replay's equal entries,
     which are then not appended again; the first entry that differs (the replay went past
     where the killed attempt stopped) and all after it are appended. Every call holds the
@@ -104,9 +105,9 @@ class ReplayStore(PlacedStore):
         self._kept: Counter[str] = Counter()
 
     def begin(self, recording: Recording, *, reopen: str | None = None) -> None:
-        reopen = reopen or self.reopen
+        reopen = self.reopen or reopen  # the row's status as found wins (a resume recovered)
         with self.lock:
-            if reopen is not None:
+            if reopen == "running":
                 self._kept = Counter(_canonical(e) for e in self.store.progress(
                     recording.run_id) if e.get("phase") != PLACEMENT_PHASE)
             super().begin(recording, reopen=reopen)
@@ -142,13 +143,19 @@ def _canonical(entry: Mapping[str, Any]) -> str:
     return json.dumps(dict(entry), sort_keys=True, default=repr)
 
 
-async def execute_durable(job: RunJob, runner: StepRunner, *, worker: str) -> RunOutcome:
+async def execute_durable(job: RunJob, runner: StepRunner, *, worker: str,
+                          on_pause: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
+                          resume: tuple[Mapping[str, Any] | None, object] | None = None
+                          ) -> RunOutcome:
     """Do ``job`` as one attempt of a durable run whose steps go through ``runner``.
 
     A run the store holds finished (a workflow recovered after its run was saved) returns its
     stored result; a run the store holds ``running`` is replayed from its start (see the
-    module); otherwise it starts. A failure is the outcome (``status="failed"``), so the
-    engine records the workflow as done either way and never retries a run that failed.
+    module); otherwise it starts. ``resume=(checkpoint, answer)`` continues a paused run
+    instead (``agent.resume``: the same run id, one recording). A run that pauses hands its
+    checkpoint to ``on_pause`` (the engine keeps it for the resume). A failure is the outcome
+    (``status="failed"``), so the engine records the workflow as done either way and never
+    retries a run that failed.
     """
     from ._executor import (
         RunOutcome,
@@ -174,19 +181,31 @@ async def execute_durable(job: RunJob, runner: StepRunner, *, worker: str) -> Ru
                 "postgresql:// URL) or build the agent with Tracing(run_store=...)")
         with _lock_of(store):
             stored = _stored(store, job.run_id)
-        if stored is not None and stored.status != "running":
+        open_now = "paused" if resume is not None else "running"
+        if stored is not None and stored.status not in ("running", open_now):
             return _reused(stored)
+        if resume is not None and not isinstance(resume[0], Mapping):
+            raise ConfigurationError(
+                f"run {job.run_id!r} has no paused checkpoint to resume from; resume a run "
+                "whose outcome was 'paused'")
         wrapped = ReplayStore(store, here, factory=job.factory,
-                              reopen="running" if stored is not None else None)
+                              reopen=None if stored is None else stored.status)
         from ..agent._options import Tracing
 
         agent = agent._replace(tracing=dataclasses.replace(tracing or Tracing(),
                                                            run_store=wrapped))
         token = step_runner.set(runner)
         try:
-            result = await agent.run(job.message, run_id=job.run_id, **options)
+            if resume is not None:
+                timeout = options.get("timeout")
+                checkpoint = cast("Mapping[str, Any]", resume[0])  # checked above
+                result = await agent.resume(checkpoint, resume[1], timeout=timeout)
+            else:
+                result = await agent.run(job.message, run_id=job.run_id, **options)
         finally:
             step_runner.reset(token)
+        if result.paused and on_pause is not None:
+            await on_pause(result.checkpoint)
         return _outcome(job.run_id, result, wrapped.placement_of(job.run_id))
     except Exception as exc:  # one run's failure is its outcome
         return RunOutcome(run_id=job.run_id, status="failed",
