@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Final, Literal, TypeVar
 
 from ..errors import ConfigurationError, SessionStoreError
+from ..memory.stores._sqlite import _open_fix
 from ._sessions import (
     NamedStore,
     SessionRecord,
@@ -80,9 +81,16 @@ class SQLiteSessionStore(NamedStore):
     def _open(self) -> sqlite3.Connection:
         if self._conn is not None:
             return self._conn
-        self._path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False,
-                               timeout=self._busy_ms / 1000)
+        try:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False,
+                                   timeout=self._busy_ms / 1000)
+        except (OSError, sqlite3.Error) as exc:
+            fix = (f"it is a directory — pass a file path, e.g. "
+                   f"{str(self._path / 'sessions.db')!r}" if self._path.is_dir()
+                   else _open_fix(str(self._path)))
+            raise SessionStoreError(f"{self._name} cannot open the file ({exc}); {fix}",
+                                    store=self._name) from exc
         try:
             conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
             conn.execute("PRAGMA journal_mode = WAL")
