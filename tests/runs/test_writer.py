@@ -55,7 +55,7 @@ def _watch(store: RunStore, fail_on: str | None = None) -> _Watched:
     return watched
 
 
-def _agent(store: RunStore, seen: list[str] | None = None) -> Agent:
+def _agent(store: Any, seen: list[str] | None = None) -> Agent:
     @tool(side_effects=False)
     async def lookup(key: str) -> str:
         """Look a key up."""
@@ -242,3 +242,39 @@ async def test_a_job_error_reaches_its_caller_as_itself() -> None:
     with pytest.raises(KeyError, match="no run 'x'"):
         await writer.call(fail)
     assert await writer.call(lambda: 7) == 7  # the thread goes on
+
+
+class _WatchedPg:
+    """A psycopg connection that notes the thread of every transaction and cursor."""
+
+    def __init__(self, db: Any) -> None:
+        self._db = db
+        self.threads: set[int] = set()
+
+    def transaction(self) -> Any:
+        self.threads.add(threading.get_ident())
+        return self._db.transaction()
+
+    def cursor(self, *args: Any, **kwargs: Any) -> Any:
+        self.threads.add(threading.get_ident())
+        return self._db.cursor(*args, **kwargs)
+
+    def close(self) -> None:
+        self._db.close()
+
+
+async def test_postgres_runs_are_stored_with_no_store_io_on_the_loop(
+        pg_url: str, pg_schema: str) -> None:
+    from agentfootprint.runs import PostgresRunStore
+
+    store = PostgresRunStore(pg_url, schema=pg_schema)
+    watched = _WatchedPg(store._db)
+    store._db = watched  # type: ignore[assignment]
+    agent = _agent(store)
+    loop_thread = threading.get_ident()
+    await asyncio.gather(*(agent.run("go", run_id=f"p{i:02d}") for i in range(30)))
+    assert watched.threads and loop_thread not in watched.threads
+    assert {s.status for s in store.list(limit=100)} == {"done"}
+    assert len(store.list(limit=100)) == 30
+    assert len(store.progress("p07")) == 2
+    store.close()
