@@ -43,7 +43,8 @@ def _free_port() -> int:
 
 
 class Server:
-    """One ``agentfootprint serve`` process on a free port; stopped (and reaped) by ``stop``."""
+    """One ``agentfootprint serve`` process on a free port (``wait`` for it to answer);
+    stopped (and reaped) by ``stop``."""
 
     def __init__(self, store: Path, workdir: Path, **env: str) -> None:
         self.port = _free_port()
@@ -58,13 +59,16 @@ class Server:
                  "sys.exit(main())", "serve", TARGET, "--port", str(self.port),
                  "--sessions", f"sqlite:{store}", "--request-timeout", "20"],
                 cwd=workdir, env=environ, stdout=out, stderr=subprocess.STDOUT)
+
+    def wait(self) -> Server:
+        """Wait until it answers /healthz (stopping it when it never does)."""
         deadline = time.monotonic() + 30
         while True:
             if self.process.poll() is not None:
                 raise RuntimeError(f"the server exited: {self.log.read_text()}")
             try:
                 if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
-                    return
+                    return self
             except httpx.TransportError:
                 pass
             if time.monotonic() > deadline:
@@ -93,20 +97,25 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def servers(workdir: Path) -> Iterator[tuple[Server, Server]]:
-    """Processes A and B, one session store."""
+def processes(workdir: Path) -> Iterator[tuple[Server, Server, Server]]:
+    """Processes A and B, and C whose slow tool takes 1.5 s: one session store, all three
+    started at once."""
     store = workdir / "sessions.db"
-    first = Server(store, workdir)
+    started = (Server(store, workdir), Server(store, workdir),
+               Server(store, workdir, SERVE_TEST_SLOW="1.5",
+                      SERVE_TEST_MARKER=str(workdir / "slow-started")))
     try:
-        second = Server(store, workdir)
-    except BaseException:
-        first.stop()
-        raise
-    try:
-        yield first, second
+        for server in started:
+            server.wait()
+        yield started
     finally:
-        first.stop()
-        second.stop()
+        for server in started:
+            server.stop()
+
+
+@pytest.fixture
+def servers(processes: tuple[Server, Server, Server]) -> tuple[Server, Server]:
+    return processes[0], processes[1]
 
 
 def _start(server: Server, who: str = "alice") -> str:
@@ -289,13 +298,11 @@ def test_a_websocket_conversation(servers: tuple[Server, Server]) -> None:
 
 
 def test_sigterm_lets_the_turn_under_way_finish_and_store_it(
-        servers: tuple[Server, Server], workdir: Path) -> None:
+        processes: tuple[Server, Server, Server], workdir: Path) -> None:
     """A third process (same store) gets SIGTERM while a slow tool runs: the caller still
     gets its 200 reply, the process then exits, and A reads the stored turn."""
-    a, _ = servers
+    a, _, slow = processes
     marker = workdir / "slow-started"
-    slow = Server(workdir / "sessions.db", workdir, SERVE_TEST_SLOW="1.5",
-                  SERVE_TEST_MARKER=str(marker))
     try:
         session = _start(slow)
         answered: list[httpx.Response] = []
