@@ -115,7 +115,7 @@ def _scenario(tmp_path: Path, system_database: str, store: str,
         if said != "killed":
             outcomes = json.loads(said)
             break
-    assert ended[0] == ("killed", -signal.SIGKILL), ended
+    assert ended[:2] == [("killed", -signal.SIGKILL)] * 2, ended  # a recovery killed too
     assert outcomes, f"the runs did not complete in {len(plans)} processes: {ended}"
 
     # every run completed, in more than one attempt
