@@ -106,8 +106,10 @@ def serve_app(target: Any, *, sessions: Any = None, auth: Authenticate | None = 
     if mcp:
         from ._mcp import mcp_app
 
+        # host: not a bind; a loopback one would turn on the SDK's Host allow-list, which
+        # ``auth`` replaces here (local mode checks the Host itself)
         mcp_web = mcp_app(_one_agent(target, standing)).streamable_http_app(
-            streamable_http_path="/", host="0.0.0.0")  # noqa: S104 (host check: ours, below)
+            streamable_http_path="/", host="0.0.0.0")  # noqa: S104
         routes.append(Mount("/mcp", app=_Guarded(mcp_web, checked)))
     middleware = []
     if cors_origins:
@@ -220,8 +222,15 @@ class _Guarded:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         from starlette.requests import HTTPConnection
 
-        if scope["type"] in ("http", "websocket"):
-            principal = await authenticate(self.auth, HTTPConnection(scope))
+        if scope["type"] == "websocket":  # streamable HTTP has none
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        if scope["type"] == "http":
+            try:
+                principal = await authenticate(self.auth, HTTPConnection(scope))
+            except Exception as exc:
+                await _error(*problem_of(exc, timeout=0))(scope, receive, send)
+                return
             if principal is None:
                 await _error(401, _UNAUTHENTICATED)(scope, receive, send)
                 return
@@ -245,7 +254,8 @@ def problem_of(exc: BaseException, *, timeout: float) -> tuple[int, str]:
         return exc.status, exc.detail
     if isinstance(exc, SessionNotFound | SessionBusy | SessionStateError):
         # our own sentences: the standing agent's name its store, which may name a server
-        shown = _clip(repr(str(exc.session_id)), 80)
+        plain = _clip(str(exc.session_id), 80)
+        shown = repr(plain)
         if isinstance(exc, SessionNotFound):
             return 404, (f"no session {shown} is yours on this server; start one with "
                          "POST /sessions and use the id it returns")
@@ -254,9 +264,9 @@ def problem_of(exc: BaseException, *, timeout: float) -> tuple[int, str]:
                          "has finished")
         if exc.status == "paused":
             return 409, (f"session {shown} is paused waiting for an answer; continue it with "
-                         "POST /sessions/{id}/resume before sending another message")
+                         f"POST /sessions/{plain}/resume before sending another message")
         return 409, (f"session {shown} is not paused, so there is nothing to resume; send it "
-                     "a message with POST /sessions/{id}/messages")
+                     f"a message with POST /sessions/{plain}/messages")
     if isinstance(exc, TimeoutError):
         return 504, (f"the run took longer than this server's limit of {timeout:g} s and was "
                      "stopped; send a simpler message or ask the operator to raise it")
