@@ -42,9 +42,8 @@ try:
     from dbos import DBOS, SetWorkflowID
     from dbos._serialization import Serializer
 except ImportError as exc:  # pragma: no cover - the message is the contract
-    raise ImportError(
-        'agentfootprint.distributed.dbos_executor needs the dbos package: '
-        'pip install "agentfootprint[dbos]"') from exc
+    raise ConfigurationError(
+        'dbos_executor needs the dbos package: pip install "agentfootprint[dbos]"') from exc
 
 __all__ = ["DBOSExecutor", "DBOSSteps", "dbos_executor"]
 
