@@ -94,7 +94,7 @@ _VECTOR_BATCH = 1000
 # KEYS: seq counter, index, vector blocks list, then one entry hash per entry in write order.
 # ARGV: eight per entry — sort prefix, id, body, expires_at, tier, cleanup ttl ('' = none),
 # vector (base64 of little-endian float32, '' = none), embedding model ('' = none); then the
-# batch's vector block ('' = none; _vector_index.py), pushed with the sequences given here.
+# batch's vector block (binary, '' = none; _vector_index.py), pushed with the sequences given.
 # Key types are checked before anything is written, so a batch is applied whole or not at all.
 # Returns the length of the blocks list.
 _PUT_MANY = """
@@ -387,7 +387,7 @@ class RedisStore(Closing):
         now = self._clock()
         keys = [self._key(identity, "seq"), self._key(identity, "idx"),
                 self._key(identity, "vblk")]
-        args: list[str] = []
+        args: list[str | bytes] = []
         for entry in entries:
             keys.append(self._entry_key(identity, entry.id))
             cleanup = (

@@ -5,12 +5,13 @@ another namespace's key), holding the entry as JSON plus the columns reads filte
 Embeddings live in their own column as little-endian float32 blobs (the JSON body omits them);
 a search hydrates the namespace's vectors once and keeps them until any connection writes to
 the file (``PRAGMA data_version``) or this store writes. Each put also appends its vectors to
-packed float32 blocks (``_vector_index.py``), which a fresh process reads in a few rows. ``seq`` is an AUTOINCREMENT write
-sequence: every put gets a new, larger one, which pins the order of entries that share
-``updated_at``. Turn claims are rows under a primary key, inserted inside a ``BEGIN IMMEDIATE``
-transaction, so two processes can never claim the same turn; the run holding a claim is a row of
-``af_memory_turn_holders`` until it settles or gives the turn back. The SQL it shares with
-``PostgresStore`` (paging, expiry, reads and writes by key, claims) is written once in ``_sql``.
+packed float32 blocks (``_vector_index.py``), which a fresh process reads in a few rows.
+``seq`` is an AUTOINCREMENT write sequence: every put gets a new, larger one, which pins the
+order of entries that share ``updated_at``. Turn claims are rows under a primary key, inserted
+inside a ``BEGIN IMMEDIATE`` transaction, so two processes can never claim the same turn; the run
+holding a claim is a row of ``af_memory_turn_holders`` until it settles or gives the turn back.
+The SQL it shares with ``PostgresStore`` (paging, expiry, reads and writes by key, claims) is
+written once in ``_sql``.
 """
 
 from __future__ import annotations

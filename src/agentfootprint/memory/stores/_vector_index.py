@@ -14,14 +14,14 @@ float64 cosine on the same float32 values — whatever state the blocks are in.
   than a small one before them (a binary counter up to :data:`MERGE_BELOW` records, dead
   records dropped as they merge). A reader loads only blocks it has not seen (``gen``
   changes when one is rewritten).
-* Redis: a list per namespace, one element per ``put_many`` pushed by the same Lua script that
-  writes the entries; compacted into one element (dead records dropped) once it grows past
+* Redis: a list per namespace, one element per ``put_many`` (a JSON header, then the raw
+  float32 bytes, read without decoding) pushed by the same Lua script that writes the entries;
+  compacted into one element (dead records dropped) once it grows past
   :data:`REDIS_COMPACT_AT`, under a generation counter so a reader fetches only new elements.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -362,31 +362,33 @@ def load_sqlite(conn: Any, namespace: str, cache: BlockCache
 # -- Redis -------------------------------------------------------------------------------------
 
 
-def redis_block_text(entries: Sequence[tuple[int, str, bytes, VectorMeta]]) -> str:
-    """The block of one ``put_many`` for the Lua script to push: records hold their position
-    in the batch in place of a ``seq`` (the script prefixes the sequences it gives, as
-    ``seq,seq,...|``); '' when no entry has a vector."""
+def redis_block_text(entries: Sequence[tuple[int, str, bytes, VectorMeta]]) -> bytes:
+    """The block of one ``put_many`` for the Lua script to push: ``header\\n`` then the raw
+    float32 bytes. Records hold their position in the batch in place of a ``seq``: the script
+    prefixes the sequences it gives (``seq,seq,...|``). Empty when no entry has a vector."""
     block = block_of(entries)
     if not len(block):
-        return ""
-    return block.header() + "\n" + base64.b64encode(block.vectors).decode("ascii")
+        return b""
+    return block.header().encode() + b"\n" + block.vectors
 
 
-def parse_redis_block(text: str) -> Block:
-    """A list element: ``seqs|header\\nbase64`` (seqs given by the put script, by position)."""
-    head, _, rest = text.partition("|")
-    header, _, encoded = rest.partition("\n")
-    block = Block.parse(header, base64.b64decode(encoded, validate=True))
-    if head == "=":  # a compacted block keeps its own sequences
+def parse_redis_block(element: bytes) -> Block:
+    """A list element, ``seqs|header\\nvectors``: the put script's sequences by position, or
+    ``=`` for a compacted block whose records carry their own."""
+    bar = element.index(b"|")
+    newline = element.index(b"\n", bar)
+    block = Block.parse(element[bar + 1:newline], element[newline + 1:])
+    head = element[:bar]
+    if head == b"=":
         return block
-    given = [int(s) for s in head.split(",")]
+    given = [int(s) for s in head.split(b",")]
     block.seqs = [given[position] for position in block.seqs]
     return block
 
 
-def compacted_text(block: Block) -> str:
+def compacted_text(block: Block) -> bytes:
     """A merged block as a list element (its records carry their real sequences)."""
-    return "=|" + block.header() + "\n" + base64.b64encode(block.vectors).decode("ascii")
+    return b"=|" + block.header().encode() + b"\n" + block.vectors
 
 
 @dataclass(slots=True)
@@ -402,12 +404,15 @@ async def redis_blocks(client: Any, keys: tuple[str, str], cached: RedisBlocks |
     """The namespace's blocks, reading only elements pushed since ``cached`` when the list's
     generation (bumped by each compaction) has not moved. ``call`` wraps a round trip."""
     list_key, gen_key = keys
+    from redis.client import NEVER_DECODE
+
     gen = await call(client.get(gen_key))
     gen = gen if gen is None or isinstance(gen, str) else gen.decode()
     start = len(cached.blocks) if cached is not None and cached.gen == gen else 0
-    found = await call(client.lrange(list_key, start, -1))
+    found = await call(client.execute_command(  # raw bytes, whatever the client decodes
+        "LRANGE", list_key, start, -1, **{NEVER_DECODE: True}))
     blocks = list(cached.blocks) if start and cached is not None else []
-    blocks += [parse_redis_block(t if isinstance(t, str) else t.decode()) for t in found]
+    blocks += [parse_redis_block(element) for element in found]
     return RedisBlocks(gen, blocks)
 
 
@@ -444,7 +449,7 @@ async def compact_redis(client: Any, keys: tuple[str, str, str],
         return True
 
     block = merged([b.kept(keep) for b in read.blocks])
-    text = compacted_text(block) if len(block) else ""
+    text = compacted_text(block) if len(block) else b""
     script = client.register_script(_COMPACT)
     done = await call(script(keys=[list_key, gen_key],
                              args=[read.gen or "", len(read.blocks), text], client=client))
