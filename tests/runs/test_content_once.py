@@ -10,6 +10,7 @@ import base64
 import hashlib
 import json
 import os
+import random
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -229,11 +230,13 @@ def test_a_recalled_entry_is_kept_once_with_the_blocks_built_from_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Turn 2 recalls an 80 KB entry (chunked from 4 KB here; from 128 KB by default, where a
     recall budget would drop it): the entry, the recall's prompt text and its piece (both wrap
-    it in a <memory> block) share its chunks, so the run keeps it about once, not three times."""
+    it in a <memory> block) share its chunks, so the run keeps it about once (3.04x without)."""
     monkeypatch.setattr(content, "CHUNKED", 4096)
     monkeypatch.setattr(content, "CHUNK_MIN", 2048)
     monkeypatch.setattr(content, "CHUNK_MAX", 32768)
-    entry = "\n".join(big_text(80, f"{n:06d}".encode()) for n in range(1000))
+    draw = random.Random(7)  # the same text every run, so the same cuts
+    entry = "\n".join(f"{n:06d}" + base64.b64encode(draw.randbytes(56)).decode()
+                      for n in range(1000))
     memory = InMemoryStore()
     with RunStore(tmp_path / "runs.db") as store:
         memory_agent(store, memory, ["ok"]).run_sync(entry)
@@ -243,4 +246,4 @@ def test_a_recalled_entry_is_kept_once_with_the_blocks_built_from_it(
                                     (recalled.run_id,)).fetchone()
     assert json.dumps(loaded.log).count(entry[:60]) >= 3  # the entry and its two blocks
     assert loaded.log == Recording.of(recalled).log
-    assert kept <= 1.4 * len(entry), f"turn 2 kept {kept / len(entry):.2f}x the entry"
+    assert kept <= 1.6 * len(entry), f"turn 2 kept {kept / len(entry):.2f}x the entry"
