@@ -100,7 +100,7 @@ import textwrap
 import time
 import traceback
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -283,44 +283,62 @@ class FlatRow:
 
 
 async def bench_ours_flat(n: int, quick: bool) -> FlatRow:
-    """Median CPU time (``time.process_time_ns``) per iteration of whole runs at ``n``.
+    """Median CPU time (``time.process_time_ns``) per iteration of whole runs at ``n``."""
+    return (await bench_flat_interleaved((n,), quick))[n]
 
-    The scripted provider's own work (it counts the characters of every message it is sent,
-    which grows with the history) is timed around ``provider.complete`` and shown apart:
-    sending N messages belongs to the provider, the rest is the loop and its recording.
+
+async def bench_flat_interleaved(sizes: Sequence[int], quick: bool,
+                                 rounds: int | None = None) -> dict[int, FlatRow]:
+    """Median CPU time (``time.process_time_ns``) per iteration of whole runs at each size.
+
+    The sizes take turns: every round runs each size a share of its repetitions, so a change
+    of load on a shared machine during the measurement falls on all of them alike and the
+    N=1000/N=10 ratio holds. The scripted provider's own work (it counts the characters of
+    every message it is sent, which grows with the history) is timed around
+    ``provider.complete`` and shown apart: sending N messages belongs to the provider, the
+    rest is the loop and its recording.
     """
-    agent = build_ours(n)
-    provider: Any = agent.spec.provider
+    rounds = rounds or (2 if quick else 5)
     inside = [0]
-    complete = provider.complete
+    agents: dict[int, tuple[Agent, Any]] = {}
+    sizes_bytes: dict[int, float] = {}
+    for n in sizes:
+        agent = build_ours(n)
+        provider: Any = agent.spec.provider
+        complete = provider.complete
 
-    async def timed_complete(request: Any) -> Any:
-        t0 = time.process_time_ns()
-        try:
-            return await complete(request)
-        finally:
-            inside[0] += time.process_time_ns() - t0
-
-    provider.complete = timed_complete
-    check = await agent.run(QUESTION)
-    expect(check.content == FINAL and check.iterations == n,
-           f"our {n}-call run ended with iterations={check.iterations}")
-    size = len(json.dumps(check.recording.log.to_json())) / n
-    reps = max(3 if quick else 5, (400 if quick else 3000) // n)
-    total: list[int] = []
-    without: list[int] = []
-    gc.collect()
-    with gc_paused():
-        for _ in range(reps):
-            provider.reset()
-            inside[0] = 0
+        async def timed_complete(request: Any, complete: Any = complete) -> Any:
             t0 = time.process_time_ns()
-            await agent.run(QUESTION)
-            took = time.process_time_ns() - t0
-            total.append(took)
-            without.append(took - inside[0])
-    return FlatRow(n, reps, statistics.median(total) / n / 1000,
-                   statistics.median(without) / n / 1000, size)
+            try:
+                return await complete(request)
+            finally:
+                inside[0] += time.process_time_ns() - t0
+
+        provider.complete = timed_complete
+        check = await agent.run(QUESTION)
+        expect(check.content == FINAL and check.iterations == n,
+               f"our {n}-call run ended with iterations={check.iterations}")
+        sizes_bytes[n] = len(json.dumps(check.recording.log.to_json())) / n
+        agents[n] = (agent, provider)
+    reps = {n: max(rounds, (400 if quick else 3000) // n) for n in sizes}
+    total: dict[int, list[int]] = {n: [] for n in sizes}
+    without: dict[int, list[int]] = {n: [] for n in sizes}
+    for round_no in range(rounds):
+        for n in sizes:
+            agent, provider = agents[n]
+            share = reps[n] // rounds + (1 if round_no < reps[n] % rounds else 0)
+            with gc_paused():
+                for _ in range(share):
+                    provider.reset()
+                    inside[0] = 0
+                    t0 = time.process_time_ns()
+                    await agent.run(QUESTION)
+                    took = time.process_time_ns() - t0
+                    total[n].append(took)
+                    without[n].append(took - inside[0])
+    return {n: FlatRow(n, reps[n], statistics.median(total[n]) / n / 1000,
+                       statistics.median(without[n]) / n / 1000, sizes_bytes[n])
+            for n in sizes}
 
 
 # --------------------------------------------------------------------------- LangGraph
@@ -865,11 +883,10 @@ def main(argv: list[str] | None = None) -> int:
           "i = informational, with the peer's own recording")
 
     print()
-    print("ours, flat cost (CPU time, median of whole runs; the provider's own time apart):")
-    flat: dict[int, FlatRow] = {}
-    for n in FLAT_SIZES:
-        gc.collect()
-        flat[n] = asyncio.run(bench_ours_flat(n, args.quick))
+    print("ours, flat cost (CPU time, median of whole runs, the sizes taking turns in rounds; "
+          "the provider's own time apart):")
+    gc.collect()
+    flat = asyncio.run(bench_flat_interleaved(FLAT_SIZES, args.quick))
     print_table(f"{'N':>5} {'reps':>5} {'CPU µs/iteration':>17} {'without provider':>17} "
                 f"{'provider':>9} {'bytes/iteration':>16}",
                 [f"{r.n:>5} {r.reps:>5} {r.cpu_us_per_iteration:>17.1f} "
