@@ -296,13 +296,14 @@ def test_a_demoted_name_still_resolves_from_its_package_with_a_warning(
     assert value is getattr(importlib.import_module(home), name)
 
 
-PUBLIC_MODULES = {"cli.py", "errors.py", "runs/trace.py"}
-"""The only implementation modules users import by path: the CLI, the exception tree, and the
-trace contract (``from agentfootprint.runs import trace``); every other module is private."""
+PUBLIC_MODULES = {"cli.py", "errors.py", "runs/trace.py", "distributed/worker.py"}
+"""The only implementation modules users import by path: the CLI, the exception tree, the
+trace contract (``from agentfootprint.runs import trace``) and the Celery app workers start
+(``celery -A agentfootprint.distributed.worker worker``); every other module is private."""
 
 
 def test_implementation_modules_are_private() -> None:
-    """Every module but a package's __init__ and the three above is named ``_name.py``."""
+    """Every module but a package's __init__ and the four above is named ``_name.py``."""
     root = SRC / "agentfootprint"
     public = sorted(str(p.relative_to(root)) for p in root.rglob("*.py")
                     if p.name != "__init__.py" and not p.name.startswith("_")
