@@ -36,6 +36,10 @@ NOT_FOR_A_PLAIN_RUN = [
     # reading a run back (narrative, context report) and check-in evidence load on first use
     "agentfootprint.flow._narrative", "agentfootprint.context._record",
     "agentfootprint.context._overlap",
+    # the run readers (views, members, the Recording models, usage) and the store writer load
+    # when a result is read back or a run store is set, not for the run itself
+    "agentfootprint.runs._recording", "agentfootprint.runs._view", "agentfootprint.runs._members",
+    "agentfootprint.runs._usage", "agentfootprint.runs._writer",
 ]
 
 PLAIN_RUN = '''

@@ -26,8 +26,6 @@ from ..flow._values import copy_value
 from ..providers._base import Message, Provider
 from ..runs import trace
 from ..runs._redaction import as_run_policy
-from ..runs._usage import RunUsage, usage_of
-from ..runs._writer import writer_for
 from ..tools._context import bound_deps
 from ..tools._registry import ToolRegistry
 from ..tools._script_keys import LEDGER_KEY
@@ -62,6 +60,7 @@ from ._usage import Budget, check_budget
 if TYPE_CHECKING:
     from ..memory._define import MemoryDefinition
     from ..memory._identity import MemoryIdentity
+    from ..runs._usage import RunUsage
     from ._as_tool import AgentTool
     from ._checkin import CheckInRequest
     from ._window import WindowStrategy
@@ -108,6 +107,8 @@ class RunResult(Generic[OutputT]):
     @property
     def usage(self) -> RunUsage:
         """Per LLM call: model, provider, latency, input/output/cached tokens, cost; the sum."""
+        from ..runs._usage import usage_of  # on first read: a plain run never loads it
+
         return usage_of(self.recording.log)
 
     @property
@@ -278,6 +279,8 @@ class _Runner:
         if self.spec.memories:  # (a run without memory holds no turn claim)
             await end_turn_claim(self.spec, run)
         if self.run_store is not None:
+            from ..runs._writer import writer_for  # only runs with a store
+
             try:
                 await writer_for(self.run_store).call(self.run_store.save, result)
             except Exception as exc:
@@ -290,6 +293,8 @@ class _Runner:
         """A failed run is evidence too: the run store keeps what was recorded up to it."""
         if self.run_store is None or not isinstance(error.run, FlowRun):
             return
+        from ..runs._writer import writer_for
+
         try:
             await writer_for(self.run_store).call(self.run_store.save, error.run)
         except Exception as exc:  # never hide the run's own error behind the store's

@@ -42,7 +42,6 @@ from ..errors import ConfigurationError
 from ..providers._base import CachePrefix, LLMResponse
 from ..providers._pricing import Price, call_cost, check_prices, price_for
 from ..runs import trace
-from ..runs._usage import budget_sentence
 
 if TYPE_CHECKING:
     from ..flow import Scope
@@ -217,6 +216,8 @@ def _judge(scope: Scope, budget: Budget, rows: list[dict[str, Any]],
     if not fresh:
         return
     scope[trace.BUDGET_CROSSED] = [*crossed, *fresh]
+    from ..runs._usage import budget_sentence  # (loads the run readers: only on a crossing)
+
     for item in fresh:
         sentence = budget_sentence(item)
         emit(scope, "cost.limit_hit", {**item, "message": sentence})
