@@ -40,6 +40,9 @@ NOT_FOR_A_PLAIN_RUN = [
     # when a result is read back or a run store is set, not for the run itself
     "agentfootprint.runs._recording", "agentfootprint.runs._view", "agentfootprint.runs._members",
     "agentfootprint.runs._usage", "agentfootprint.runs._writer",
+    # an agent used as a tool (the ToolCalls step only sets the reporter, agent/_sub_runs.py);
+    # difflib only words a "did you mean" in a decision's error
+    "agentfootprint.agent._as_tool", "difflib",
 ]
 
 PLAIN_RUN = '''

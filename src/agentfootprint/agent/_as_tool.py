@@ -12,7 +12,6 @@ agent's sources, and ``without(ids)`` on the tool rebuilds the inner agent.
 
 from __future__ import annotations
 
-import contextvars
 import re
 import uuid
 from collections.abc import Callable, Iterable
@@ -20,9 +19,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError
-from ..flow import Scope
-from ..runs import trace
 from ..tools._tool import Tool, ToolContext, define_tool
+from ._sub_runs import end_sub_runs, report_sub_runs
+from ._sub_runs import reporter as _reporter
 
 if TYPE_CHECKING:
     from ._agent import Agent
@@ -30,45 +29,6 @@ if TYPE_CHECKING:
 __all__ = ["AgentTool", "agent_tool", "end_sub_runs", "report_sub_runs"]
 
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
-
-Report = Callable[[str, str, str, dict[str, Any]], None]
-"""``report(tool name, tool call id, inner run id, inner recording as JSON)``."""
-
-_reporter: contextvars.ContextVar[Report | None] = contextvars.ContextVar(
-    "agent_tool_reports", default=None)
-"""Set by the ToolCalls step around one dispatch: where an agent-tool files its inner run."""
-
-
-class _SubRunReport:
-    """Files an agent-tool's inner run into the step of ``scope`` (its links and recording)."""
-
-    __slots__ = ("scope",)
-
-    def __init__(self, scope: Scope) -> None:
-        self.scope = scope
-
-    def __call__(self, tool: str, call_id: str, run_id: str, recording: dict[str, Any]) -> None:
-        scope = self.scope
-        links = dict(scope.get(trace.SUB_RUNS) or {})
-        links[call_id] = {"tool": tool, "run_id": run_id}
-        scope[trace.SUB_RUNS] = links
-        kept = dict(scope.get(trace.SUB_RECORDINGS) or {})
-        kept[run_id] = recording
-        scope[trace.SUB_RECORDINGS] = kept
-
-
-def report_sub_runs(scope: Scope) -> contextvars.Token[Report | None]:
-    """While one tool call runs: an agent-tool's inner run is linked into ``scope``'s step.
-
-    The caller ends it with :func:`end_sub_runs` (in a ``finally``) when the call is done; a
-    plain set and reset, as a tool call is the hot path.
-    """
-    return _reporter.set(_SubRunReport(scope))
-
-
-def end_sub_runs(token: contextvars.Token[Report | None]) -> None:
-    """Undo :func:`report_sub_runs` (the reporter around the call comes back)."""
-    _reporter.reset(token)
 
 
 @dataclass(frozen=True, slots=True, eq=False, kw_only=True)

@@ -25,10 +25,10 @@ from ..tools._context import RunContext, ToolContext, deps_error, run_deps
 from ..tools._pause import PauseRequest
 from ..tools._registry import ToolOutcome, result_text
 from ..tools._replay import ToolReplay
-from ._as_tool import end_sub_runs, report_sub_runs
 from ._journal import run_journal
 from ._spec import emit as _emit
 from ._spec import emit_turn_end
+from ._sub_runs import end_sub_runs, report_sub_runs
 
 if TYPE_CHECKING:
     from ._spec import AgentSpec

@@ -15,7 +15,6 @@ fail the step. A key that may legitimately be absent is written first (``None`` 
 
 from __future__ import annotations
 
-import difflib
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -209,6 +208,8 @@ def _state_keys(scope: Any) -> set[str]:
 
 
 def _nearest(word: str, known: Sequence[str] | set[str]) -> str:
+    import difflib  # only for an error message: a plain run never loads it
+
     close = difflib.get_close_matches(word, list(known), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
