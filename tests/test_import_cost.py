@@ -43,6 +43,8 @@ NOT_FOR_A_PLAIN_RUN = [
     # an agent used as a tool (the ToolCalls step only sets the reporter, agent/_sub_runs.py);
     # difflib only words a "did you mean" in a decision's error
     "agentfootprint.agent._as_tool", "difflib",
+    # reading a killed run back to resume it
+    "agentfootprint.agent._recovery",
 ]
 
 PLAIN_RUN = '''

@@ -23,18 +23,16 @@ import contextvars
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from ..errors import CheckpointError, ConfigurationError
 from ..flow import FlowEvent
-from ..flow._commitlog import CommitLog, CommitRecord
+from ..flow._commitlog import CommitRecord
 from ..runs import trace
-from ..tools._replay import OUTCOME_UNKNOWN, ToolReplay
+from ..tools._replay import OUTCOME_UNKNOWN
 
 if TYPE_CHECKING:
     from ..flow import Chart, FlowRun
-    from ..flow._checkpoint import Checkpoint
     from ..flow._recorders import Recorder
     from ..flow._redact import RedactionPolicy
     from ..runs._recording import Recording
@@ -179,6 +177,7 @@ async def resume_stored(runner: _Runner, run_id: str, *, identity: object,
     run_id = check_run_id(run_id)
     args: dict[str, Any] = {} if identity is None else {trace.IDENTITY: identity}
     from ..runs._writer import writer_for
+    from ._recovery import plan_recovery  # only a resume reads a run back
 
     plan = await writer_for(store).call(plan_recovery, store, runner.chart, run_id,
                                         policy=runner.redaction, args=args)
@@ -230,84 +229,6 @@ def _as_recorded(start: dict[str, Any], policy: RedactionPolicy | None) -> dict[
     return scrubbed
 
 
-# -- recovery ---------------------------------------------------------------------------------
-
-
-@dataclass(slots=True, eq=False)
-class RecoveryPlan:
-    """How to continue a killed run: from its start (``start``) or inside a tool batch."""
-
-    start: dict[str, Any] | None = None
-    checkpoint: Checkpoint | None = None
-    answer: ToolReplay | None = None
-    """What the journal knows of the interrupted batch's calls (``tools/_replay.py``: the
-    replay an explanation's re-run uses too)."""
-
-
-_RESUME_KEYS: Final = (trace.USER_MESSAGE, trace.HISTORY, trace.LLM_TOOL_CALLS,
-                       trace.PAUSED_TOOL_BATCH, trace.TOOL_RESULTS)
-
-
-def plan_recovery(store: RunStorePort, chart: Chart, run_id: str, *,
-                  policy: RedactionPolicy | None, args: Mapping[str, Any]) -> RecoveryPlan:
-    """Read ``run_id`` back from ``store`` and say how to continue it (errors name the fix)."""
-    from ..flow._checkpoint import Checkpoint
-    from ..runs._lifecycle import with_progress
-
-    recording = store.load(run_id)
-    if recording.status == "paused":
-        raise ConfigurationError(
-            f"run {run_id!r} is paused, waiting for a person: resume it with its checkpoint "
-            "and the answer, agent.resume(result.checkpoint, answer)")
-    if recording.status != "running":
-        raise ConfigurationError(
-            f"run {run_id!r} already ended (status {recording.status!r}); there is nothing to "
-            "resume — start a new run")
-    masked = [key for key in _RESUME_KEYS if policy is not None and policy.is_redacted(key)]
-    if masked:
-        raise ConfigurationError(
-            f"run {run_id!r} cannot be resumed from the store: this agent's redaction policy "
-            f"masks {', '.join(masked)}, which the store then holds only masked; run the turn "
-            "again instead")
-    entries = store.progress(run_id)
-    fingerprints = [e["fingerprint"] for e in entries if "fingerprint" in e]
-    known = fingerprints[-1] if fingerprints else recording.meta.get("fingerprint")
-    if known is not None and known != chart.fingerprint():
-        raise ConfigurationError(
-            f"run {run_id!r} was started by a differently built agent (chart fingerprint "
-            f"{known}, this one {chart.fingerprint()}); resume it with an agent built like "
-            "the one that started it")
-    calls = [e for e in entries if e.get("phase") in ("started", "done")]
-    if not calls:
-        start = recording.meta.get("start")
-        if not isinstance(start, dict) or not isinstance(start.get(trace.MESSAGE), str):
-            raise CheckpointError(
-                f"run {run_id!r} in the store holds no start and no progress to resume from; "
-                "it was written by another version or altered — run the turn again")
-        return RecoveryPlan(start=start)
-    grown = with_progress(recording, entries)
-    log = _log_of(run_id, grown.log)
-    iteration = calls[-1].get("iteration")
-    answer = ToolReplay.from_journal(calls, iteration if isinstance(iteration, int) else -1)
-    state = log.state_at(len(log) - 1)
-    check_agent_state(state, run_id)
-    if state.get(trace.ITERATION) != answer.iteration:
-        raise CheckpointError(
-            f"run {run_id!r}: its progress entries do not match its log (tool batch of "
-            f"iteration {answer.iteration!r}, log at iteration {state.get(trace.ITERATION)!r}); "
-            "it was altered — the row is left as it is")
-    stages = [str(e.get("stage", "")) for e in calls] + [r.runtime_stage_id for r in log.records]
-    visits: dict[str, int] = {}
-    for rid in {r.runtime_stage_id: r.stage_id for r in log.records}.items():
-        visits[rid[1]] = visits.get(rid[1], 0) + 1
-    checkpoint = Checkpoint(
-        chart=chart.name, fingerprint=chart.fingerprint(), run_id=run_id,
-        paused_stage=trace.TOOL_CALLS, paused_runtime_stage_id=log.records[-1].runtime_stage_id,
-        state=state, args=dict(args), frames=[], counter=max(map(_number, stages)) + 1,
-        visits=visits, log=log.to_json(), created_at=time.time())
-    return RecoveryPlan(checkpoint=checkpoint, answer=answer)
-
-
 _COUNTS: Final = ((trace.TURN, 1), (trace.ITERATION, 1), (trace.MAX_ITERATIONS, 1),
                   (trace.INPUT_TOKENS, 0), (trace.OUTPUT_TOKENS, 0))
 
@@ -350,20 +271,3 @@ def _calls_ok(calls: object) -> bool:
     return isinstance(calls, list) and all(
         isinstance(c, dict) and isinstance(c.get("id"), str) and isinstance(c.get("name"), str)
         for c in calls)
-
-
-def _log_of(run_id: str, data: Mapping[str, Any]) -> CommitLog:
-    try:
-        log = CommitLog.from_json(dict(data))
-    except (KeyError, TypeError, ValueError) as exc:
-        raise CheckpointError(f"run {run_id!r}: its stored log is unreadable ({exc!r}); it was "
-                              "altered — the row is left as it is") from exc
-    if not log.records or any(r.idx != i for i, r in enumerate(log.records)):
-        raise CheckpointError(f"run {run_id!r}: its stored log has gaps; it was altered — the "
-                              "row is left as it is")
-    return log
-
-
-def _number(rid: str) -> int:
-    head, _, tail = rid.rpartition("#")
-    return int(tail) if head and tail.isdigit() else -1
