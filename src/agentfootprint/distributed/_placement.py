@@ -86,6 +86,11 @@ class PlacedStore:
     def __repr__(self) -> str:
         return f"{self.store!r} (placed: {self.placement.worker})"
 
+    @property
+    def wrapped_store(self) -> RunStorePort:
+        """The store this one records to (its writer thread is this one's too)."""
+        return self.store
+
     def placement_of(self, run_id: str) -> dict[str, Any]:
         try:
             entries = self.store.progress(run_id)

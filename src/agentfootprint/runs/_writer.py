@@ -235,7 +235,14 @@ def _label(store: object) -> str:
 
 
 def writer_for(store: object) -> StoreWriter:
-    """The writer of ``store`` (made on first use; one per store object)."""
+    """The writer of ``store`` (made on first use; one per store object).
+
+    A wrapper that records to another store (say, one stamping each attempt's placement)
+    names it as ``wrapped_store``: it shares that store's writer, so one connection never
+    serves two writer threads at once (on PostgreSQL their transactions would interleave).
+    """
+    while (inner := getattr(store, "wrapped_store", None)) is not None:
+        store = inner
     with _registry_lock:
         try:
             found = _writers.get(store)
