@@ -21,7 +21,7 @@ MAX_PUBLIC_NAMES = {
     "agentfootprint.agent": 11,
     "agentfootprint.audit": 3,
     "agentfootprint.compose": 14,
-    "agentfootprint.distributed": 8,
+    "agentfootprint.distributed": 9,
     "agentfootprint.context": 4,
     "agentfootprint.events": 8,
     "agentfootprint.explain": 18,

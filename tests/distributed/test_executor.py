@@ -131,3 +131,14 @@ async def test_an_executor_refuses_what_cannot_travel() -> None:
     with pytest.raises(ConfigurationError, match="deps"):
         await localize_context_bug(result, is_wrong=wrong, executor=InProcessExecutor(),
                                    factory="fleet_agents:make_suspect_agent", deps={"x": 1})
+
+
+def test_run_many_refuses_an_agent_instance_naming_the_factory() -> None:
+    from agentfootprint import Agent
+    from agentfootprint.distributed import run_many_sync
+    from agentfootprint.errors import ConfigurationError
+    from agentfootprint.providers import mock
+
+    agent = Agent(provider=mock(reply="x"))
+    with pytest.raises(ConfigurationError, match="function that builds the agent"):
+        run_many_sync(agent, ["hi"])

@@ -22,7 +22,7 @@ from .._lazy import lazy_names as _lazy_names
 if TYPE_CHECKING:
     from ._celery import celery_executor
     from ._dbos import dbos_executor
-    from ._executor import Executor, InProcessExecutor, RunJob, RunOutcome, run_many
+    from ._executor import Executor, InProcessExecutor, RunJob, RunOutcome, run_many, run_many_sync
     from ._normal_form import normal_form
 
 __all__ = [
@@ -34,10 +34,12 @@ __all__ = [
     "dbos_executor",
     "normal_form",
     "run_many",
+    "run_many_sync",
 ]
 
 __getattr__, __dir__ = _lazy_names(__name__, {
     "Executor": "_executor", "InProcessExecutor": "_executor", "RunJob": "_executor",
-    "RunOutcome": "_executor", "run_many": "_executor", "celery_executor": "_celery",
+    "RunOutcome": "_executor", "run_many": "_executor", "run_many_sync": "_executor",
+    "celery_executor": "_celery",
     "dbos_executor": "_dbos", "normal_form": "_normal_form",
 })

@@ -272,6 +272,10 @@ async def run_many(factory: str | Callable[[], Any], messages: Sequence[str], *,
         raise ConfigurationError(
             f"run_ids= must give one distinct id per message ({len(messages)} messages, "
             f"{len(ids)} ids, {len(set(ids))} distinct)")
+    if not isinstance(factory, str) and not callable(factory):
+        raise ConfigurationError(
+            f"run_many() takes the function that builds the agent ('module:make_agent' or "
+            f"make_agent), not a {type(factory).__name__}: every worker builds its own agent")
     path = callable_path(factory)
     jobs = [RunJob(factory=path, message=m, run_id=i, store=store, options=dict(options or {}))
             for m, i in zip(messages, ids, strict=True)]
