@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentfootprint.distributed._placement import Placement, PlacedStore
+from agentfootprint.distributed._placement import PlacedStore, Placement
 from agentfootprint.runs._sqlite import RunStore
 from agentfootprint.runs._writer import writer_for
 
