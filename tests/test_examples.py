@@ -162,6 +162,14 @@ EXPECTED = {
         "unit test, no agent: A-1001: a test pair, delivered 45 days ago",
         "deps in the recording or checkpoint: False",
     ],
+    "serve_conversation.py": [
+        "turn 1: noted 'My order A-1001 arrived broken.' (1 messages from you so far)",
+        "turn 2: noted 'It is the blue one.' (2 messages from you so far)",
+        "202 paused: check_in before issue_refund",
+        "200 resumed: Done: refund issued for A-1001.",
+        "transcript: 6 lines, turns [1, 2, 3]",
+        "bob asks for alice's session: 404 no session",
+    ],
     "scaling_out.py": [
         "batch-a1: Shipped by express, at no charge. [in-process, attempts 1]",
         "sent again: reused 2 of 2, shipped 2 orders in all",
