@@ -58,6 +58,10 @@ REGEN_COMMAND = "AGENTFOOTPRINT_REGEN_GOLDENS=1 .venv/bin/pytest tests/goldens"
 
 RUN_ID = re.compile(r"\b[0-9a-f]{32}\b")
 """``uuid4().hex``: how a run id is made when the caller gives none."""
+SESSION_ID = re.compile(r"\bs[0-9a-f]{32}\b")
+"""A served conversation's id (``serve/_standing.py``)."""
+SESSION_RUN_ID = re.compile(r"\bs[0-9a-f]{32}\.\d+\.[0-9a-f]{8}\b")
+"""A run id a served conversation makes: ``{session}.{turn}.{nonce}``."""
 CLOCK = re.compile(
     r"\b\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?"  # ISO, local
     r"|\b1[6-9]\d{8}(?:\.\d+)?\b|\b1[6-9]\d{11}\b")  # epoch seconds / milliseconds, 2020-2033
@@ -74,6 +78,10 @@ def normalise(text: str, *, runs: dict[str, str], tmp: Path) -> str:
     ``<ms>`` and temporary paths as ``<tmp>``; everything else untouched."""
     text = TEMP_DIR.sub("<tmp>", text.replace(str(tmp), "<tmp>"))
     text = RUN_ID.sub(lambda found: runs.setdefault(found[0], f"<run-{len(runs) + 1}>"), text)
+    text = SESSION_RUN_ID.sub(
+        lambda found: runs.setdefault(found[0], f"<run-{len(runs) + 1}>"), text)
+    text = SESSION_ID.sub(
+        lambda found: runs.setdefault(found[0], f"<session-{len(runs) + 1}>"), text)
     text = CLOCK.sub("<time>", text)
     return DURATION_FIELD.sub(r"\1<ms>", DURATION.sub("<ms>", text))
 
