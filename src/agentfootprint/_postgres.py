@@ -12,7 +12,10 @@ from typing import Any, Final
 
 from .errors import ConfigurationError
 
-__all__ = ["DDL_LOCK", "check_identifier", "server_label"]
+__all__ = ["DDL_LOCK", "INSTALL_HINT", "check_identifier", "import_driver", "server_label"]
+
+INSTALL_HINT: Final = 'pip install "agentfootprint[postgres]"'
+"""What a missing driver's error tells the user to run."""
 
 DDL_LOCK: Final = "agentfootprint.ddl"
 """The advisory-lock name every agentfootprint schema change in PostgreSQL serialises on."""
@@ -39,3 +42,15 @@ def server_label(driver: Any, conninfo: str) -> str:
     host = params.get("host") or params.get("hostaddr") or "localhost"
     port = f":{params['port']}" if params.get("port") else ""
     return f"{params.get('dbname') or params.get('user') or '?'}@{host}{port}"
+
+
+def import_driver(owner: str) -> tuple[Any, Any]:
+    """psycopg and psycopg_pool, imported only when ``owner`` (a pooled store) is made."""
+    try:
+        import psycopg
+        import psycopg_pool
+    except ImportError as exc:
+        raise ConfigurationError(
+            f"{owner} needs psycopg 3 and psycopg-pool ({exc.name!r} is missing); "
+            f"install them with: {INSTALL_HINT}") from exc
+    return psycopg, psycopg_pool

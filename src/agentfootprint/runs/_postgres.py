@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .._postgres import DDL_LOCK, check_identifier, server_label
+from .._postgres import DDL_LOCK, INSTALL_HINT, check_identifier, server_label
 from ..errors import ConfigurationError, RunError
 from ._chain import head_for_save
 from ._content import Kept, kept, read_body, read_recording
@@ -83,7 +83,6 @@ _DDL = (
     "CASCADE, address text NOT NULL, body text NOT NULL, PRIMARY KEY (run_id, address))",
 )
 
-_INSTALL_HINT = 'pip install "agentfootprint[postgres]"'
 _MAX_TABLE = 63 - len("_injections")
 
 
@@ -93,7 +92,7 @@ def _import_psycopg() -> Any:
     except ImportError as exc:
         raise ConfigurationError(
             f"PostgresRunStore needs psycopg 3 ({exc.name!r} is missing); install it with: "
-            f"{_INSTALL_HINT}"
+            f"{INSTALL_HINT}"
         ) from exc
     return psycopg
 

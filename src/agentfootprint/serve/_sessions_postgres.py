@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
-from .._postgres import DDL_LOCK, check_identifier, server_label
+from .._postgres import DDL_LOCK, check_identifier, import_driver, server_label
 from ..errors import ConfigurationError, SessionStoreError
 from ._sessions import (
     NamedStore,
@@ -48,17 +48,6 @@ def postgres_sessions(url: str | None = None, *, pool: AsyncConnectionPool[Any] 
                                 max_connections=max_connections, timeout=timeout)
 
 
-def _import_driver() -> tuple[Any, Any]:
-    try:
-        import psycopg
-        import psycopg_pool
-    except ImportError as exc:
-        raise ConfigurationError(
-            f"postgres_sessions needs psycopg 3 and psycopg-pool ({exc.name!r} is missing); "
-            'install them with: pip install "agentfootprint[postgres]"') from exc
-    return psycopg, psycopg_pool
-
-
 class PostgresSessionStore(NamedStore):
     """A ``SessionStore`` in PostgreSQL (see ``postgres_sessions``). It belongs to the event
     loop that first uses it."""
@@ -75,7 +64,7 @@ class PostgresSessionStore(NamedStore):
                 max_connections < 1):
             raise ConfigurationError(
                 f"postgres_sessions(max_connections={max_connections!r}) must be an int >= 1")
-        self._psycopg, self._psycopg_pool = _import_driver()
+        self._psycopg, self._psycopg_pool = import_driver("postgres_sessions")
         self._schema = check_identifier("postgres_sessions", "schema", schema, 63)
         self._table = check_identifier("postgres_sessions", "table", table, _MAX_TABLE)
         self._url = url

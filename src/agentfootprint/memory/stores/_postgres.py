@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ValidationError
 
+from agentfootprint._postgres import import_driver
 from agentfootprint.errors import ConfigurationError
 from agentfootprint.memory._entry import MemoryEntry, Tier, now_ms
 from agentfootprint.memory._errors import MemoryStoreError, UnreadableEntryError
@@ -71,24 +72,9 @@ if TYPE_CHECKING:
 
 __all__ = ["SCHEMA_VERSION", "PostgresStore"]
 
-INSTALL_HINT = 'pip install "agentfootprint[postgres]"'
-"""What a missing driver's error tells the user to run."""
 _PG_MAX_VECTOR_DIMS = 16000
 _T = TypeVar("_T")
 _SQL = statements(POSTGRES)
-
-
-def _import_driver() -> Any:
-    """psycopg and psycopg_pool, imported only when a Postgres store is made."""
-    try:
-        import psycopg
-        import psycopg_pool
-    except ImportError as exc:
-        raise ConfigurationError(
-            f"PostgresStore needs psycopg 3 and psycopg-pool ({exc.name!r} is missing); "
-            f"install them with: {INSTALL_HINT}"
-        ) from exc
-    return psycopg, psycopg_pool
 
 
 class PostgresStore(Closing):
@@ -131,7 +117,7 @@ class PostgresStore(Closing):
             raise ConfigurationError(
                 f"PostgresStore(max_connections={max_connections!r}) must be a positive int."
             )
-        self._psycopg, self._psycopg_pool = _import_driver()
+        self._psycopg, self._psycopg_pool = import_driver("PostgresStore")
         self._schema = check_identifier("PostgresStore", "schema", schema, 63)
         self._prefix = check_identifier("PostgresStore", "table_prefix", table_prefix, MAX_PREFIX)
         self._url = url
