@@ -8,12 +8,12 @@ works as ``is_wrong``; it is recorded by name only.
 
 from __future__ import annotations
 
-import importlib
 import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
+from .._refs import callable_path, load_callable  # where every layer resolves names
 from ..errors import ConfigurationError
 
 __all__ = ["WrongIf", "callable_path", "describe_criterion", "load_callable", "wrong_if"]
@@ -75,39 +75,6 @@ def wrong_if(*, contains: str | None = None, matches: str | None = None,
     except ValidationError as exc:
         reason = str(exc.errors()[0].get("msg", exc)).removeprefix("Value error, ")
         raise ConfigurationError(f"wrong_if: {reason}") from None
-
-
-def load_callable(path: str) -> Any:
-    """Import ``"module:function"``; a clear error names what could not be found."""
-    module_name, sep, attr = path.partition(":")
-    if not sep or not module_name or not attr:
-        raise ConfigurationError(f"{path!r} must be 'module:function' (e.g. 'myapp.checks:wrong')")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ConfigurationError(f"cannot import {module_name!r} for {path!r}: {exc}; run from "
-                                 "the directory that holds it or install it") from None
-    found: Any = module
-    for part in attr.split("."):
-        found = getattr(found, part, None)
-        if found is None:
-            raise ConfigurationError(f"{module_name!r} has no {attr!r} (from {path!r})")
-    if not callable(found):
-        raise ConfigurationError(f"{path!r} is not callable")
-    return found
-
-
-def callable_path(fn: object, *, what: str = "factory") -> str:
-    """``fn`` as ``"module:function"`` that ``load_callable`` finds again (a string is taken as
-    it is). ``__main__`` is kept: it loads in this process, never in another one."""
-    if isinstance(fn, str):
-        return fn
-    module, name = getattr(fn, "__module__", None), getattr(fn, "__qualname__", "")
-    if callable(fn) and module and name and "<" not in name:
-        return f"{module}:{name}"
-    raise ConfigurationError(
-        f"{what}={fn!r} must be importable by name: a 'module:function' string, or a "
-        "function defined at the top level of a module (not a lambda or a nested function)")
 
 
 def describe_criterion(is_wrong: Any) -> dict[str, Any]:
