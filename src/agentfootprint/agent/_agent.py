@@ -42,6 +42,7 @@ from ._checks import (
     model_for,
 )
 from ._display import result_html, result_repr
+from ._executor_option import AgentExecutor, executor_option, run_through
 from ._journal import (
     RunJournal,
     check_agent_state,
@@ -447,6 +448,7 @@ class Agent(_Runner, Generic[OutputT]):
         settings: ModelSettings | None = None,
         governance: Governance | None = None,
         tracing: Tracing | None = None,
+        executor: AgentExecutor | None = None,
         **moved: Any,
     ) -> None:
         options = grouped_options("Agent", {"limits": limits, "settings": settings,
@@ -473,6 +475,7 @@ class Agent(_Runner, Generic[OutputT]):
         skipper = skip_step_tool() if stepped else None
         memories = check_memories(memory, injections)
         self.identity = identity
+        self.executor, self._defined_in = executor_option(executor)  # never copied
         self._init_kwargs: dict[str, Any] = {
             "provider": provider, "model": model, "system": system, "tools": static,
             "context": injections, "memory": memories, "identity": identity,
@@ -510,6 +513,9 @@ class Agent(_Runner, Generic[OutputT]):
         write; the turn number is resolved from what those stores already hold. ``deps`` reach
         tools as ``ctx.deps`` (``tools/_context.py``) and are never recorded.
         """
+        if self.executor is not None:  # the run is the executor's job (_executor_option.py)
+            return await run_through(self, message, continue_from=continue_from, run_id=run_id,
+                                     timeout=timeout, identity=identity, deps=deps)
         history = _history_from(continue_from) if continue_from is not None else None
         ledger = continue_from.get(LEDGER_KEY) if continue_from is not None else None
         with bound_deps(deps):
