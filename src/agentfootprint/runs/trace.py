@@ -22,7 +22,6 @@ This module imports nothing from the package: every layer may import it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import Final, Literal, get_args
 
 __all__ = [
@@ -70,27 +69,53 @@ _CONVERSATION: Final = ("user_text", "model_text", "tool_args", "tool_results",
 """A conversation carries everything: messages, tool calls, results and injected messages."""
 
 
-@dataclass(frozen=True, slots=True)
 class KeySpec:
-    """One declared run-state key: its name, the kinds of content it holds, and what it is."""
+    """One declared run-state key: its name, the kinds of content it holds, and what it is.
+
+    A plain class, not a dataclass: about a hundred are made at import, on every cold start.
+    """
+
+    __slots__ = ("derived_from", "doc", "kinds", "name", "shape")
 
     name: str
     kinds: frozenset[str]
     doc: str
-    shape: Shape = "value"
-    derived_from: frozenset[str] = frozenset()
+    shape: Shape
+    derived_from: frozenset[str]
     """Kinds of content a value here is computed from (a hash of a prompt piece): redacting
     one of them masks what was derived, so no fingerprint of redacted content is recorded."""
 
+    def __init__(self, name: str, kinds: frozenset[str], doc: str, shape: Shape = "value",
+                 derived_from: frozenset[str] = frozenset()) -> None:
+        self.name = name
+        self.kinds = kinds
+        self.doc = doc
+        self.shape = shape
+        self.derived_from = derived_from
 
-@dataclass(frozen=True, slots=True)
+    def __repr__(self) -> str:
+        return f"KeySpec({self.name!r}, kinds={sorted(self.kinds)}, shape={self.shape!r})"
+
+
 class KeyFamily:
     """Keys built from a prefix and a suffix (a memory id, an index): ``prefix + suffix``."""
+
+    __slots__ = ("doc", "kinds", "prefix", "shape")
 
     prefix: str
     kinds: frozenset[str]
     doc: str
-    shape: Shape = "value"
+    shape: Shape
+
+    def __init__(self, prefix: str, kinds: frozenset[str], doc: str,
+                 shape: Shape = "value") -> None:
+        self.prefix = prefix
+        self.kinds = kinds
+        self.doc = doc
+        self.shape = shape
+
+    def __repr__(self) -> str:
+        return f"KeyFamily({self.prefix!r}, kinds={sorted(self.kinds)}, shape={self.shape!r})"
 
     def of(self, suffix: object) -> str:
         """The family's key for ``suffix``."""
@@ -106,12 +131,20 @@ class KeyFamily:
         return key[len(self.prefix):]
 
 
-@dataclass(frozen=True, slots=True)
 class StageFamily:
     """Stage ids built from a prefix and a suffix (``memory_read_chat``)."""
 
+    __slots__ = ("doc", "prefix")
+
     prefix: str
     doc: str
+
+    def __init__(self, prefix: str, doc: str) -> None:
+        self.prefix = prefix
+        self.doc = doc
+
+    def __repr__(self) -> str:
+        return f"StageFamily({self.prefix!r})"
 
     def of(self, suffix: object) -> str:
         return f"{self.prefix}{suffix}"
@@ -120,12 +153,20 @@ class StageFamily:
         return stage_id.startswith(self.prefix) and len(stage_id) > len(self.prefix)
 
 
-@dataclass(frozen=True, slots=True)
 class Prefix:
     """The leading part of an id that names its source (``memory:`` in ``memory:chat#msg-1-0``)."""
 
+    __slots__ = ("doc", "text")
+
     text: str
     doc: str
+
+    def __init__(self, text: str, doc: str) -> None:
+        self.text = text
+        self.doc = doc
+
+    def __repr__(self) -> str:
+        return f"Prefix({self.text!r})"
 
     def of(self, rest: object) -> str:
         return f"{self.text}{rest}"
