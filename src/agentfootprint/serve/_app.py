@@ -43,6 +43,7 @@ from ..errors import (
     SessionStateError,
     SessionStoreError,
 )
+from ..flow._display import clip
 from ._auth import Authenticate, authenticate, resolve_auth
 from ._eventlog import EventLogs, RunLog
 from ._limits import HTTPProblem, RunSlots, read_body
@@ -69,7 +70,12 @@ def serve_app(target: Any, *, sessions: Any = None, auth: Authenticate | None = 
               max_body_bytes: int = 1_000_000, request_timeout: float = 300.0,
               max_concurrent_per_principal: int = 4, mcp: bool = False) -> Starlette:
     """The ASGI app serving ``target``: ``"module:make_agent"`` (a factory called per turn),
-    a factory, an ``Agent``, or a ``StandingAgent`` (then ``sessions`` is its own).
+    a factory, an ``Agent``, a composition (``Sequence(...)``, a pattern: see
+    ``_served.py``), or a ``StandingAgent`` (then ``sessions`` is its own).
+
+    The target is built once here and checked (then dropped: a factory still runs per turn),
+    so a factory that cannot be imported, raises, or returns neither an ``Agent`` nor a
+    composition raises ``ConfigurationError`` now instead of failing every request.
 
     ``sessions`` is a session store (``sqlite_sessions(path)``, ``redis_sessions(url)``,
     ``postgres_sessions(url)``, or the CLI's spelling: ``"sqlite:PATH"``, ``"redis://..."``,
@@ -89,9 +95,10 @@ def serve_app(target: Any, *, sessions: Any = None, auth: Authenticate | None = 
         raise ConfigurationError(
             "serve_app needs Starlette: pip install 'agentfootprint[server]'") from exc
 
+    standing = _standing_for(target, sessions)
+    standing.check(target if isinstance(target, str) else None)  # a bad factory fails here
     checked = resolve_auth(auth, allow_unauthenticated=allow_unauthenticated)
     _check_limits(max_body_bytes, request_timeout, max_concurrent_per_principal, cors_origins)
-    standing = _standing_for(target, sessions)
     server = _Server(standing, checked, max_body_bytes=max_body_bytes,
                      request_timeout=float(request_timeout),
                      slots=RunSlots(max_concurrent_per_principal))
@@ -200,7 +207,7 @@ def _factory(target: Any) -> Callable[[], Any]:
         return target  # type: ignore[no-any-return]
     raise ConfigurationError(
         f"serve_app cannot serve {type(target).__name__}: pass 'module:make_agent', a function "
-        "that builds an Agent, an Agent, or a StandingAgent")
+        "that builds an Agent or a composition, an Agent, a composition, or a StandingAgent")
 
 
 def _one_agent(target: Any, standing: StandingAgent) -> Any:
@@ -254,7 +261,7 @@ def problem_of(exc: BaseException, *, timeout: float) -> tuple[int, str]:
         return exc.status, exc.detail
     if isinstance(exc, SessionNotFound | SessionBusy | SessionStateError):
         # our own sentences: the standing agent's name its store, which may name a server
-        plain = _clip(str(exc.session_id), 80)
+        plain = clip(str(exc.session_id), 80)
         shown = repr(plain)
         if isinstance(exc, SessionNotFound):
             return 404, (f"no session {shown} is yours on this server; start one with "
@@ -274,7 +281,7 @@ def problem_of(exc: BaseException, *, timeout: float) -> tuple[int, str]:
         log.error("session store failed: %s", exc, exc_info=exc)
         return 503, "the session store failed; try again shortly"
     if isinstance(exc, ConfigurationError):
-        return 422, _clip(str(exc))
+        return 422, clip(str(exc), 400)
     if isinstance(exc, RunError):
         run_id = getattr(getattr(exc, "run", None), "run_id", None)
         log.warning("run failed: %s", exc, exc_info=exc)
@@ -282,10 +289,6 @@ def problem_of(exc: BaseException, *, timeout: float) -> tuple[int, str]:
         return 502, f"the agent's run failed ({type(exc).__name__}); see{where} for the cause"
     log.error("unexpected error while serving", exc_info=exc)
     return 500, "the server failed unexpectedly; its log has the details"
-
-
-def _clip(text: str, limit: int = 400) -> str:
-    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _body_problem(exc: ValidationError, model: type[BaseModel]) -> HTTPProblem:

@@ -7,7 +7,9 @@ Serves ``serve_app`` on uvicorn until stopped; SIGTERM or Ctrl-C lets the runs u
 default: ``.agentfootprint/sessions.db``), ``redis://...`` or ``postgresql://...``. Callers
 authenticate with API keys from ``$AGENTFOOTPRINT_API_KEYS`` (``key1=alice,key2=bob``); without
 keys the command refuses to start unless ``--insecure-local`` (127.0.0.1 only, every caller
-``local``). A user error (a target that cannot be imported or built, no keys, a bad option) is
+``local``). The target may build an Agent or a composition (``Sequence(...)``, a pattern); it
+is built once at startup to check it (and dropped: each turn builds its own). A user error (a
+target that cannot be imported, raises, or builds the wrong thing; no keys; a bad option) is
 one line on stderr and exit status 2; nothing is served.
 
 With ``--workers N`` (N > 1) uvicorn starts N processes, each building the app from the
@@ -38,7 +40,8 @@ def add_serve_command(commands: Any) -> None:
     serve = commands.add_parser(
         "serve", help="serve an agent over HTTP, SSE and WebSocket (sessions kept in a store)")
     serve.add_argument("target", metavar="MODULE:MAKE_AGENT",
-                       help="the function that builds the agent, called per turn")
+                       help="the function that builds the agent (or composition), called per "
+                            "turn and once at startup to check it")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port to bind (default 8000)")
     serve.add_argument("--sessions", metavar="SPEC", default=None,
@@ -78,7 +81,7 @@ def run_serve(options: argparse.Namespace) -> int:
         _check_bind(options.host, options.port, options.workers, options.insecure_local)
         if os.getcwd() not in sys.path:  # `serve app:make_agent` from the app's directory
             sys.path.insert(0, os.getcwd())
-        app = build_app(config, check_target=True)
+        app = build_app(config)
     except AgentFootprintError as exc:
         _say(str(exc))
         return 2
@@ -143,29 +146,15 @@ def sessions_from(spec: str | None) -> Any:
         f"not {spec.split(':', 1)[0]!r}...")
 
 
-def build_app(config: dict[str, Any], *, check_target: bool = False) -> Starlette:
+def build_app(config: dict[str, Any]) -> Starlette:
     """The app ``config`` describes (what ``run_serve`` checked; what each worker builds).
 
-    ``check_target`` builds the agent once, so a factory that cannot build one is a user error
-    before anything is served."""
-    from ..errors import ConfigurationError
+    ``serve_app`` builds the target once to check it, so a factory that cannot be imported,
+    raises, or builds neither an Agent nor a composition is a user error before anything is
+    served."""
     from ._app import serve_app
 
     target = config["target"]
-    if check_target:
-        from ..explain._criterion import load_callable
-
-        make = load_callable(target)
-        try:
-            made = make()
-        except Exception as exc:
-            raise ConfigurationError(
-                f"{target} failed to build an agent ({type(exc).__name__}: {exc}); fix it, or "
-                "check the environment it reads") from None
-        if not callable(getattr(made, "run", None)):
-            raise ConfigurationError(
-                f"{target} returned {type(made).__name__}, not an Agent; it must build and "
-                "return one")
     return serve_app(target, sessions=sessions_from(config["sessions"]),
                      allow_unauthenticated=config["insecure_local"],
                      cors_origins=tuple(config["cors_origins"]),

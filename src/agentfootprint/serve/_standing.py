@@ -52,6 +52,7 @@ from ..errors import (
 from ..flow._redact import REDACTED
 from ..flow._run import run_sync
 from ..runs import trace
+from ._served import ServedComposition, remembers, served
 from ._sessions import (
     Reply,
     Session,
@@ -74,7 +75,8 @@ _log = logging.getLogger("agentfootprint.serve")
 MAX_LIST: Final = 1000
 """The most sessions one ``sessions()`` call returns."""
 
-AgentSource = Agent | Callable[[], Any]
+AgentSource = Agent | Any | Callable[[], Any]
+"""An ``Agent``, a composition (``Sequence(...)``, a pattern), or a function building either."""
 Role = Literal["user", "assistant"]
 
 
@@ -84,8 +86,9 @@ def standing_agent(make_agent: AgentSource, *, sessions: SessionStore | None = N
     """An agent that keeps conversations in ``sessions`` (default: ``sqlite_sessions()``, the
     file ``.agentfootprint/sessions.db`` beside the run store's ``runs.db``).
 
-    ``make_agent`` is called for every turn (a zero-argument function returning an ``Agent``,
-    or awaitable of one); an ``Agent`` is used as it is. ``retention`` deletes sessions
+    ``make_agent`` is called for every turn (a zero-argument function returning an ``Agent``
+    or a composition, or an awaitable of one); an ``Agent`` or a composition is used as it is
+    (a composition's turns: see ``_served.py``). ``retention`` deletes sessions
     untouched for longer (None: kept until deleted). ``clock`` gives unix seconds.
     """
     return StandingAgent(make_agent, sessions=sessions, retention=retention, lease=lease,
@@ -98,10 +101,14 @@ class StandingAgent:
     def __init__(self, make_agent: AgentSource, *, sessions: SessionStore | None = None,
                  retention: timedelta | None = None, lease: timedelta = DEFAULT_LEASE,
                  clock: Callable[[], float] = time.time) -> None:
-        if not isinstance(make_agent, Agent) and not callable(make_agent):
+        from ..compose._base import Composition
+
+        if isinstance(make_agent, Composition):
+            make_agent = ServedComposition(make_agent)
+        if not isinstance(make_agent, Agent | ServedComposition) and not callable(make_agent):
             raise ConfigurationError(
                 f"standing_agent(make_agent={make_agent!r}) needs an Agent or a function that "
-                "returns one, e.g. standing_agent(lambda: Agent(provider=..., ...))")
+                "returns one (or a composition), e.g. standing_agent(lambda: Agent(...))")
         if retention is not None and (not isinstance(retention, timedelta)
                                       or retention <= timedelta(0)):
             raise ConfigurationError(
@@ -130,18 +137,28 @@ class StandingAgent:
 
     # -- the agent ---------------------------------------------------------------------------
 
-    async def _agent(self) -> Agent:
-        if isinstance(self._make, Agent):
+    async def _agent(self) -> Agent | ServedComposition:
+        if isinstance(self._make, Agent | ServedComposition):
             agent = self._make
         else:
             made = self._make()
-            agent = await made if inspect.isawaitable(made) else made
-            if not isinstance(agent, Agent):
-                raise ConfigurationError(
-                    f"make_agent() returned {type(agent).__name__}, not an Agent; return the "
-                    "Agent(...) a turn should run")
+            agent = served(await made if inspect.isawaitable(made) else made, "make_agent()")
         self._agent_name = agent.name
         return agent
+
+    def check(self, where: str | None = None) -> str:
+        """Build the target once, as a turn would, and check it can be served (a server calls
+        this at startup, so a bad factory fails there, not on every request); its name. The
+        built instance is dropped: the factory is still called afresh for every turn.
+        ``where`` names the target in the error (default: the factory's name)."""
+        from ._served import check_target
+
+        if isinstance(self._make, Agent | ServedComposition):
+            self._agent_name = self._make.name
+            return self._agent_name
+        label = where or f"{getattr(self._make, '__qualname__', repr(self._make))}()"
+        self._agent_name = check_target(self._make, label)
+        return self._agent_name
 
     # -- reading sessions --------------------------------------------------------------------
 
@@ -247,13 +264,15 @@ class StandingAgent:
             await claim.end(None, exc)
             raise
 
-    def _options(self, agent: Agent, record: SessionRecord,
+    def _options(self, agent: Agent | ServedComposition, record: SessionRecord,
                  checkpoint: dict[str, Any] | None, deps: Any,
                  timeout: float | None) -> dict[str, Any]:
         options: dict[str, Any] = {
             "run_id": f"{record.id}.{record.turns + 1}.{uuid.uuid4().hex[:8]}",
             "deps": deps, "timeout": timeout}
-        if agent.spec.memories:  # the memory store holds the conversation and its turns
+        if isinstance(agent, ServedComposition):  # no conversation of its own: the message
+            options["turn"] = record.turns + 1
+        elif remembers(agent):  # the memory store holds the conversation and its turns
             from ..memory._identity import MemoryIdentity
 
             options["identity"] = MemoryIdentity(conversation_id=record.id,
