@@ -76,9 +76,12 @@ _locks_guard = threading.Lock()
 
 
 def _lock_of(store: object) -> threading.RLock:
-    """One lock per underlying store: the runs of a process share it, each through its own
-    wrapper (and so its own writer thread, ``runs/_writer.py``), and a store's connection
-    must see one call at a time."""
+    """One lock per underlying store, shared by every run of the process. A run's writes go
+    through the store's one writer thread (its wrapper shares it, ``runs/_writer.py``), but
+    ``execute_durable`` also reads the store on the event loop's thread (the stored row before
+    an attempt, the placement after it); a PostgreSQL store's one connection must not run
+    those reads' transactions inside a write's, so every call through a ``ReplayStore`` and
+    those reads take this lock."""
     with _locks_guard:
         found = _locks.get(id(store))
         if found is None or found[0] is not store:
