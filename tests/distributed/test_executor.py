@@ -133,12 +133,13 @@ async def test_an_executor_refuses_what_cannot_travel() -> None:
                                    factory="fleet_agents:make_suspect_agent", deps={"x": 1})
 
 
-def test_run_many_refuses_an_agent_instance_naming_the_factory() -> None:
+def test_run_many_takes_an_agent_instance_and_refuses_what_is_neither() -> None:
     from agentfootprint import Agent
     from agentfootprint.distributed import run_many_sync
     from agentfootprint.errors import ConfigurationError
     from agentfootprint.providers import mock
 
-    agent = Agent(provider=mock(reply="x"))
-    with pytest.raises(ConfigurationError, match="function that builds the agent"):
-        run_many_sync(agent, ["hi"])
+    agent = Agent(provider=mock(reply="x"))  # built in a function: in-process takes it as is
+    assert [o.content for o in run_many_sync(agent, ["hi", "ho"])] == ["x", "x"]
+    with pytest.raises(ConfigurationError, match="the agent or the function that builds it"):
+        run_many_sync(42, ["hi"])

@@ -2,10 +2,13 @@
 
 * ``Executor`` — the port: a batch of jobs in, one outcome per job back in input order
   (``_executor.py`` states the contract: jobs are JSON, the run id is the idempotency handle).
-* ``run_many(factory, messages, executor=..., store=...)`` — a batch of runs of an importable
-  agent factory; ``localize_context_bug(..., executor=..., factory=...)`` fans out re-runs.
-* ``celery_executor(broker=..., backend=...)`` — Celery workers on Redis; start them with
-  ``celery -A agentfootprint.distributed.worker worker`` (see ``_celery.py``).
+* ``run_many(agent, messages, executor=..., store=...)`` — a batch of runs of an agent (a
+  module-level one, found by reference on workers) or of an importable factory;
+  ``localize_context_bug(..., executor=..., factory=...)`` fans out re-runs.
+* ``Agent(..., executor=dbos_executor())`` — every ``agent.run`` is the executor's job
+  (``_agent_runs.py``), handing back the usual ``RunResult``.
+* ``celery_executor(app)`` (or ``broker=..., backend=...``) — Celery workers on Redis; start
+  them with ``celery -A agentfootprint.distributed.worker worker`` (see ``_celery.py``).
 * ``dbos_executor(system_database=...)`` — durable runs on DBOS: a killed run is recovered by
   another process, no finished step runs again, one recording (see ``_dbos.py``).
 * ``normal_form(recording)`` — what two recordings of the same work agree on (``_normal_form.py``).

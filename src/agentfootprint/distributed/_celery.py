@@ -5,8 +5,11 @@ Start workers (each with the factories' modules importable, and the broker in th
     AGENTFOOTPRINT_BROKER_URL=redis://localhost:6379/0 \\
         celery -A agentfootprint.distributed.worker worker --loglevel=INFO
 
-and submit from anywhere: ``await run_many("myapp:make_agent", messages,
-executor=celery_executor(broker="redis://localhost:6379/0"), store="runs.db")``.
+and submit from anywhere: ``await run_many(agent, messages, executor=celery_executor(app),
+store="runs.db")`` — ``agent`` assigned at the top level of a module the workers import (or a
+factory ``"myapp:make_agent"``), ``app`` your Celery app (or ``broker="redis://..."``). Workers
+started with your own app (``celery -A myapp.tasks worker``) serve our tasks when that module
+calls ``celery_executor(app)`` (which registers them) as it is imported.
 
 Delivery is at-least-once, and that is safe here. The app is configured for it: **late
 acknowledgement** (``task_acks_late``: a message is acknowledged when its task ends, not when it
@@ -29,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from ..errors import ConfigurationError, RunError
@@ -220,6 +223,14 @@ class CeleryExecutor:
                                    error=f"the task failed: {value!r}"[:2000]) for job in chunk]
         return out
 
+    async def run_agent(self, agent: Any, message: str, *, run_id: str | None = None,
+                        options: Mapping[str, Any] | None = None) -> Any:
+        """One run of ``agent`` on a worker (``Agent(executor=celery_executor(app))``); its
+        result is read back from the agent's run store, which the workers must share."""
+        from ._agent_runs import run_agent_on
+
+        return await run_agent_on(self, agent, message, run_id=run_id, options=options)
+
     async def rerun_jobs(self, jobs: Sequence[RerunJob]) -> list[RerunOutcome]:
         from ..explain._fanout import RerunOutcome
 
@@ -233,17 +244,35 @@ class CeleryExecutor:
         self.app.close()
 
 
-def celery_executor(broker: str = "redis://localhost:6379/0", backend: str | None = None, *,
-                    app: Celery | None = None, queue: str = DEFAULT_QUEUE,
-                    visibility_timeout: float = 3600.0, timeout: float | None = None,
-                    chunk: int = 1, seal_key: str | bytes | None = None) -> CeleryExecutor:
+def celery_executor(broker: str | Celery = "redis://localhost:6379/0",
+                    backend: str | None = None, *, app: Celery | None = None,
+                    queue: str = DEFAULT_QUEUE, visibility_timeout: float = 3600.0,
+                    timeout: float | None = None, chunk: int = 1,
+                    seal_key: str | bytes | None = None) -> CeleryExecutor:
     """Run jobs on Celery workers started with ``celery -A agentfootprint.distributed.worker
-    worker`` (same broker, same ``queue``). ``timeout`` bounds how long a batch is waited for
+    worker`` (same broker, same ``queue``), or on your own app's workers:
+    ``celery_executor(app)`` takes the broker and result backend from ``app``'s configuration,
+    configures it for safe re-delivery and registers our tasks on it (see the module).
+    ``timeout`` bounds how long a batch is waited for
     (``None``: as long as it takes); ``chunk`` runs go in one task (run concurrently there: fewer
     broker round trips, model waits overlapped; a chunk re-delivered returns its finished runs'
     stored answers); ``app`` is your own Celery app, configured and given our tasks;
     ``seal_key`` seals what crosses the broker (the workers need it as
     ``AGENTFOOTPRINT_SEAL_KEY``)."""
+    if not isinstance(broker, str):
+        if app is not None or not hasattr(broker, "conf") or not hasattr(broker, "send_task"):
+            raise ConfigurationError(
+                f"celery_executor() takes a Celery app or a broker URL first, not {broker!r}; "
+                "pass celery_executor(app) or celery_executor(broker='redis://...')")
+        app, url = broker, broker.conf.broker_url
+        if not isinstance(url, str) or "://" not in url:
+            raise ConfigurationError(
+                f"the Celery app {app.main!r} has no broker URL (broker_url={url!r}); "
+                "set app.conf.broker_url = 'redis://...' before celery_executor(app)")
+        broker = url
+        if backend is None:
+            found = app.conf.result_backend
+            backend = found if isinstance(found, str) and "://" in found else None
     return CeleryExecutor(celery_app(broker, backend, queue=queue,
                                      visibility_timeout=visibility_timeout, app=app,
                                      seal_key=seal_key),

@@ -15,19 +15,25 @@ executor hands DBOS (workflow inputs and outputs, step results and errors) is se
 and an agent whose ``Tracing(redaction=...)`` masks anything is refused without one, so the
 system database never holds in the clear what the run store masks.
 
-Usage::
+Usage — an agent whose every run is durable (``myapp/agents.py``, a module the recovering
+process imports too)::
 
-    executor = dbos_executor(system_database="sqlite:///dbos.sqlite", seal_key=KEY)
-    executor.launch()        # recovers the runs a killed process left under way
-    outcomes = await run_many("myapp:make_agent", messages, executor=executor,
-                              store="runs.sqlite")
+    agent = Agent(..., executor=dbos_executor())   # .agentfootprint/dbos.sqlite and runs.db
+    agent.executor.launch()  # at start-up: recovers the runs a killed process left under way
+    result = await agent.run("...")                # the usual RunResult
+
+or a batch: ``await run_many(agent, messages, executor=executor, store="runs.sqlite")`` (a
+factory ``"myapp:make_agent"`` works as well). An agent defined in the script being run
+(``__main__``) or inside a function is refused: the recovering process finds the agent by its
+module-level name.
 """
 
 from __future__ import annotations
 
 import asyncio
 import pickle
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import ConfigurationError
@@ -48,6 +54,8 @@ except ImportError as exc:  # pragma: no cover - the message is the contract
 __all__ = ["DBOSExecutor", "DBOSSteps", "dbos_executor"]
 
 T = TypeVar("T")
+DEFAULT_SYSTEM_DATABASE = "sqlite:///.agentfootprint/dbos.sqlite"
+"""DBOS's system database when none is given: a SQLite file beside the default run store."""
 WORKFLOW = "agentfootprint.agent_run"
 """The DBOS workflow name every process registers (the same code recovers it)."""
 
@@ -127,9 +135,10 @@ class DBOSExecutor:
 
     name = "dbos"
 
-    def __init__(self, *, system_database: str, app_name: str = "agentfootprint",
-                 seal_key: bytes | str | None = None, executor_id: str | None = None,
-                 log_level: str = "WARNING") -> None:
+    def __init__(self, *, system_database: str = DEFAULT_SYSTEM_DATABASE,
+                 app_name: str = "agentfootprint", seal_key: bytes | str | None = None,
+                 executor_id: str | None = None, log_level: str = "WARNING",
+                 store: str | None = None) -> None:
         if not isinstance(system_database, str) or not system_database.startswith(
                 ("sqlite:///", "postgresql://", "postgres://", "postgresql+psycopg://")):
             raise ConfigurationError(
@@ -141,6 +150,12 @@ class DBOSExecutor:
             check_seal_key(seal_key)
         self.system_database = system_database
         self.seal_key = seal_key
+        if store is None:
+            from ..runs._sqlite import DEFAULT_RUN_STORE
+
+            store = str(DEFAULT_RUN_STORE)
+        self.store = store
+        """Where ``agent.run`` records a durable run whose agent has no run store."""
         self.config: dict[str, Any] = {
             "name": app_name, "system_database_url": _sqlalchemy_url(system_database),
             "log_level": log_level, "application_version": "agentfootprint-1"}
@@ -177,6 +192,15 @@ class DBOSExecutor:
                 handles.append(await DBOS.start_workflow_async(_agent_run, job.model_dump()))
         done = await asyncio.gather(*(h.get_result() for h in handles))
         return [RunOutcome.model_validate(d) for d in done]
+
+    async def run_agent(self, agent: Any, message: str, *, run_id: str | None = None,
+                        options: Mapping[str, Any] | None = None) -> Any:
+        """One durable run of ``agent`` (``Agent(executor=dbos_executor())``), recorded to
+        the agent's run store or else :attr:`store`; its ``RunResult``."""
+        from ._agent_runs import run_agent_on
+
+        return await run_agent_on(self, agent, message, run_id=run_id, options=options,
+                                  store=self.store)
 
     async def resume(self, job: RunJob, answer: object) -> RunOutcome:
         """Continue the paused run ``job.run_id`` with ``answer`` (``check_in_approved(...)``,
@@ -241,6 +265,7 @@ def _write_ahead(url: str) -> None:
     path = url[len("sqlite:///"):]
     if path in ("", ":memory:"):
         return
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(path)
     try:
         conn.execute("PRAGMA journal_mode=WAL")
@@ -257,11 +282,14 @@ def _sqlalchemy_url(url: str) -> str:
     return url
 
 
-def dbos_executor(*, system_database: str, app_name: str = "agentfootprint",
-                  seal_key: bytes | str | None = None, executor_id: str | None = None,
-                  log_level: str = "WARNING") -> DBOSExecutor:
+def dbos_executor(*, system_database: str = DEFAULT_SYSTEM_DATABASE,
+                  app_name: str = "agentfootprint", seal_key: bytes | str | None = None,
+                  executor_id: str | None = None, log_level: str = "WARNING",
+                  store: str | None = None) -> DBOSExecutor:
     """Durable runs on DBOS (see the module): ``system_database`` is ``sqlite:///path`` or a
     ``postgresql://`` URL; ``seal_key`` seals what DBOS stores; ``executor_id`` names this
-    process to DBOS (recovery at launch takes over the pending runs of that id)."""
+    process to DBOS (recovery at launch takes over the pending runs of that id); ``store``
+    (default ``.agentfootprint/runs.db``) records ``agent.run``'s durable runs whose agent has
+    no run store of its own."""
     return DBOSExecutor(system_database=system_database, app_name=app_name, seal_key=seal_key,
-                        executor_id=executor_id, log_level=log_level)
+                        executor_id=executor_id, log_level=log_level, store=store)

@@ -167,6 +167,7 @@ async def execute_durable(job: RunJob, runner: StepRunner, *, worker: str,
         _outcome,
         _reused,
         _stored,
+        hand_over,
         open_run_store,
     )
 
@@ -193,10 +194,11 @@ async def execute_durable(job: RunJob, runner: StepRunner, *, worker: str,
                 "whose outcome was 'paused'")
         wrapped = ReplayStore(store, here, factory=job.factory,
                               reopen=None if stored is None else stored.status)
+        from ..agent._executor_option import run_copy
         from ..agent._options import Tracing
 
-        agent = agent._replace(tracing=dataclasses.replace(tracing or Tracing(),
-                                                           run_store=wrapped))
+        agent = run_copy(agent, tracing=dataclasses.replace(tracing or Tracing(),
+                                                            run_store=wrapped))
         token = step_runner.set(runner)
         try:
             if resume is not None:
@@ -209,8 +211,10 @@ async def execute_durable(job: RunJob, runner: StepRunner, *, worker: str,
             step_runner.reset(token)
         if result.paused and on_pause is not None:
             await on_pause(result.checkpoint)
+        hand_over(job.run_id, result)
         return _outcome(job.run_id, result, wrapped.placement_of(job.run_id))
     except Exception as exc:  # one run's failure is its outcome
+        hand_over(job.run_id, exc)
         return RunOutcome(run_id=job.run_id, status="failed",
                           error=f"{type(exc).__name__}: {exc}"[:2000],
                           placement=here.as_meta(attempts=None))

@@ -39,8 +39,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._refs import callable_path, load_ref
 from ..errors import ConfigurationError
-from ..explain._criterion import callable_path
 from ..flow._run import run_sync
 
 if TYPE_CHECKING:
@@ -113,6 +113,8 @@ class InProcessExecutor:
     (runs wait on their model, so tasks overlap; CPU work still shares one core)."""
 
     name = "in-process"
+    shares_process = True
+    """Jobs run in the caller's process: any agent can be named (``_refs.live_ref``)."""
 
     def __init__(self, *, concurrency: int = 8) -> None:
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
@@ -140,6 +142,13 @@ class InProcessExecutor:
         from ..explain._fanout import rerun_one
 
         return await self._bounded([functools.partial(rerun_one, job) for job in jobs])
+
+    async def run_agent(self, agent: Any, message: str, *, run_id: str | None = None,
+                        options: Mapping[str, Any] | None = None) -> Any:
+        """One run of ``agent`` as a job here (``Agent(executor=InProcessExecutor())``)."""
+        from ._agent_runs import run_agent_on
+
+        return await run_agent_on(self, agent, message, run_id=run_id, options=options)
 
     def close(self) -> None:
         """Nothing to let go of."""
@@ -173,16 +182,33 @@ def open_run_store(where: str) -> RunStorePort:
     return found
 
 
-async def _agent_of(factory: str) -> Any:
-    from ..explain._criterion import load_callable
+def is_built_agent(found: object) -> bool:
+    """``found`` is an agent instance (not a function that builds one)."""
+    return callable(getattr(found, "run", None)) and hasattr(found, "_init_kwargs")
 
-    made = load_callable(factory)()
+
+async def _agent_of(factory: str) -> Any:
+    """The agent a job names, fresh for this run: the factory's, or a copy of the module-level
+    agent found there (its listeners kept; see ``agent/_executor_option.py``)."""
+    found = load_ref(factory)
+    if is_built_agent(found):
+        from ..agent._executor_option import run_copy
+
+        return run_copy(found)
+    if not callable(found):
+        raise ConfigurationError(f"{factory!r} is neither an agent nor a function that builds "
+                                 "one; name 'module:make_agent' or a module-level Agent")
+    made = found()
     if inspect.isawaitable(made):
         made = await made
     if not callable(getattr(made, "run", None)) or not hasattr(made, "_init_kwargs"):
         raise ConfigurationError(
             f"{factory}() returned {made!r}; it must return an Agent (or LLMCall) built afresh "
             "for each run")
+    if getattr(made, "executor", None) is not None:  # the job runs here, not on it again
+        from ..agent._executor_option import run_copy
+
+        made = run_copy(made)
     return made
 
 
@@ -209,24 +235,40 @@ async def execute(job: RunJob, *, worker: str, attempt_note: str | None = None) 
                  else getattr(tracing, "run_store", None))
         if store is None:
             result = await agent.run(job.message, run_id=job.run_id, **options)
+            hand_over(job.run_id, result)
             return _outcome(job.run_id, result, here.as_meta(attempts=1))
         stored = _stored(store, job.run_id)
         if stored is not None and stored.status not in ("running",):
             return _reused(stored)
         wrapped = placed(store, here, factory=job.factory)
+        from ..agent._executor_option import run_copy
         from ..agent._options import Tracing
 
-        agent = agent._replace(tracing=dataclasses.replace(tracing or Tracing(),
-                                                           run_store=wrapped))
+        agent = run_copy(agent, tracing=dataclasses.replace(tracing or Tracing(),
+                                                            run_store=wrapped))
         if stored is not None:  # it was under way when its worker died: continue it
             result = await agent.resume(job.run_id, **options)
         else:
             result = await agent.run(job.message, run_id=job.run_id, **options)
+        hand_over(job.run_id, result)
         return _outcome(job.run_id, result, wrapped.placement_of(job.run_id))
     except Exception as exc:  # one job's failure is its outcome, never the batch's
+        hand_over(job.run_id, exc)
         return RunOutcome(run_id=job.run_id, status="failed",
                           error=f"{type(exc).__name__}: {exc}"[:2000],
                           placement=here.as_meta(attempts=None))
+
+
+_awaited: dict[str, list[Any]] = {}
+"""Run id -> what a caller in this process waits for besides the outcome: the live
+``RunResult`` (or the exception) of a job that ran here (``_agent_runs.py``)."""
+
+
+def hand_over(run_id: str, value: Any) -> None:
+    """Give a caller of this process that awaits ``run_id`` its live result (or error)."""
+    slot = _awaited.get(run_id)
+    if slot is not None:
+        slot.append(value)
 
 
 def _stored(store: RunStorePort, run_id: str) -> Any:
@@ -255,12 +297,16 @@ def _outcome(run_id: str, result: Any, placement: dict[str, Any]) -> RunOutcome:
 # -- batches ---------------------------------------------------------------------------------
 
 
-async def run_many(factory: str | Callable[[], Any], messages: Sequence[str], *,
+async def run_many(factory: str | Callable[[], Any] | Any, messages: Sequence[str], *,
                    executor: Executor | None = None, store: str | None = None,
                    run_ids: Sequence[str] | None = None,
                    options: Mapping[str, Any] | None = None) -> list[RunOutcome]:
     """Run ``factory()``'s agent once per message on ``executor`` (default: in-process);
     outcomes in ``messages`` order.
+
+    ``factory`` may be the agent itself: each run gets a fresh copy of it. An executor that runs
+    jobs elsewhere (Celery, DBOS) finds it by reference, so it must be assigned at the top level
+    of an importable module (``agent = Agent(...)`` in ``myapp/agents.py``).
 
     ``store`` is the run store every worker records to. ``run_ids`` (default: fresh ones)
     make a batch safe to submit again: a run id already finished returns its stored answer.
@@ -272,17 +318,23 @@ async def run_many(factory: str | Callable[[], Any], messages: Sequence[str], *,
         raise ConfigurationError(
             f"run_ids= must give one distinct id per message ({len(messages)} messages, "
             f"{len(ids)} ids, {len(set(ids))} distinct)")
-    if not isinstance(factory, str) and not callable(factory):
+    executor = executor or InProcessExecutor()
+    if is_built_agent(factory):
+        from ..agent._executor_option import reference_of
+
+        path = reference_of(factory, shares_process=getattr(executor, "shares_process", False))
+    elif not isinstance(factory, str) and not callable(factory):
         raise ConfigurationError(
-            f"run_many() takes the function that builds the agent ('module:make_agent' or "
-            f"make_agent), not a {type(factory).__name__}: every worker builds its own agent")
-    path = callable_path(factory)
+            f"run_many() takes the agent or the function that builds it ('module:make_agent' "
+            f"or make_agent), not a {type(factory).__name__}")
+    else:
+        path = callable_path(factory)
     jobs = [RunJob(factory=path, message=m, run_id=i, store=store, options=dict(options or {}))
             for m, i in zip(messages, ids, strict=True)]
-    return await (executor or InProcessExecutor()).run_jobs(jobs)
+    return await executor.run_jobs(jobs)
 
 
-def run_many_sync(factory: str | Callable[[], Any], messages: Sequence[str],
+def run_many_sync(factory: str | Callable[[], Any] | Any, messages: Sequence[str],
                   **options: Any) -> list[RunOutcome]:
     """``run_many`` from a script (refuses inside a running event loop)."""
     return run_sync(run_many(factory, messages, **options))
