@@ -23,7 +23,6 @@ import re
 import types
 import typing
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import PydanticSchemaGenerationError, TypeAdapter, ValidationError
@@ -51,9 +50,12 @@ _ROOT = "result"
 arguments need an object at the root."""
 
 
-@dataclass(frozen=True, slots=True, eq=False)
 class OutputSpec:
-    """One agent's output type: its adapter, the schema sent, how it is sent, the retries."""
+    """One agent's output type: its adapter, the schema sent, how it is sent, the retries.
+
+    A plain class, not a dataclass: its module loads on every cold start."""
+
+    __slots__ = ("adapter", "mode", "name", "retries", "schema", "strict", "type", "wrapped")
 
     type: Any
     adapter: TypeAdapter[Any]
@@ -64,6 +66,21 @@ class OutputSpec:
     retries: int
     mode: str
     """The provider's native mode (``json_schema``, ``forced_tool``...) or ``tool``."""
+
+    def __init__(self, *, type: Any, adapter: TypeAdapter[Any], name: str,
+                 schema: dict[str, Any], wrapped: bool, strict: bool, retries: int,
+                 mode: str) -> None:
+        self.type = type
+        self.adapter = adapter
+        self.name = name
+        self.schema = schema
+        self.wrapped = wrapped
+        self.strict = strict
+        self.retries = retries
+        self.mode = mode
+
+    def __repr__(self) -> str:
+        return f"OutputSpec(name={self.name!r}, mode={self.mode!r}, retries={self.retries})"
 
     # ------------------------------------------------------------------ values
 

@@ -35,7 +35,7 @@ import asyncio
 import contextvars
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError, RunError
@@ -113,9 +113,13 @@ class _Buffer:
             await self.writable.wait()
 
 
-@dataclass(slots=True)
 class _Failed:
-    error: BaseException
+    """The run's error, handed through the buffer to the consumer (a plain class: cold start)."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
 
 
 class StreamTap:

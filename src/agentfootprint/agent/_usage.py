@@ -110,14 +110,23 @@ def check_budget(budget: object, model: str) -> Budget | None:
     return budget
 
 
-@dataclass(slots=True)
 class UsageMeter:
-    """Tokens and cost added up across the runs made inside ``counting_together``."""
+    """Tokens and cost added up across the runs made inside ``counting_together``.
 
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
-    calls: int = 0
+    A plain class, not a dataclass: its module loads on every cold start."""
+
+    __slots__ = ("calls", "cost_usd", "input_tokens", "output_tokens")
+
+    def __init__(self, input_tokens: int = 0, output_tokens: int = 0, cost_usd: float = 0.0,
+                 calls: int = 0) -> None:
+        self.input_tokens = input_tokens
+        self.output_tokens = output_tokens
+        self.cost_usd = cost_usd
+        self.calls = calls
+
+    def __repr__(self) -> str:
+        return (f"UsageMeter(input_tokens={self.input_tokens}, output_tokens="
+                f"{self.output_tokens}, cost_usd={self.cost_usd}, calls={self.calls})")
 
     def add(self, row: Mapping[str, Any]) -> None:
         self.input_tokens += int(row["input_tokens"])

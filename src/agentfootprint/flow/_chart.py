@@ -24,9 +24,12 @@ NodeKind = Literal["stage", "decider", "selector", "subflow"]
 StageFn = Callable[..., Any]
 
 
-@dataclass(frozen=True, slots=True, eq=False)
 class Mount:
-    """How a subflow is attached: its inlined root, and how data crosses the boundary."""
+    """How a subflow is attached: its inlined root, and how data crosses the boundary.
+
+    A plain class, not a dataclass (cold start: the builder only constructs and reads it)."""
+
+    __slots__ = ("array_merge", "chart", "input", "output", "propagate_break", "root", "title")
 
     root: str
     """Prefixed id of the subflow's first stage."""
@@ -42,6 +45,22 @@ class Mount:
     """How a list returned by ``output`` lands on an existing parent list."""
     chart: Chart
     """The chart that was mounted (for its spec and description)."""
+
+    def __init__(self, *, root: str, title: str,
+                 input: Callable[[Any], Mapping[str, Any] | None] | None,
+                 output: Callable[[Any], Mapping[str, Any] | None] | None,
+                 propagate_break: bool, array_merge: Literal["concat", "replace"],
+                 chart: Chart) -> None:
+        self.root = root
+        self.title = title
+        self.input = input
+        self.output = output
+        self.propagate_break = propagate_break
+        self.array_merge = array_merge
+        self.chart = chart
+
+    def __repr__(self) -> str:
+        return f"Mount(root={self.root!r}, title={self.title!r})"
 
 
 @dataclass(frozen=True, slots=True, eq=False)
