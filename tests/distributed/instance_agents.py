@@ -1,0 +1,12 @@
+"""Agents assigned at module level, found by reference (``"instance_agents:AGENT"``) by the
+executors of the tests: in this process, and on the Celery workers that import this module."""
+
+from __future__ import annotations
+
+from fleet_agents import _respond, effect
+
+from agentfootprint import Agent
+from agentfootprint.providers import mock
+
+AGENT = Agent(provider=mock(respond=_respond), model="mock", tools=[effect], name="effects")
+"""One tool call (the counted side effect), then ``done: <message>`` (as ``make_agent``)."""
