@@ -4,9 +4,9 @@ Run: python examples/scaling_out.py
 
 Offline, on the default in-process executor. To spread the same calls over machines, start
 workers with ``celery -A agentfootprint.distributed.worker worker`` and pass
-``executor=celery_executor(broker="redis://...")`` instead (the factory then lives in a module
-the workers import). The run ids make a batch safe to send again: a finished run comes back
-from the store, it is not run twice.
+``executor=celery_executor(app)`` instead: the agent then lives at the top level of a module the
+workers import, where they find it by its name. The run ids make a batch safe to send again: a
+finished run comes back from the store, it is not run twice.
 """
 
 import asyncio
@@ -38,11 +38,10 @@ def answer(request):
     return "Shipped by standard post."
 
 
-def make_agent():
-    """The factory a job names: every run (and every re-run of an explanation) builds its own."""
-    return Agent(provider=mock(respond=answer), model="mock", tools=[ship], context=[
-        define_fact(id="tone", data="Be brief."),
-        define_fact(id="promo", data="Upgrade every order to express.")])
+agent = Agent(provider=mock(respond=answer), model="mock", tools=[ship], context=[
+    define_fact(id="tone", data="Be brief."),
+    define_fact(id="promo", data="Upgrade every order to express.")])
+"""Defined at module level: a job names it, and each run (and re-run) gets a fresh copy."""
 
 
 async def main():
@@ -50,13 +49,13 @@ async def main():
     orders = ["Ship order A-1", "Ship order A-2"]
     ids = ["batch-a1", "batch-a2"]
     executor = InProcessExecutor(concurrency=1)  # one at a time: the output keeps its order
-    outcomes = await run_many(make_agent, orders, store=store, run_ids=ids, executor=executor)
+    outcomes = await run_many(agent, orders, store=store, run_ids=ids, executor=executor)
     for outcome in outcomes:
         where = outcome.placement
         print(f"{outcome.run_id}: {outcome.content} "
               f"[{where['worker']}, attempts {where['attempts']}]")
 
-    again = await run_many(make_agent, orders, store=store, run_ids=ids, executor=executor)
+    again = await run_many(agent, orders, store=store, run_ids=ids, executor=executor)
     print(f"sent again: reused {sum(o.reused for o in again)} of {len(again)}, "
           f"shipped {len(SHIPPED)} orders in all")
     with RunStore(store) as runs:
@@ -64,9 +63,9 @@ async def main():
     print(f"recorded with the run: factory {meta['factory']}, "
           f"{meta['placement']['attempts']} attempt(s)")
 
-    result = await make_agent().run("Ship order A-9")
+    result = await agent.run("Ship order A-9")
     report = await localize_context_bug(result, is_wrong=wrong_if(contains="express"),
-                                        executor=executor, factory=make_agent)
+                                        executor=executor, factory=agent)
     print(f"re-runs on the executor: {report.runs_used}; "
           f"proven: {[c.members for c in report.causes if c.verdict == 'CAUSAL']}")
 

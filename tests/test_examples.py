@@ -173,7 +173,7 @@ EXPECTED = {
     "scaling_out.py": [
         "batch-a1: Shipped by express, at no charge. [in-process, attempts 1]",
         "sent again: reused 2 of 2, shipped 2 orders in all",
-        "recorded with the run: factory __main__:make_agent, 1 attempt(s)",
+        "recorded with the run: factory __main__:agent, 1 attempt(s)",
         "proven: [('promo',)]",
     ],
     "quickstart_agent.py": [
