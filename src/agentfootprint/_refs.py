@@ -77,9 +77,19 @@ def load_callable(path: str) -> Any:
 
 def callable_path(fn: object, *, what: str = "factory") -> str:
     """``fn`` as ``"module:function"`` that ``load_callable`` finds again (a string is taken as
-    it is). ``__main__`` is kept: it loads in this process, never in another one."""
+    it is). ``__main__`` is kept: it loads in this process, never in another one. A built
+    agent is named by its top-level name in the module that built it (``"myapp:agent"``)."""
     if isinstance(fn, str):
         return fn
+    if _built_agent(fn):
+        module = getattr(fn, "_defined_in", None)
+        name = name_in(module, fn) if isinstance(module, str) else None
+        if name is None:
+            raise ConfigurationError(
+                f"{what}={fn!r} is an agent without a top-level name in an importable module; "
+                "assign it at module level (agent = Agent(...)) or pass a factory "
+                "'module:make_agent'")
+        return f"{module}:{name}"
     module, name = getattr(fn, "__module__", None), getattr(fn, "__qualname__", "")
     if callable(fn) and module and name and "<" not in name:
         return f"{module}:{name}"
