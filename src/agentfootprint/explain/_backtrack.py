@@ -15,6 +15,17 @@ A failed run has no answer: its chain is FAILED (the error, the step that raised
 REQUEST that failed (a provider error), the BATCH of tool calls under way, the CONTEXT the
 call was sent and the STATE the step read (see ``failure.py``).
 
+A paused run has no answer yet either: its chain starts with PAUSED (the step it stopped at and
+what it waits on — for a tool, the pending call with its arguments as recorded), and what is
+traced is that pending call: the candidates of the LLM call that asked for it are ranked
+against it, and the chain READ/LANDED/ALLOWED/BORN follows the best-supported one
+(``_paused.py``). A pausable flow stage gives PAUSED and the STATE it read.
+
+When no candidate shares a word with what is explained (every score 0) and no crossing
+applies — the chain would not follow a handed-on answer into another member or run, and no
+structured field is explained — the chain says so (an OVERLAP hop: none) instead of claiming
+that the model read an arbitrary sentence.
+
 Every hop names a runtime stage id and every value is rebuilt from the commit log, so the
 chain is the same on a live result and on a recording loaded in another process. Which
 suspect is followed is chosen by an influence score — a correlational proxy, labelled as
@@ -26,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import pairwise
-from typing import Any
+from typing import Any, Literal, cast
 
 from ..runs import trace
 from ..runs._view import CallView, Explainable, RunView
@@ -35,18 +46,27 @@ from ._display import explanation_html, explanation_repr
 from ._failure import Failure, failure_of
 from ._field import field_origin
 from ._influence import rank_suspects
+from ._paused import Paused, pause_of
 from ._suspects import Suspect
 
-__all__ = ["Backtrack", "Hop", "backtrack"]
+__all__ = ["Backtrack", "Hop", "HopKind", "backtrack"]
+
+HopKind = Literal["ANSWER", "READ", "FROM", "LANDED", "ALLOWED", "BORN", "FIELD", "ATTEMPT",
+                  "PAUSED", "OVERLAP", "FAILED", "REQUEST", "BATCH", "CONTEXT", "STATE",
+                  "DONE"]
+"""Every kind of hop a chain can hold (see ``Hop.kind``)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Hop:
     """One link of the chain."""
 
-    kind: str
+    kind: HopKind
     """ANSWER, READ, FROM (a message handed on by another member or agent), LANDED, ALLOWED
-    or BORN; for a failed run FAILED, REQUEST, BATCH, CONTEXT, STATE, DONE."""
+    or BORN; FIELD and ATTEMPT for a structured output's field; PAUSED (then the chain of the
+    pending tool call, or STATE for a flow stage) for a paused run; OVERLAP when no candidate
+    shares a word with what is explained (no source is followed); for a failed run FAILED,
+    REQUEST, BATCH, CONTEXT, STATE, DONE."""
     text: str
     runtime_stage_id: str | None = None
 
@@ -66,17 +86,34 @@ class Backtrack:
     """Every candidate with its proxy score, best first."""
     failure: Failure | None = None
     """Set when the run failed: the hops then explain the error, not an answer."""
+    pause: Paused | None = None
+    """Set when the run is paused: the hops then explain what it stopped at (the pending tool
+    call, ranked against the candidates of the call that asked for it), not an answer."""
 
     __repr__ = explanation_repr
     _repr_html_ = explanation_html
+
+    @property
+    def paused(self) -> bool:
+        """The run is paused: ``answer`` is empty and the chain explains the pause."""
+        return self.pause is not None
+
+    @property
+    def no_overlap(self) -> bool:
+        """No candidate shares a word with what is explained: no source is followed."""
+        return any(hop.kind == "OVERLAP" for hop in self.hops)
 
     def __str__(self) -> str:
         lines = [f"{hop.kind:<8} {hop.text}" for hop in self.hops]
         if self.failure is not None:
             lines.insert(0, "RUN FAILED — it gave no answer; the error is what to explain.")
+        if self.pause is not None:
+            lines.insert(0, self.pause.headline())
         if self.ranked:
             lines.append("")
-            lines.append("Candidates that reached the call (proxy scores, not causes):")
+            lines.append("Candidates that reached the call that asked for it (proxy scores "
+                         "against the pending tool call, not causes):" if self.pause is not None
+                         else "Candidates that reached the call (proxy scores, not causes):")
             for item in self.ranked:
                 lines.append(f"  {item.score:0.3f}  {item.suspect.label}")
         return "\n".join(lines)
@@ -99,38 +136,101 @@ def backtrack(source: Explainable, *, suspect: str | None = None,
     if failure is not None:
         return _failed(failure)
     view = RunView.of(source)
+    paused = pause_of(source, view) if field is None else None
+    if paused is not None:
+        return _paused(view, paused, suspect, strategy)
     origin = field_origin(view, field) if field is not None else None
     reached = reached_calls(view, origin.call if origin is not None else None)
     call = reached[0].call
     answer = view.answer if view.answer is not None and view.members else call.answer
     if origin is not None:
         answer = origin.text
+    hops = ([_hop(kind, text, rid) for kind, text, rid in origin.hops] if origin is not None
+            else [Hop("ANSWER", f"{_quote(answer)}", reached[0].composed_by or call.answered_by)])
+    # an answer a composition handed back from one of its members (a vote, a swarm's hand-off)
+    # crosses that member's boundary: its chain follows the member's context even at 0
+    crossed = origin is not None or reached[0].view.member_of(call) is not None
+    return _follow(answer, hops, reached, suspect, strategy, what="the answer",
+                   crossing=crossed)
+
+
+def _paused(view: RunView, paused: Paused, suspect: str | None, strategy: str) -> Backtrack:
+    """The chain of a paused run: PAUSED, then the pending tool call traced from the call that
+    asked for it (or, for a flow stage, the state it read) — never an empty answer traced."""
+    hops = [_hop(*paused.hop())]
+    if paused.call is None:
+        state = paused.state_line()
+        if state is not None:
+            hops.append(_hop(*state))
+        if suspect is not None:
+            raise KeyError(f"no source {suspect!r} reached a call: the run paused at "
+                           f"{paused.where} without an LLM call asking for it")
+        return Backtrack("", hops, None, None, "", [], pause=paused)
+    reached = reached_calls(view, paused.call)
+    chain = _follow(paused.pending, hops, reached, suspect, strategy,
+                    what="the pending tool call", asked=True)
+    return Backtrack("", chain.hops, chain.suspect, chain.sentence, chain.system_prompt,
+                     chain.ranked, pause=paused)
+
+
+def _follow(target: str, hops: list[Hop], reached: list[Reached], suspect: str | None,
+            strategy: str, *, what: str, crossing: bool = False,
+            asked: bool = False) -> Backtrack:
+    """Rank every source that reached the calls (``reached``, the first one read) against
+    ``target`` and follow the chosen one: READ (and the FROM crossings into another member or
+    run), LANDED, ALLOWED, BORN. ``what`` names the target in words; ``crossing`` says a
+    0-score source may still be followed (a structured field's chain, an answer a composition
+    handed back from a member); ``asked`` words the
+    first READ as the call that asked for a pending tool call.
+
+    When the best score is 0 and no crossing applies — no source was asked for, the chosen
+    one is in the first call itself and carries no other member's or run's answer — the
+    chain READs the call and says that no piece overlaps ``what`` (OVERLAP), instead of
+    pinning it on a sentence that shares nothing with it."""
+    call = reached[0].call
     owners = suspects_across(reached)
-    ranked = rank_suspects(answer, [piece for piece, _ in owners], strategy=strategy)
+    ranked = rank_suspects(target, [piece for piece, _ in owners], strategy=strategy)
     deeper = {id(p) for p, n in owners if n.via is not None or n.composed_by is not None}
     chosen = _choose(ranked, suspect, deeper)
-    hops = ([Hop(kind, text, rid) for kind, text, rid in origin.hops] if origin is not None
-            else [Hop("ANSWER", f"{_quote(answer)}", reached[0].composed_by or call.answered_by)])
     if chosen is None:
-        hops.append(Hop("READ", f"{call.runtime_stage_id} — system prompt "
-                                f"({len(call.system)} chars), {len(call.messages)} messages, "
-                                f"{len(call.tools)} tools", call.runtime_stage_id))
-        return Backtrack(answer, hops, None, None, call.system, ranked)
+        hops.append(_call_read(call, asked))
+        return Backtrack(target, hops, None, None, call.system, ranked)
     found, sentence = chosen.suspect, chosen.sentence
     node = next(n for p, n in owners if p is found)
+    if (suspect is None and not crossing and ranked[0].score <= 0 and node.via is None
+            and node.composed_by is None and not is_carrier(found)):
+        hops.append(_call_read(call, asked))
+        hops.append(Hop("OVERLAP", f"none — no piece of context that reached "
+                                   f"{call.runtime_stage_id} shares a word with {what} (every "
+                                   "candidate scores 0.000): no source is followed",
+                        call.runtime_stage_id))
+        return Backtrack(target, hops, None, None, call.system, ranked)
     hops.extend(_crossings(node))
     at, here = node.call, node.view
     where = "the system prompt" if found.slot == "system" else "the conversation"
     inner = [n.run_id for n in node.chain() if n.link == "tool"]
     if inner:
         where = f"{where} of run {inner[-1]}"
-    hops.append(Hop("READ", f"{at.runtime_stage_id} — {where} the model saw "
-                            f"(sentence: {_quote(sentence or found.text)})",
-                    at.runtime_stage_id))
+    shown = _quote(sentence or found.text)
+    read = (f"the model asked for it after reading {where} (sentence: {shown})"
+            if asked and node.via is None else f"{where} the model saw (sentence: {shown})")
+    hops.append(Hop("READ", f"{at.runtime_stage_id} — {read}", at.runtime_stage_id))
     hops.append(_landed(at, found))
     hops.append(_allowed(here, at, found))
     hops.append(_born(here, at, found))
-    return Backtrack(answer, hops, found, sentence, at.system, ranked)
+    return Backtrack(target, hops, found, sentence, at.system, ranked)
+
+
+def _call_read(call: CallView, asked: bool = False) -> Hop:
+    """A READ of the call as a whole (no sentence in it is claimed)."""
+    lead = "the model asked for it; it saw a system prompt" if asked else "system prompt"
+    return Hop("READ", f"{call.runtime_stage_id} — {lead} "
+                       f"({len(call.system)} chars), {len(call.messages)} messages, "
+                       f"{len(call.tools)} tools", call.runtime_stage_id)
+
+
+def _hop(kind: str, text: str, runtime_stage_id: str | None) -> Hop:
+    return Hop(cast(HopKind, kind), text, runtime_stage_id)
 
 
 def _crossings(node: Reached) -> list[Hop]:
@@ -174,7 +274,7 @@ def _failed(failure: Failure) -> Backtrack:
     that moment — never an answer traced to a source (a failed run has none)."""
     hops = [Hop("FAILED", f"{failure.error} — raised by {failure.where}",
                 failure.runtime_stage_id)]
-    hops.extend(Hop(kind, text, rid) for kind, text, rid in failure.context_lines())
+    hops.extend(_hop(kind, text, rid) for kind, text, rid in failure.context_lines())
     system = failure.call.system if failure.call is not None else ""
     return Backtrack("", hops, None, None, system, [], failure)
 

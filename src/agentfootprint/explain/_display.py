@@ -28,6 +28,10 @@ def _backtrack(b: Any) -> Fields:
                       ("suspect", _label(b.suspect)), ("candidates", len(b.ranked))]
     if b.failure is not None:
         fields.insert(0, ("failed", True))
+    if getattr(b, "pause", None) is not None:
+        fields.insert(0, ("paused", b.pause.runtime_stage_id))
+    if getattr(b, "no_overlap", False):
+        fields.append(("overlap", "none"))
     return fields
 
 

@@ -4,6 +4,9 @@ Three cases, in this order:
 
 * the run **failed** — the error, the step that raised it and the context at that moment (see
   ``failure.py``); there is no answer to trace and nothing to prove;
+* the run is **paused** — the step it stopped at and what it waits on (the pending tool call,
+  traced to the context of the call that asked for it; see ``_paused.py``); it has no answer
+  yet, so nothing to prove;
 * a **proof is kept** with the run — the proven cause(s) with the answer the agent gave without
   them and the criterion that judged "wrong"; the backtrack then follows the proven cause, and
   the proxy ranking is listed with each suspect's verdict, its leader never called a winner;
@@ -22,6 +25,7 @@ from ..runs._view import RunView
 from ._backtrack import Backtrack, backtrack
 from ._failure import failure_of
 from ._kept import KeptProof, is_redacted, kept_proof, prove_command
+from ._paused import pause_of
 
 __all__ = ["NoAnswer", "explain_recording", "follow_proof"]
 
@@ -35,6 +39,13 @@ def explain_recording(recording: Recording, proofs: Sequence[Mapping[str, Any]] 
     if failure_of(recording) is not None:
         return (str(backtrack(recording)) + "\n\nNothing to prove: a failed run has no answer. "
                 f"`agentfootprint report {recording.run_id}` shows every step up to the error.")
+    if pause_of(recording) is not None:
+        paused = backtrack(recording)
+        proxy = (" — the chain above follows the best proxy score, not a cause"
+                 if paused.suspect is not None else "")
+        return (f"{paused}\n\nNothing to prove yet: a paused run has no answer{proxy}. Once "
+                "it is resumed, explain the finished run; "
+                f"`agentfootprint report {recording.run_id}` shows every step up to the pause.")
     if not RunView.of(recording).records:
         raise NoAnswer(
             f"run {recording.run_id} ({recording.kind} {recording.name!r}) made no LLM call, so "

@@ -103,9 +103,10 @@ class RunAnswers:
                 "backtrack follows an agent's answer to its context, and this run made no LLM "
                 "call; trace_slice('<step id>') walks a flow run's causes.") from None
         text = str(chain)
-        text += ("\n⚠ the chain follows the best proxy score (similarity to the answer): "
+        target = "the pending tool call" if chain.pause is not None else "the answer"
+        text += (f"\n⚠ the chain follows the best proxy score (similarity to {target}): "
                  "evidence, not a cause — only re-runs (agentfootprint prove) prove one."
-                 if suspect is None and chain.failure is None else "")
+                 if suspect is None and chain.suspect is not None else "")
         text += "\nNEXT: trace_node('<step id>') on a hop · backtrack(suspect='<id>') follows " \
                 "another candidate"
         return text, "backtrack(...)"

@@ -2,7 +2,8 @@
 
 Four parts, always in this order, each saying which tier its claim is:
 
-    ANSWER      what the run answered (or that it failed, and where)
+    ANSWER      what the run answered (or that it failed, and where; or that it is paused,
+                and what it waits on)
     RESTS ON    backtrack's chain: the call, where the followed source landed, what let it in,
                 where it was born — evidence chosen by a proxy score, not a cause
     INTEGRITY   find_context_errors: the findings, and how many checks could not run
@@ -44,6 +45,11 @@ def self_explain(result: Explainable, *,
         lines.append(f"ANSWER: none — the run failed: {chain.failure.error[:_QUOTE]}")
         lines.append("WHERE IT FAILED:")
         lines.extend(f"  {hop.kind:<8} {hop.text}" for hop in chain.hops)
+    elif chain.pause is not None:
+        lines.append(f"ANSWER: none yet — the run is paused: {chain.pause.describe()[:_QUOTE]}")
+        lines.append("WHERE IT PAUSED (the source followed is the best proxy match, not a "
+                     "proven cause):" if chain.suspect is not None else "WHERE IT PAUSED:")
+        lines.extend(f"  {hop.kind:<8} {hop.text}" for hop in chain.hops)
     else:
         answer = chain.answer if len(chain.answer) <= _QUOTE else chain.answer[:_QUOTE] + "…"
         lines.append(f"ANSWER: {answer!r}")
@@ -72,6 +78,9 @@ def self_explain(result: Explainable, *,
 def _proof_lines(result: Any, run_id: str | None, chain: Backtrack | None) -> list[str]:
     if chain is None or chain.failure is not None:
         return ["PROOF: nothing to prove — the run gave no model answer."]
+    if chain.pause is not None:
+        return ["PROOF: nothing to prove yet — a paused run has no answer; explain it once "
+                "it is resumed."]
     store = getattr(getattr(result, "source", None), "run_store", None)
     proofs = getattr(store, "proofs", None)
     kept = kept_proof(proofs(run_id)) if callable(proofs) and run_id else None

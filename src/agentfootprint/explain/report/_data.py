@@ -27,6 +27,7 @@ from .._explain_run import follow_proof
 from .._failure import Failure, failure_of
 from .._kept import KeptCause, KeptProof, is_redacted, kept_proof
 from .._localize import ContextBugReport
+from .._paused import Paused, pause_of
 from .._suspects import Suspect, is_stage
 from ._text import as_text, dicts
 from ._tool_runs import ToolRun, tool_runs_of
@@ -196,6 +197,9 @@ class Board:
     """Set for a failed run: the board explains the error, not an answer."""
     uncovered: tuple[str, ...] = ()
     """Suspects the kept re-runs did not reach before their budget ran out (not innocent)."""
+    pause: Paused | None = None
+    """Set for a paused run: the board traces what it stopped at (the pending tool call),
+    not an answer."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +220,8 @@ class ReportData:
     board: Board | None
     failure: Failure | None = None
     """Set for a failed run."""
+    pause: Paused | None = None
+    """Set for a paused run: where it stopped and what it waits on."""
 
 
 Localization = ContextBugReport | Mapping[str, Any] | Sequence[Mapping[str, Any]] | None
@@ -227,11 +233,15 @@ def build_report_data(recording: Recording, *, backtrack: Backtrack | None = Non
     """Read the report's content from ``recording`` (and the explanation objects given)."""
     log = recording.commit_log()
     failure = failure_of(recording)
+    paused = pause_of(recording) if failure is None else None
     calls = _calls(log, failure)
     question = _text_or_none(_first_value(log, "user_message"))
     if failure is not None:
         answer = ""
         board: Board | None = _failure_board(recording, calls, failure, backtrack)
+    elif paused is not None:  # no answer yet: the board traces the pause
+        answer = ""
+        board = _board(recording, log, calls, backtrack, localization, paused)
     else:
         if recording.kind == "agent" or calls:
             answer = _answer(log, calls)
@@ -242,7 +252,8 @@ def build_report_data(recording: Recording, *, backtrack: Backtrack | None = Non
         run_id=recording.run_id, name=recording.name, kind=recording.kind,
         status=recording.status, created_at=recording.created_at, question=question,
         answer=answer, chart=recording.chart, chart_run=_chart_run(log),
-        timeline=_timeline(log, calls), calls=tuple(calls), board=board, failure=failure)
+        timeline=_timeline(log, calls), calls=tuple(calls), board=board, failure=failure,
+        pause=paused)
 
 
 # -- the chart and the timeline ----------------------------------------------------------------
@@ -453,10 +464,20 @@ def _answer(log: CommitLog, calls: list[CallView]) -> str:
 
 
 def _board(recording: Recording, log: CommitLog, calls: list[CallView],
-           chain: Backtrack | None, localization: Localization) -> Board | None:
+           chain: Backtrack | None, localization: Localization,
+           paused: Paused | None = None) -> Board | None:
+    if paused is not None:  # a paused run has no answer, so no proof to follow
+        if chain is None or chain.pause is None:
+            from .._backtrack import backtrack
+
+            chain = backtrack(recording)
+        if not calls or paused.call is None:  # a flow stage's pause: the chain, no suspects
+            return Board(answer="", hops=tuple(chain.hops), cards=(),
+                         strategy="lexical_overlap", call_index=None, culprit=None,
+                         baseline=None, confidence=None, notes=(), reruns=None, pause=paused)
     if not calls:
         return None
-    kept = kept_proof(localization, redacted=is_redacted(recording))
+    kept = kept_proof(localization, redacted=is_redacted(recording)) if paused is None else None
     note = ""
     if chain is None:
         chain, note = follow_proof(recording, kept)
@@ -484,7 +505,9 @@ def _board(recording: Recording, log: CommitLog, calls: list[CallView],
                 rank, item.suspect.label, item.suspect.id, item.suspect.kind,
                 _finite(item.score), item.sentence, item.suspect.removable,
                 _same(item.suspect, followed)))
-    final = next((call for call in calls if call.is_final), calls[-1])
+    asking = paused.call.runtime_stage_id if paused is not None and paused.call else None
+    final = next((call for call in calls if call.runtime_stage_id == asking), None) or next(
+        (call for call in calls if call.is_final), calls[-1])
     strategy = getattr(chain.ranked[0], "strategy", "lexical_overlap") if chain.ranked \
         else "lexical_overlap"
     return Board(
@@ -497,7 +520,7 @@ def _board(recording: Recording, log: CommitLog, calls: list[CallView],
         causes=kept.causes if kept is not None else (),
         criterion=kept.criterion if kept is not None else None,
         rule=kept.cost() if kept is not None else None, follow_note=note,
-        uncovered=kept.uncovered if kept is not None else ())
+        uncovered=kept.uncovered if kept is not None else (), pause=paused)
 
 
 def _failure_board(recording: Recording, calls: list[CallView], failure: Failure,

@@ -23,6 +23,7 @@ from ...runs._usage import CallUsage, RunUsage
 from .._failure import Failure
 from .._integrity import ContextErrorReport
 from .._kept import prove_command
+from .._paused import Paused
 from ._assets import CSS, JS, PALETTE_SIZE, content_security_policy
 from ._chart_svg import member_charts, render_chart_svg
 from ._data import Board, CallView, Culprit, ReportData, Span, SuspectCard
@@ -95,10 +96,14 @@ def _header(data: ReportData) -> str:
     if data.failure is not None:
         rows.append(("error", data.failure.error))
         rows.append(("raised by", data.failure.where))
+    elif data.pause is not None:
+        rows.append(("paused at", data.pause.where))
+        rows.append(("waiting on", data.pause.describe()))
     elif agent or data.answer:
         rows.append(("answer" if agent else "output", data.answer))
     items = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in rows)
     title = (f"Why did {_e(data.name)} fail?" if data.failure is not None
+             else f"Why did {_e(data.name)} pause?" if data.pause is not None
              else f"Why did {_e(data.name)} answer this?" if agent
              else f"What {_e(data.name)} did, and why")
     return (f'<header class="top"><h1>{title}</h1>{lead_html(data)}'
@@ -304,6 +309,8 @@ def _board_section(data: ReportData, colours: _Colours) -> str:
                       "backtrack.</p></section>"
     if board.failure is not None:
         return head + _failure_board(data, board, board.failure, colours) + "</section>"
+    if board.pause is not None:
+        return head + _pause_board(data, board, board.pause, colours) + "</section>"
     out = [head]
     banner: list[str] = []
     tiers = (f'<p class="tiers">Scores are a <b>proxy</b> ({_e(board.strategy)}): they '
@@ -380,6 +387,29 @@ def _hops(board: Board) -> str:
         + "</span></li>" for hop in board.hops) + "</ol>"
 
 
+def _pause_board(data: ReportData, board: Board, pause: Paused, colours: _Colours) -> str:
+    """A paused run: what it stopped at, and (for a pending tool call) the chain from the call
+    that asked for it, with the candidates ranked against it — proxies, nothing proven."""
+    out = [f'<div class="banner proxy paused" id="pause"><b>RUN PAUSED</b> at '
+           f"{_e(pause.where)} — {_e(pause.describe())}. The run has no answer yet, so there is none to trace and "
+           "nothing to prove: what it stopped at is the explanation.</div>"]
+    if not board.cards:
+        out.append("<h3>The pause, and what the step read</h3>")
+        out.append(_hops(board))
+        return "".join(out)
+    out.append(f'<p class="tiers">Scores are a <b>proxy</b> ({_e(board.strategy)}) of how '
+               "much each source resembles the pending tool call: they convict no one.</p>")
+    out.append("<h3>The chain, from the pending tool call back to where its context was "
+               "born</h3>")
+    out.append(_hops(board))
+    out.append(f"<h3>Suspects ({len(board.cards)}) that reached the call that asked for "
+               "it</h3>")
+    out.append('<ol class="suspects">'
+               + "".join(_card(card, board) for card in board.cards) + "</ol>")
+    out.append(_exact_prompt(data, board, colours))
+    return "".join(out)
+
+
 def _failure_board(data: ReportData, board: Board, failure: Failure,
                    colours: _Colours) -> str:
     """A failed run: the error, where it was raised, the context at that moment."""
@@ -432,7 +462,9 @@ def _exact_prompt(data: ReportData, board: Board, colours: _Colours) -> str:
     if call is None:
         return ""
     culprit = board.culprit
-    if culprit is None:
+    if culprit is None and any(hop.kind == "OVERLAP" for hop in board.hops):
+        caption = "no source shares a word with it, so none is highlighted"
+    elif culprit is None:
         caption = "no culprit sentence could be placed in the prompt"
     elif culprit.proven:
         either = next((c for c in board.causes if culprit.source in c.members

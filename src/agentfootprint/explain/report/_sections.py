@@ -45,6 +45,11 @@ def lead_html(data: ReportData) -> str:
         return (f'<p id="lead" class="lead failed"><b>RUN FAILED</b> — {_e(data.failure.error)}'
                 f" (raised by {_e(data.failure.where)}). The error is the explanation: there is "
                 'no answer to prove. <a href="#failure">The failure</a></p>')
+    if data.pause is not None:
+        return (f'<p id="lead" class="lead nothing paused"><b>RUN PAUSED</b> at '
+                f"{_e(data.pause.where)} — {_e(data.pause.describe())}. It has no answer yet, "
+                "so there is nothing to prove: the board traces what it stopped at. "
+                '<a href="#board">The chain</a></p>')
     if board is None:
         return ('<p id="lead" class="lead none">This run made no LLM call: there is no answer '
                 "to prove, only the path it took.</p>")
