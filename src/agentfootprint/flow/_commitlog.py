@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from ._values import MISSING, copy_value
 
-__all__ = ["Change", "CommitLog", "CommitRecord", "apply_change"]
+__all__ = ["Change", "CommitLog", "CommitRecord", "apply_change", "new_change", "new_record"]
 
 Op = Literal["set", "append", "delete"]
 
@@ -130,6 +130,52 @@ class CommitRecord:
             break_reason=data.get("break_reason"),
             paused=data.get("paused", False),
         )
+
+
+_new = object.__new__
+_set_key = Change.__dict__["key"].__set__
+_set_op = Change.__dict__["op"].__set__
+_set_value = Change.__dict__["value"].__set__
+
+
+def new_change(key: str, op: Op, value: Any = None) -> Change:
+    """``Change(key, op, value)`` for the engine's commit: the same frozen object, built
+    without the frozen dataclass's ``__init__`` (three ``object.__setattr__`` calls), which
+    costs more than the rest of committing a scalar."""
+    change: Change = _new(Change)
+    _set_key(change, key)
+    _set_op(change, op)
+    _set_value(change, value)
+    return change
+
+
+def new_record(runtime_stage_id: str, stage_id: str, stage: str, kind: str, ns: str,
+               read_ns: str | None, reads: tuple[str, ...], changes: tuple[Change, ...],
+               parent: str | None, control: str | None, loop_pass: int,
+               decision: dict[str, Any] | None, emits: tuple[tuple[str, Any], ...],
+               error: str | None, break_reason: str | None, paused: bool) -> CommitRecord:
+    """``CommitRecord(...)`` with every field given by position: the engine builds one per
+    executed step, and the keyword-only dataclass ``__init__`` costs four times as much.
+    Field for field the same record (``tests/flow/test_commit_fast_paths.py`` checks it)."""
+    record: CommitRecord = _new(CommitRecord)
+    record.idx = -1
+    record.runtime_stage_id = runtime_stage_id
+    record.stage_id = stage_id
+    record.stage = stage
+    record.kind = kind
+    record.ns = ns
+    record.read_ns = read_ns
+    record.reads = reads
+    record.changes = changes
+    record.parent = parent
+    record.control = control
+    record.loop_pass = loop_pass
+    record.decision = decision
+    record.emits = emits
+    record.error = error
+    record.break_reason = break_reason
+    record.paused = paused
+    return record
 
 
 def apply_change(state: dict[str, Any], change: Change) -> None:

@@ -20,10 +20,10 @@ import asyncio
 import time
 from collections.abc import Iterable, Mapping
 from types import CoroutineType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 from ..errors import FlowTimeoutError, LoopLimitError, RunError, StageError
-from ._commitlog import Change, CommitLog, CommitRecord
+from ._commitlog import Change, CommitLog, CommitRecord, new_change, new_record
 from ._decide import Decision, Selection
 from ._frame import Frame, Step
 from ._pause import Pause
@@ -161,9 +161,7 @@ class _Engine:
     def stamp(self, node: Node) -> tuple[str, int]:
         deadline = self.deadline
         if deadline is not None and time.monotonic() > deadline:
-            raise FlowTimeoutError(
-                f"run of chart {self.chart.name!r} timed out after {self.options.timeout}s "
-                f"before stage {node.name!r}; raise timeout= or make the stages faster")
+            self.timed_out(node)
         rid = f"{node.id}#{self.counter}"
         self.counter += 1
         visits = self.visits
@@ -171,16 +169,52 @@ class _Engine:
         visits[node.id] = passes + 1
         return rid, passes
 
+    def timed_out(self, node: Node) -> NoReturn:
+        raise FlowTimeoutError(
+            f"run of chart {self.chart.name!r} timed out after {self.options.timeout}s "
+            f"before stage {node.name!r}; raise timeout= or make the stages faster")
+
+    def begin(self, node: Node, frame: Frame) -> tuple[Scope, int]:
+        """Stamp one step (``stamp``, inlined: it runs for every step) and open its scope."""
+        deadline = self.deadline
+        if deadline is not None and time.monotonic() > deadline:
+            self.timed_out(node)
+        counter = self.counter
+        self.counter = counter + 1
+        node_id = node.id
+        rid = f"{node_id}#{counter}"
+        visits = self.visits
+        passes = visits.get(node_id, 0)
+        visits[node_id] = passes + 1
+        scope = Scope(frame, Step(rid, node_id, node.name))
+        hooks = self.dispatch.h_stage_start
+        if hooks:
+            self.fire(hooks, "stage_start", rid, node)
+        return scope, passes
+
+    def failed(self, exc: BaseException, scope: Scope, node: Node, frame: Frame, kind: str,
+               parent: str | None, control: str | None, passes: int) -> NoReturn:
+        """A step's function raised: its writes are committed with the error, then it raises."""
+        message = f"{type(exc).__name__}: {exc}"
+        record = self.commit(scope, node, frame, kind, parent, control, passes, error=message)
+        message = record.error or message  # as recorded: under the policy's mask
+        hooks = self.dispatch.h_error
+        if hooks:
+            self.fire(hooks, "error", scope._step.rid, node, data={"error": message})
+        if not isinstance(exc, Exception):
+            raise exc
+        rid = scope._step.rid
+        raise StageError(
+            f"stage {node.name!r} ({rid}) raised {message}", stage_id=node.id,
+            runtime_stage_id=rid) from exc
+
     async def call(self, node: Node, frame: Frame, parent: str | None, control: str | None,
                    fn: StageFn | None, kind: str, extra: tuple[Any, ...] = ()
                    ) -> tuple[Any, Scope, int]:
-        """Run ``fn`` as one step. On failure its writes are committed, then it raises."""
-        rid, passes = self.stamp(node)
-        step = Step(rid, node.id, node.name)
-        scope = Scope(frame, step)
-        dispatch = self.dispatch
-        if dispatch.h_stage_start:
-            self.fire(dispatch.h_stage_start, "stage_start", rid, node)
+        """Run ``fn`` as one step. On failure its writes are committed, then it raises.
+
+        (``stage`` runs the same steps inline: one coroutine less for every stage.)"""
+        scope, passes = self.begin(node, frame)
         try:
             if fn is None:  # the builder gives every stage, decider and selector a function
                 raise TypeError(f"{kind} {node.name!r} has no function to run")
@@ -189,27 +223,32 @@ class _Engine:
                                     or hasattr(type(out), "__await__")):
                 out = await out
         except BaseException as exc:
-            message = f"{type(exc).__name__}: {exc}"
-            record = self.commit(scope, node, frame, kind, parent, control, passes,
-                                 error=message)
-            message = record.error or message  # as recorded: under the policy's mask
-            if dispatch.h_error:
-                self.fire(dispatch.h_error, "error", rid, node, data={"error": message})
-            if not isinstance(exc, Exception):
-                raise
-            raise StageError(
-                f"stage {node.name!r} ({rid}) raised {message}", stage_id=node.id,
-                runtime_stage_id=rid) from exc
-        if dispatch.h_stage_end:
-            self.fire(dispatch.h_stage_end, "stage_end", rid, node)
+            self.failed(exc, scope, node, frame, kind, parent, control, passes)
+        hooks = self.dispatch.h_stage_end
+        if hooks:
+            self.fire(hooks, "stage_end", scope._step.rid, node)
         return out, scope, passes
 
     async def stage(self, node: Node, frame: Frame, parent: str | None,
                     control: str | None, fn: StageFn | None = None, extra: tuple[Any, ...] = (),
                     kind: str = "stage") -> tuple[Any, str]:
-        out, scope, passes = await self.call(node, frame, parent, control, fn or node.fn, kind,
-                                             extra)
-        rid = scope._step.rid
+        scope, passes = self.begin(node, frame)  # from here to stage_end: ``call``, inlined
+        if fn is None:
+            fn = node.fn
+        try:
+            if fn is None:  # the builder gives every stage a function
+                raise TypeError(f"{kind} {node.name!r} has no function to run")
+            out = fn(scope, *extra) if extra else fn(scope)
+            if out is not None and (type(out) is CoroutineType
+                                    or hasattr(type(out), "__await__")):
+                out = await out
+        except BaseException as exc:
+            self.failed(exc, scope, node, frame, kind, parent, control, passes)
+        dispatch = self.dispatch
+        if dispatch.h_stage_end:
+            self.fire(dispatch.h_stage_end, "stage_end", scope._step.rid, node)
+        step = scope._step
+        rid = step.rid
         if type(out) is Pause:
             if node.resume is None:
                 self.commit(scope, node, frame, kind, parent, control, passes,
@@ -219,17 +258,30 @@ class _Engine:
                     "declare it with resume=<fn(scope, input)> to make it pausable",
                     stage_id=node.id, runtime_stage_id=rid)
             self.commit(scope, node, frame, kind, parent, control, passes, paused=True)
-            if self.dispatch.h_pause:
-                self.fire(self.dispatch.h_pause, "pause", rid, node,
+            if dispatch.h_pause:
+                self.fire(dispatch.h_pause, "pause", rid, node,
                           value=frame.secrets.scrub(out.data))
             raise _Paused(node.id, rid, out.data)
         self.commit(scope, node, frame, kind, parent, control, passes)
-        self.executed(node, rid, frame, scope)
+        if dispatch.h_stage_executed or (step.break_reason is not None and dispatch.h_break):
+            self.executed(node, rid, frame, scope)
         return out, rid
 
     async def decider(self, node: Node, frame: Frame, parent: str | None,
                       control: str | None) -> tuple[str, str]:
-        out, scope, passes = await self.call(node, frame, parent, control, node.fn, "decider")
+        scope, passes = self.begin(node, frame)  # ``call``, inlined
+        fn = node.fn
+        try:
+            if fn is None:  # the builder gives every decider a function
+                raise TypeError(f"decider {node.name!r} has no function to run")
+            out = fn(scope)
+            if out is not None and (type(out) is CoroutineType
+                                    or hasattr(type(out), "__await__")):
+                out = await out
+        except BaseException as exc:
+            self.failed(exc, scope, node, frame, "decider", parent, control, passes)
+        if self.dispatch.h_stage_end:
+            self.fire(self.dispatch.h_stage_end, "stage_end", scope._step.rid, node)
         rid = scope._step.rid
         if isinstance(out, Decision):
             branch, evidence = out.branch, out.evidence
@@ -299,16 +351,38 @@ class _Engine:
                error: str | None = None, paused: bool = False, read_ns: str | None = None,
                reads: tuple[str, ...] | None = None) -> CommitRecord:
         """Apply the scope's staged writes to state and log their net change as one record."""
+        staged = scope._staged
+        changes = self.changes(staged, frame) if staged else []
+        secrets = frame.secrets
+        if secrets.active:  # no recorded string repeats what the policy masks
+            changes = [c if c.op == "delete" else _scrubbed(c, secrets) for c in changes]
+            decision = secrets.scrub(decision)
+            error = secrets.scrub(error)
+        step = scope._step
+        if reads is None:
+            found = scope._reads
+            reads = tuple(found) if found else ()
+        emits = scope._emits
+        record = self.log.append(new_record(
+            step.rid, node.id, node.name, kind, frame.ns, read_ns, reads,
+            tuple(changes) if changes else (), parent, control, passes, decision,
+            tuple(emits) if emits else (), error, step.break_reason, paused))
+        hooks = self.dispatch.h_commit
+        if hooks:
+            self.fire(hooks, "commit", step.rid, node, value=record)
+        return record
+
+    def changes(self, staged: dict[str, Any], frame: Frame) -> list[Change]:
+        """Apply ``staged`` to ``frame.state``; the net changes, in first-write order."""
         changes: list[Change] = []
         state = frame.state
         policy = frame.redaction
-        secrets = frame.secrets
-        for key, new in scope._staged.items():
+        for key, new in staged.items():
             base = state.get(key, MISSING)
             if new is MISSING:
                 if base is not MISSING:
                     del state[key]
-                    changes.append(Change(key, "delete"))
+                    changes.append(new_change(key, "delete"))
                 continue
             settled = settle(base, new)
             if settled is None:  # the same value: nothing changed
@@ -316,36 +390,21 @@ class _Engine:
             new, grown = settled  # state and log share one read-only value from here on
             state[key] = new
             if policy is not None and policy.is_redacted(key):
+                secrets = frame.secrets
                 if grown and policy.keeps_shape(key):
                     fresh = list(new[grown:])
                     tail = policy.redact_value(key, fresh)
                     secrets.learn(fresh, tail)
-                    changes.append(Change(key, "append", freeze(tail)))
+                    changes.append(new_change(key, "append", freeze(tail)))
                 else:
                     shown = policy.redact_value(key, new)
                     secrets.learn(new, shown)
-                    changes.append(Change(key, "set", freeze(shown)))
+                    changes.append(new_change(key, "set", freeze(shown)))
             elif grown:
-                changes.append(Change(key, "append", FrozenList(new[grown:])))
+                changes.append(new_change(key, "append", FrozenList(new[grown:])))
             else:
-                changes.append(Change(key, "set", new))
-        if secrets.active:  # no recorded string repeats what the policy masks
-            changes = [c if c.op == "delete" else _scrubbed(c, secrets) for c in changes]
-            decision = secrets.scrub(decision)
-            error = secrets.scrub(error)
-        step = scope._step
-        record = self.log.append(CommitRecord(
-            runtime_stage_id=step.rid, stage_id=node.id, stage=node.name, kind=kind,
-            ns=frame.ns, read_ns=read_ns,
-            reads=tuple(scope._reads) if reads is None else reads,
-            changes=tuple(changes), parent=parent, control=control, loop_pass=passes,
-            decision=decision, emits=tuple(scope._emits), error=error,
-            break_reason=step.break_reason, paused=paused,
-        ))
-        hooks = self.dispatch.h_commit
-        if hooks:
-            self.fire(hooks, "commit", step.rid, node, value=record)
-        return record
+                changes.append(new_change(key, "set", new))
+        return changes
 
     def fire(self, hooks: Hooks, name: str, rid: str, node: Node, *,
              value: object = None, data: Mapping[str, Any] | None = None) -> None:

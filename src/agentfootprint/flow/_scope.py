@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ReadView", "Scope", "peek"]
 
-_SCALARS: Final = (str, int, float, bool, type(None))
+_SCALARS: Final = frozenset((str, int, float, bool, type(None)))
 
 
 class Scope:
@@ -49,21 +49,41 @@ class Scope:
     # -- reading ----------------------------------------------------------------------------
 
     def __getitem__(self, key: str) -> Any:
-        value = self._read(key)
+        if self._watcher is None and not self._frame.dispatch.h_read:  # ``_read``, inlined
+            staged = self._staged
+            if key in staged:
+                value = staged[key]
+            else:
+                value = self._frame.state.get(key, MISSING)
+                self._reads[key] = None
+            if type(value) in _SCALARS:
+                return value
+        else:
+            value = self._read(key, False)
         if value is MISSING:
             raise KeyError(
                 f"state has no key {key!r} at stage {self._step.stage!r}; "
                 f"use scope.get({key!r}, default) when it may be absent"
             )
-        return value
+        return thaw(value)
 
     def get(self, key: str, default: object = None) -> Any:
         """Tracked read that returns ``default`` when the key is absent."""
-        value = self._read(key)
-        return default if value is MISSING else value
+        if self._watcher is None and not self._frame.dispatch.h_read:  # ``_read``, inlined
+            staged = self._staged
+            if key in staged:
+                value = staged[key]
+            else:
+                value = self._frame.state.get(key, MISSING)
+                self._reads[key] = None
+        else:
+            value = self._read(key, False)
+        if type(value) in _SCALARS:
+            return value
+        return default if value is MISSING else thaw(value)
 
     def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and self._read(key) is not MISSING
+        return isinstance(key, str) and self._read(key, False) is not MISSING
 
     def _read(self, key: str, copy: bool = True) -> Any:
         staged = self._staged
@@ -166,12 +186,15 @@ class Scope:
         """Record a named event on this step and deliver it to ``on_emit`` recorders."""
         frame = self._frame
         policy = frame.redaction
-        shown = REDACTED if policy is not None and policy.is_redacted_emit(name) else payload
-        if policy is not None and shown is not REDACTED and policy.has_key_rules:
-            # state's redacted values were learned as they were committed: only this step's
-            # own writes are new
-            frame.secrets.learn_state(policy, {
-                k: v for k, v in self._staged.items() if v is not MISSING})
+        shown = payload
+        if policy is not None:
+            if policy.is_redacted_emit(name):
+                shown = REDACTED
+            elif policy.has_key_rules and payload is not REDACTED:
+                # state's redacted values were learned as they were committed: only this
+                # step's own writes are new
+                frame.secrets.learn_state(policy, {
+                    k: v for k, v in self._staged.items() if v is not MISSING})
         secrets = frame.secrets
         if secrets.active or secrets.masks_numbers:  # else scrub is identity: skip the call
             shown = secrets.scrub(shown, numbers=True)

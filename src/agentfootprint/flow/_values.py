@@ -21,7 +21,6 @@ one raises an error that says how to copy it.
 from __future__ import annotations
 
 import json
-import math
 import threading
 from collections.abc import Iterable, Sequence
 from copy import deepcopy
@@ -238,21 +237,23 @@ def freeze(value: object) -> Any:
     """The committed form: lists and dicts frozen all the way down (frozen parts reused).
 
     A ``DraftList`` freezes only what follows the prefix it still shares with the committed
-    list it was read from (and is that very list again when nothing changed); a list whose
-    elements are all frozen already is copied without a Python step per element.
+    list it was read from (and is that very list again when nothing changed); a list or dict
+    whose elements are all frozen already is copied without a Python step per element.
     """
     kind = type(value)
     if kind in _DONE:
         return value
+    if kind is dict and isinstance(value, dict):
+        if _DONE.issuperset(map(type, value.values())):  # flat: one copy at C speed
+            return FrozenDict(value)
+        return FrozenDict({k: (v if type(v) in _DONE else freeze(v))
+                           for k, v in value.items()})
     if kind is DraftList and isinstance(value, DraftList):
         return _freeze_after(value, value._clean, value._base)
     if (kind is list and isinstance(value, list)) or (kind is tuple and isinstance(value, tuple)):
         if _DONE.issuperset(map(type, value)):
             return FrozenList(value)
         return FrozenList([x if type(x) in _DONE else freeze(x) for x in value])
-    if kind is dict and isinstance(value, dict):
-        return FrozenDict({k: (v if type(v) in _DONE else freeze(v))
-                           for k, v in value.items()})
     return value
 
 
@@ -375,6 +376,11 @@ def settle(base: Any, new: Any) -> tuple[Any, int] | None:
     if new is base:
         return None
     kind = type(new)
+    if kind in _SCALARS:  # the common write: a number or a string (same_value, inlined)
+        if type(base) is kind and (base == new or (kind is float and base != base
+                                                   and new != new)):
+            return None
+        return new, 0
     if type(base) is FrozenList and (kind is list or kind is DraftList or kind is tuple
                                      or kind is FrozenList):
         nb, nn = len(base), len(new)
@@ -385,9 +391,13 @@ def settle(base: Any, new: Any) -> tuple[Any, int] | None:
             shared = shared_prefix(new, base)
         else:  # short: the plain walk below is cheaper than setting up a scan
             shared = 0
-        pairs = (zip(new, base, strict=False) if shared == 0
-                 else zip(new[shared:], base[shared:], strict=False))
-        prefix = shared >= least or all(x is y or same_value(x, y) for x, y in pairs)
+        prefix = True
+        if shared < least:
+            for x, y in (zip(new, base, strict=False) if shared == 0  # up to the shorter
+                         else zip(new[shared:least], base[shared:least], strict=True)):
+                if x is not y and not same_value(x, y):
+                    prefix = False
+                    break
         if prefix and nn == nb:
             return None
         if kind is FrozenList:
@@ -401,7 +411,7 @@ def settle(base: Any, new: Any) -> tuple[Any, int] | None:
         return frozen, (nb if prefix and 0 < nb < nn else 0)
     if base is not MISSING and same_value(base, new):
         return None
-    return (new if kind in _SCALARS else freeze(new)), 0
+    return freeze(new), 0
 
 
 def thaw(value: object) -> Any:
@@ -441,6 +451,11 @@ def _kind(value: object) -> type:
     return kind
 
 
+_KINDS: Final[dict[type, type]] = {FrozenList: list, tuple: list, DraftList: list,
+                                   FrozenDict: dict}
+"""What ``same_value`` compares a value as (``_kind`` as a table: a type not in it is itself)."""
+
+
 # Any, not object: narrowing its branches for mypy costs isinstance calls per compared
 # container, on every commit.
 def same_value(a: Any, b: Any) -> bool:
@@ -451,26 +466,40 @@ def same_value(a: Any, b: Any) -> bool:
     """
     if a is b:
         return True
-    kind = _kind(a)
-    if kind is not _kind(b):
+    ta, tb = type(a), type(b)
+    if ta is tb and (ta is str or ta is int or ta is bool):
+        return bool(a == b)
+    kind = _KINDS.get(ta, ta)
+    if kind is not _KINDS.get(tb, tb):
         return False
     if kind is float:
-        return bool(a == b or (math.isnan(a) and math.isnan(b)))
+        return bool(a == b or (a != a and b != b))  # NaN equals NaN
     if kind is list:
         n = len(a)
         if n != len(b):
             return False
-        if n >= _SHORT or type(a) is DraftList or type(b) is DraftList:
+        if n >= _SHORT or ta is DraftList or tb is DraftList:
             shared = shared_prefix(a, b)
             if shared == n:
                 return True
             if shared:
                 a, b = a[shared:], b[shared:]
-        return all(x is y or same_value(x, y) for x, y in zip(a, b, strict=True))
+        for x, y in zip(a, b, strict=True):  # a loop, not all(): no generator per call
+            if x is not y and not same_value(x, y):
+                break
+        else:
+            return True
+        return False
     if kind is dict:
-        if len(a) != len(b) or list(a) != list(b):  # key order is kept by replay, so it counts
+        if len(a) != len(b):
             return False
-        return all(v is b[k] or same_value(v, b[k]) for k, v in a.items())
+        for (k, v), other in zip(a.items(), b, strict=True):
+            if k != other:  # key order is kept by replay, so it counts
+                return False
+            w = b[k]
+            if v is not w and not same_value(v, w):
+                return False
+        return True
     try:
         return bool(a == b)
     except Exception:  # an exotic __eq__ must not break a commit
