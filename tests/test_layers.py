@@ -8,7 +8,7 @@
     providers · events · runs                    (a recording rebuilds requests in the
                                                   provider port's wire format)
     flow
-    errors · _lazy · _postgres · _refs           (the root: anyone may import them)
+    errors · _lazy · _postgres · _refs · _record (the root: anyone may import them)
 
 A module may import its own package and any package of a lower layer, never one above or beside
 it (except the sideways uses named above). ``agentfootprint/__init__.py`` is the public face
@@ -25,7 +25,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "agentfootprint"
 
 LAYER = {
-    "errors": 0, "_lazy": 0, "_postgres": 0, "_refs": 0,
+    "errors": 0, "_lazy": 0, "_postgres": 0, "_refs": 0, "_record": 0,
     "flow": 1,
     "providers": 2, "events": 2, "runs": 2,
     "context": 3, "tools": 3, "memory": 3, "rag": 3,

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
+from .._record import Value, assign
 from ..errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -35,8 +36,12 @@ if TYPE_CHECKING:
 __all__ = ["Governance", "Limits", "ModelSettings", "Tracing", "grouped_options"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Limits:
+# The four are frozen dataclasses whose methods are written once (``_record.py``): generating
+# them per class cost a cold start ~1 ms each.
+
+
+@dataclass(slots=True, kw_only=True, init=False, repr=False, eq=False)
+class Limits(Value):
     """How far one turn may go."""
 
     max_iterations: int = 10
@@ -46,14 +51,16 @@ class Limits:
     wrap_up: bool = True
     """When the budget runs out with tools pending, ask once more for an answer without tools."""
 
-    def __post_init__(self) -> None:
-        if type(self.max_iterations) is not int or self.max_iterations < 1:
-            raise ConfigurationError(
-                f"max_iterations={self.max_iterations!r} must be an int >= 1")
+    def __init__(self, *, max_iterations: int = 10, max_tool_result_chars: int | None = None,
+                 wrap_up: bool = True) -> None:
+        if type(max_iterations) is not int or max_iterations < 1:
+            raise ConfigurationError(f"max_iterations={max_iterations!r} must be an int >= 1")
+        assign(self, max_iterations=max_iterations, max_tool_result_chars=max_tool_result_chars,
+               wrap_up=wrap_up)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ModelSettings:
+@dataclass(slots=True, kw_only=True, init=False, repr=False, eq=False)
+class ModelSettings(Value):
     """Sampling asked of the model on every call (None: the provider's default)."""
 
     temperature: float | None = None
@@ -61,17 +68,25 @@ class ModelSettings:
     seed: int | None = None
     """A reproducible draw where the server takes a seed (an explanation seeds each re-run)."""
 
+    def __init__(self, *, temperature: float | None = None, max_tokens: int | None = None,
+                 seed: int | None = None) -> None:
+        assign(self, temperature=temperature, max_tokens=max_tokens, seed=seed)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Governance:
+
+@dataclass(slots=True, kw_only=True, init=False, repr=False, eq=False)
+class Governance(Value):
     """The ``act(...)`` rules of the five moments, and a permission checker for tool calls."""
 
     act: Sequence[ActRule] = ()
     permissions: PermissionChecker | None = None
 
+    def __init__(self, *, act: Sequence[ActRule] = (),
+                 permissions: PermissionChecker | None = None) -> None:
+        assign(self, act=act, permissions=permissions)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Tracing:
+
+@dataclass(slots=True, kw_only=True, init=False, repr=False, eq=False)
+class Tracing(Value):
     """What a run leaves behind and who watches it while it happens."""
 
     redaction: RedactionPolicy | None = None
@@ -85,6 +100,13 @@ class Tracing:
     observe: Observer | None = None
     """Sends every run out as it happens, e.g. as OpenTelemetry spans:
     ``observe=otel()`` (``agentfootprint.observe``)."""
+
+    def __init__(self, *, redaction: RedactionPolicy | None = None,
+                 run_store: RunStorePort | None = None, watch: Sequence[Recorder] = (),
+                 observer_delivery: Literal["inline", "deferred"] = "inline",
+                 observe: Observer | None = None) -> None:
+        assign(self, redaction=redaction, run_store=run_store, watch=watch,
+               observer_delivery=observer_delivery, observe=observe)
 
 
 class Observer(Protocol):

@@ -1,0 +1,76 @@
+"""Frozen dataclasses whose methods are written once, not generated per class.
+
+``@dataclass(frozen=True)`` compiles five or six methods for every class (``exec`` of
+generated source) while its module is imported; for the option and record classes a plain
+agent run imports, that was about a tenth of a cold start. A class declared
+
+    @dataclass(slots=True, init=False, repr=False, eq=False)
+    class Limits(Value):
+        max_iterations: int = 10
+
+        def __init__(self, *, max_iterations: int = 10) -> None:
+            assign(self, max_iterations=max_iterations)
+
+is still a dataclass (``fields``, ``replace`` and ``asdict`` work) and behaves as a frozen
+one: assignment and deletion raise ``FrozenInstanceError``, it is shown as
+``Limits(max_iterations=10)`` and it is copied and pickled by its fields. ``Value`` adds
+equality and hashing by the compared fields (``eq=True``); ``Frozen`` keeps identity, as
+``eq=False`` does. The one visible difference is ``__dataclass_params__``, which tells how
+the class was declared (``frozen=False``) rather than how it behaves.
+
+This module imports nothing from the package, so every layer may use it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import FrozenInstanceError, fields
+from typing import Any
+
+__all__ = ["Frozen", "Value", "assign"]
+
+
+def assign(obj: object, **values: Any) -> None:
+    """Set the fields of a ``Frozen`` object being built (its ``__init__`` calls this)."""
+    for name, value in values.items():
+        object.__setattr__(obj, name, value)
+
+
+class Frozen:
+    """Frozen behaviour for a slotted dataclass declared ``init=False, repr=False, eq=False``."""
+
+    __slots__ = ()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}"
+                          for f in fields(self) if f.repr)  # type: ignore[arg-type]
+        return f"{type(self).__qualname__}({shown})"
+
+    def __getstate__(self) -> list[Any]:
+        return [getattr(self, f.name) for f in fields(self)]  # type: ignore[arg-type]
+
+    def __setstate__(self, state: list[Any]) -> None:
+        for f, value in zip(fields(self), state, strict=True):  # type: ignore[arg-type]
+            object.__setattr__(self, f.name, value)
+
+
+class Value(Frozen):
+    """A ``Frozen`` object equal to another of its class with equal fields, hashed by them."""
+
+    __slots__ = ()
+
+    def _compared(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, f.name) for f in fields(self) if f.compare)  # type: ignore[arg-type]
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._compared() == other._compared()
+
+    def __hash__(self) -> int:
+        return hash(self._compared())

@@ -1,0 +1,54 @@
+"""A ``_record`` class behaves as the frozen dataclass it replaces: the public option objects
+built on it compare, hash, show, copy, pickle and refuse assignment as before."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import pickle
+
+import pytest
+
+from agentfootprint import Governance, Limits, ModelSettings, Tracing
+
+
+@pytest.mark.parametrize("cls", [Limits, ModelSettings, Governance, Tracing])
+def test_an_option_object_is_a_frozen_dataclass(cls: type) -> None:
+    """fields/replace/asdict work, assignment and deletion raise FrozenInstanceError."""
+    value = cls()
+    assert dataclasses.is_dataclass(value)
+    name = dataclasses.fields(value)[0].name
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(value, name, None)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        delattr(value, name)
+    assert dataclasses.replace(value) == value
+    assert list(dataclasses.asdict(value)) == [f.name for f in dataclasses.fields(cls)]
+    assert not hasattr(value, "__dict__")
+
+
+def test_equality_hash_and_repr_follow_the_fields() -> None:
+    assert Limits(max_iterations=3) == Limits(max_iterations=3)
+    assert Limits(max_iterations=3) != Limits(max_iterations=4)
+    assert Limits() != ModelSettings()
+    assert hash(ModelSettings(seed=1)) == hash(ModelSettings(seed=1))
+    assert len({Limits(), Limits(), Limits(wrap_up=False)}) == 2
+    assert repr(Limits(max_iterations=3)) == (
+        "Limits(max_iterations=3, max_tool_result_chars=None, wrap_up=True)")
+    assert dataclasses.replace(Limits(), wrap_up=False).wrap_up is False
+
+
+def test_copies_and_pickles_keep_the_fields() -> None:
+    settings = ModelSettings(temperature=0.5, max_tokens=10, seed=7)
+    assert pickle.loads(pickle.dumps(settings)) == settings
+    assert copy.copy(settings) == settings and copy.deepcopy(settings) == settings
+    assert copy.deepcopy(Tracing(observer_delivery="deferred")).observer_delivery == "deferred"
+
+
+def test_keywords_only_and_checked_as_before() -> None:
+    with pytest.raises(TypeError):
+        Limits(3)  # type: ignore[misc]
+    with pytest.raises(Exception, match="max_iterations=0 must be an int >= 1"):
+        Limits(max_iterations=0)
+    with pytest.raises(Exception, match="must be an int"):
+        dataclasses.replace(Limits(), max_iterations=True)
