@@ -21,13 +21,15 @@ from agentfootprint import Agent, Budget
 from agentfootprint._demo import FACTORY, QUESTION, make_refund_agent
 from agentfootprint.providers import Price, mock
 from agentfootprint.runs import Recording, RunStorePort, RunSummary
+from agentfootprint.runs._listing import ScannedListing
 from agentfootprint.serve import browser_app
 
 BASE = "http://127.0.0.1:8765"
 
 
-class MemoryRuns:
-    """A run store port in a dict (no SQL): what a user's own store looks like."""
+class MemoryRuns(ScannedListing):
+    """A run store port in a dict (no SQL): what a user's own store looks like (its listing
+    by filters scans ``list()``)."""
 
     def __init__(self) -> None:
         self.runs: dict[str, Recording] = {}

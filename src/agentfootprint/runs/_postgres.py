@@ -14,6 +14,7 @@ is never replaced by an empty recording.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,7 @@ from ._lifecycle import (
     refuse_taken,
     with_progress,
 )
+from ._listing import SQLListing
 from ._recording import Recording
 from ._store import (
     RUN_STORE_SCHEMA,
@@ -97,7 +99,7 @@ def _import_psycopg() -> Any:
     return psycopg
 
 
-class PostgresRunStore:
+class PostgresRunStore(SQLListing):
     """Recordings in one PostgreSQL table (``{schema}.{table}``), safe for many processes.
 
     Give ``url`` (the store opens and owns one connection; :meth:`close` or ``with`` closes
@@ -431,6 +433,14 @@ class PostgresRunStore:
             (limit,),
         )
         return [RunSummary(*row) for row in rows]
+
+    _order_id = 'r.run_id COLLATE "C"'
+
+    def _select(self, doing: str, text: str, args: builtins.list[Any]) -> builtins.list[Any]:
+        """One SELECT of ``list_runs`` and its kin (``_listing.SQLListing``)."""
+        statement = self._psycopg.sql.SQL(text).format(runs=self._table,
+                                                       proofs=self._named("proofs"))
+        return list(self._execute(doing, statement, tuple(args)))
 
     def close(self) -> None:
         """Close the connection this store opened (never one you passed in), once every write

@@ -10,6 +10,7 @@ naming the run and the file; it is never replaced by an empty recording.
 
 from __future__ import annotations
 
+import builtins
 import sqlite3
 import threading
 from collections.abc import Iterator, Mapping
@@ -30,6 +31,7 @@ from ._lifecycle import (
     refuse_taken,
     with_progress,
 )
+from ._listing import SQLListing
 from ._recording import Recording
 from ._store import (
     RUN_STORE_SCHEMA,
@@ -102,7 +104,7 @@ CREATE TABLE IF NOT EXISTS contents (
 """Schema 3: proofs and progress; schema 6: each large string of a run, once (``_content``)."""
 
 
-class RunStore:
+class RunStore(SQLListing):
     """Recordings in one SQLite file (WAL mode, safe for several processes)."""
 
     def __init__(self, path: str | Path = DEFAULT_RUN_STORE) -> None:
@@ -381,6 +383,12 @@ class RunStore:
                 "SELECT run_id, name, kind, status, created_at, preview FROM runs "
                 "ORDER BY created_at DESC, run_id DESC LIMIT ?", (limit,)).fetchall()
         return [RunSummary(*row) for row in rows]
+
+    def _select(self, doing: str, text: str, args: builtins.list[Any]) -> builtins.list[Any]:
+        """One SELECT of ``list_runs`` and its kin (``_listing.SQLListing``)."""
+        with self._failing(doing):
+            return self._db.execute(text.format(runs="runs", proofs="proofs").replace(
+                "%s", "?"), args).fetchall()
 
     def close(self) -> None:
         """Close the file once every write an agent asked of the store has landed."""

@@ -10,17 +10,18 @@ from older files and refuse when newer. How a run's row lives from its start to 
 
 from __future__ import annotations
 
+import builtins
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Protocol, runtime_checkable
+from typing import Any, Final, Literal, Protocol, runtime_checkable
 
 from ..errors import RunError
 from ..flow._run import FlowRun
 from ._recording import AgentRun, Recording
 
-__all__ = ["RUN_STORE_SCHEMA", "RunSource", "RunStorePort", "RunSummary", "parse_proof",
-           "parse_stored", "preview_of", "proof_json", "recording_of"]
+__all__ = ["RUN_STORE_SCHEMA", "RunField", "RunSource", "RunStorePort", "RunSummary",
+           "parse_proof", "parse_stored", "preview_of", "proof_json", "recording_of"]
 
 RUN_STORE_SCHEMA: Final = 6
 """The run-store schema this release writes: 1 held bodies only; 2 adds the query tables;
@@ -31,10 +32,14 @@ large string of a run once (``contents``, see ``_content.py``), bodies referenci
 RunSource = AgentRun | FlowRun | Recording
 """What a store saves: an agent's result, a flowchart run, or a recording."""
 
+RunField = Literal["status", "agent"]
+"""What ``run_values`` lists the distinct values of (``agent``: the run's name)."""
+
 
 @dataclass(frozen=True, slots=True)
 class RunSummary:
-    """A line of ``agentfootprint runs list``."""
+    """A line of ``agentfootprint runs list`` (and of ``list_runs``, which fills in the cost
+    and the proofs)."""
 
     run_id: str
     name: str
@@ -42,6 +47,10 @@ class RunSummary:
     status: str
     created_at: float
     preview: str
+    cost_usd: float | None = None
+    """US dollars; ``None``: a model without a price, or not read (``list()`` leaves it)."""
+    proofs: int = 0
+    """How many proofs are kept with the run (``list_runs`` counts them; ``list()`` does not)."""
 
 
 @runtime_checkable
@@ -65,6 +74,19 @@ class RunStorePort(Protocol):
     def proofs(self, run_id: str) -> list[dict[str, Any]]: ...
 
     def list(self, *, limit: int = 20) -> list[RunSummary]: ...
+
+    def list_runs(self, *, status: str | None = None, agent: str | None = None,
+                  since: float | None = None, until: float | None = None,
+                  min_cost: float | None = None, max_cost: float | None = None,
+                  limit: int = 20, offset: int = 0) -> builtins.list[RunSummary]:
+        """The runs matching every filter given, newest first (see ``_listing.py``)."""
+        ...
+
+    def count_runs(self, *, status: str | None = None, agent: str | None = None,
+                   since: float | None = None, until: float | None = None,
+                   min_cost: float | None = None, max_cost: float | None = None) -> int: ...
+
+    def run_values(self, field: RunField) -> builtins.list[str]: ...
 
     def close(self) -> None: ...
 

@@ -42,7 +42,7 @@ from ...runs._view import RunView
 from ._assets import CSS, JS, PAGE_POLICY, REPORT_POLICY
 from ._jobs import ProveJobs
 from ._pages import Choice, RunFacts, problem_page, run_page, runs_page
-from ._query import PAGE_SIZE, BadFilter, RunFilter, RunPage, list_runs
+from ._query import PAGE_SIZE, BadFilter, RunFilter, RunPage, page_of_runs
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -113,11 +113,8 @@ class _Stores:
 
     def page(self, wanted: RunFilter, page_size: int) -> RunPage:
         """A page of the runs list."""
-        if self._shared is None:
-            with self.open() as store:
-                return list_runs(store, wanted, page_size=page_size)
-        with self._lock:
-            return list_runs(self._shared, wanted, page_size=page_size)
+        with self.open() as store:
+            return page_of_runs(store, wanted, page_size=page_size)
 
 
 class _Serialized:
