@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import pickle
+from typing import Any
 
 import pytest
 
@@ -13,9 +14,9 @@ from agentfootprint import Governance, Limits, ModelSettings, Tracing
 
 
 @pytest.mark.parametrize("cls", [Limits, ModelSettings, Governance, Tracing])
-def test_an_option_object_is_a_frozen_dataclass(cls: type) -> None:
+def test_an_option_object_is_a_frozen_dataclass(cls: Any) -> None:
     """fields/replace/asdict work, assignment and deletion raise FrozenInstanceError."""
-    value = cls()
+    value: Any = cls()
     assert dataclasses.is_dataclass(value)
     name = dataclasses.fields(value)[0].name
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -47,7 +48,7 @@ def test_copies_and_pickles_keep_the_fields() -> None:
 
 def test_keywords_only_and_checked_as_before() -> None:
     with pytest.raises(TypeError):
-        Limits(3)  # type: ignore[misc]
+        Limits(3)  # type: ignore[call-arg]
     with pytest.raises(Exception, match="max_iterations=0 must be an int >= 1"):
         Limits(max_iterations=0)
     with pytest.raises(Exception, match="must be an int"):
