@@ -16,6 +16,7 @@ writes the block with :func:`placed`; the normal form two recordings are compare
 
 from __future__ import annotations
 
+import builtins
 import os
 import socket
 import time
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from ..runs._recording import Recording
-    from ..runs._store import RunSource, RunStorePort, RunSummary
+    from ..runs._store import RunField, RunSource, RunStorePort, RunSummary
 
 __all__ = ["PLACEMENT_META", "PLACEMENT_PHASE", "PlacedStore", "Placement", "placed",
            "placement_of"]
@@ -134,6 +135,15 @@ class PlacedStore:
 
     def list(self, *, limit: int = 20) -> list[RunSummary]:
         return self.store.list(limit=limit)
+
+    def list_runs(self, **options: Any) -> builtins.list[RunSummary]:
+        return self.store.list_runs(**options)
+
+    def count_runs(self, **filters: Any) -> int:
+        return self.store.count_runs(**filters)
+
+    def run_values(self, field: RunField) -> builtins.list[str]:
+        return self.store.run_values(field)
 
     def close(self) -> None:
         """The wrapped store is shared by the process's attempts: it stays open."""
