@@ -17,7 +17,7 @@ from agentfootprint import Governance, Limits, ModelSettings, Tracing
 def test_an_option_object_is_a_frozen_dataclass(cls: Any) -> None:
     """fields/replace/asdict work, assignment and deletion raise FrozenInstanceError."""
     value: Any = cls()
-    assert dataclasses.is_dataclass(value)
+    assert dataclasses.is_dataclass(type(value)) and not isinstance(value, type)
     name = dataclasses.fields(value)[0].name
     with pytest.raises(dataclasses.FrozenInstanceError):
         setattr(value, name, None)
