@@ -147,11 +147,16 @@ def backtrack(source: Explainable, *, suspect: str | None = None,
         answer = origin.text
     hops = ([_hop(kind, text, rid) for kind, text, rid in origin.hops] if origin is not None
             else [Hop("ANSWER", f"{_quote(answer)}", reached[0].composed_by or call.answered_by)])
-    # an answer a composition handed back from one of its members (a vote, a swarm's hand-off)
-    # crosses that member's boundary: its chain follows the member's context even at 0
-    crossed = origin is not None or reached[0].view.member_of(call) is not None
     return _follow(answer, hops, reached, suspect, strategy, what="the answer",
-                   crossing=crossed)
+                   crossing=origin is not None or _chosen_among_members(view))
+
+
+def _chosen_among_members(view: RunView) -> bool:
+    """The run's answer is a member's answer that a composition step picked (a vote, a
+    judge), not one a member handed back itself: the chain crosses from that choice into the
+    member's context, so it follows the member's source even when nothing overlaps."""
+    makers, writer = view.answer_members()
+    return bool(makers) and writer is not None and all(writer != m.ns for m in makers)
 
 
 def _paused(view: RunView, paused: Paused, suspect: str | None, strategy: str) -> Backtrack:
@@ -180,7 +185,7 @@ def _follow(target: str, hops: list[Hop], reached: list[Reached], suspect: str |
     ``target`` and follow the chosen one: READ (and the FROM crossings into another member or
     run), LANDED, ALLOWED, BORN. ``what`` names the target in words; ``crossing`` says a
     0-score source may still be followed (a structured field's chain, an answer a composition
-    handed back from a member); ``asked`` words the
+    step picked among its members' answers); ``asked`` words the
     first READ as the call that asked for a pending tool call.
 
     When the best score is 0 and no crossing applies — no source was asked for, the chosen
