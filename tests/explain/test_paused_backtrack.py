@@ -22,7 +22,7 @@ from agentfootprint.explain import backtrack, render_html_report, self_explain, 
 from agentfootprint.explain._toolpack import call_trace_tool
 from agentfootprint.flow import flow_chart, pause
 from agentfootprint.providers import LLMRequest, mock
-from agentfootprint.runs import RedactionPolicy, Recording, RunStore
+from agentfootprint.runs import Recording, RedactionPolicy, RunStore
 from agentfootprint.tools import ask_human
 
 

@@ -391,8 +391,9 @@ def _pause_board(data: ReportData, board: Board, pause: Paused, colours: _Colour
     """A paused run: what it stopped at, and (for a pending tool call) the chain from the call
     that asked for it, with the candidates ranked against it — proxies, nothing proven."""
     out = [f'<div class="banner proxy paused" id="pause"><b>RUN PAUSED</b> at '
-           f"{_e(pause.where)} — {_e(pause.describe())}. The run has no answer yet, so there is none to trace and "
-           "nothing to prove: what it stopped at is the explanation.</div>"]
+           f"{_e(pause.where)} — {_e(pause.describe())}. The run has no answer yet, so "
+           "there is none to trace and nothing to prove: what it stopped at is the "
+           "explanation.</div>"]
     if not board.cards:
         out.append("<h3>The pause, and what the step read</h3>")
         out.append(_hops(board))
