@@ -14,7 +14,9 @@ memory keeps the conversation in its memory store instead: its turns run under t
 ``MemoryIdentity(conversation_id=session id, principal=owner)`` and take their number from that
 store (``memory/_turn.py``). Each run's id is ``{session}.{turn}.{nonce}``, so the run store names
 the session and the turn. A paused run's checkpoint is the session's (status ``paused``) and
-``resume`` continues it from any process; ``send`` refuses until then.
+``resume`` continues it from any process; ``send`` refuses until then. A composition
+(``Sequence(...)``, a pattern) is served the same way through ``_served.ServedComposition``: its
+turns run the team on each message, a member's pause is the session's, resumed likewise.
 
 Ownership: the principal who started a session owns it, for good; a session of someone else
 answers every call exactly as a session that does not exist (``SessionNotFound``). Retention: a
