@@ -38,6 +38,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from .._record import Value, assign
 from ..errors import ConfigurationError
 from ..providers._base import CachePrefix, LLMResponse
 from ..providers._pricing import Price, call_cost, check_prices, price_for
@@ -55,12 +56,13 @@ log = logging.getLogger("agentfootprint.usage")
 _LIMITS = ("max_input_tokens", "max_output_tokens", "max_total_tokens", "max_cost_usd")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Budget:
+@dataclass(slots=True, kw_only=True, init=False, repr=False, eq=False)
+class Budget(Value):
     """Token and cost limits for one run, and the prices its cost is computed with.
 
     ``prices`` maps model names to ``Price(...)`` (USD per million tokens) and is merged over
     the built-in table, so ``Budget(prices={...})`` alone, with no limit, prices a run's calls.
+    (A frozen dataclass with its methods written once: ``_record.py``, for cold start.)
     """
 
     max_input_tokens: int | None = None
@@ -70,7 +72,16 @@ class Budget:
     on_exceed: Literal["stop", "warn"] = "stop"
     prices: Mapping[str, Price] = field(default_factory=dict)
 
-    def __post_init__(self) -> None:
+    def __init__(self, *, max_input_tokens: int | None = None,
+                 max_output_tokens: int | None = None, max_total_tokens: int | None = None,
+                 max_cost_usd: float | None = None, on_exceed: Literal["stop", "warn"] = "stop",
+                 prices: Mapping[str, Price] | None = None) -> None:
+        assign(self, max_input_tokens=max_input_tokens, max_output_tokens=max_output_tokens,
+               max_total_tokens=max_total_tokens, max_cost_usd=max_cost_usd,
+               on_exceed=on_exceed, prices={} if prices is None else prices)
+        self._check()
+
+    def _check(self) -> None:
         for name in _LIMITS[:3]:
             value = getattr(self, name)
             if value is not None and (type(value) is not int or value < 1):

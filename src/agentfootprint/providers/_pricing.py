@@ -25,21 +25,29 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final
 
+from .._record import Value, assign
 from ..errors import ConfigurationError
 
 __all__ = ["PRICES", "PRICES_AS_OF", "Price", "call_cost", "check_prices", "price_for"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Price:
-    """USD per million tokens. A cache price left ``None`` bills those tokens as input."""
+@dataclass(slots=True, kw_only=True, init=False, repr=False, eq=False)
+class Price(Value):
+    """USD per million tokens. A cache price left ``None`` bills those tokens as input.
+
+    (A frozen dataclass with its methods written once: ``_record.py``, for cold start.)"""
 
     input: float
     output: float
     cache_read: float | None = None
     cache_write: float | None = None
 
-    def __post_init__(self) -> None:
+    def __init__(self, *, input: float, output: float, cache_read: float | None = None,
+                 cache_write: float | None = None) -> None:
+        assign(self, input=input, output=output, cache_read=cache_read, cache_write=cache_write)
+        self._check()
+
+    def _check(self) -> None:
         for name in ("input", "output", "cache_read", "cache_write"):
             value = getattr(self, name)
             if value is None and name.startswith("cache"):

@@ -26,6 +26,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .._record import Value, assign
 from ..errors import CircuitOpenError, ConfigurationError, ProviderError, StreamIncompleteError
 from ._base import LLMRequest, LLMResponse, Provider, StreamChunk
 
@@ -64,8 +65,8 @@ def default_should_retry(error: BaseException) -> bool:
     return isinstance(error, (ConnectionError, TimeoutError, OSError))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RetryPolicy:
+@dataclass(slots=True, kw_only=True, init=False, repr=False, eq=False)
+class RetryPolicy(Value):
     """How a real adapter retries by default: ``openai(retry=RetryPolicy(max_attempts=5))``.
 
     The fields mean what ``with_retry``'s arguments of the same names mean. The default retries
@@ -84,6 +85,11 @@ class RetryPolicy:
     """Longest single wait; a longer ``Retry-After`` is not waited out."""
     jitter: float = 0.1
     """Up to this fraction of a wait is added at random, so clients do not retry in step."""
+
+    def __init__(self, *, max_attempts: int = 3, initial_delay: float = 0.5,
+                 backoff: float = 2.0, max_delay: float = 30.0, jitter: float = 0.1) -> None:
+        assign(self, max_attempts=max_attempts, initial_delay=initial_delay, backoff=backoff,
+               max_delay=max_delay, jitter=jitter)
 
 
 class Retry(Provider):
