@@ -202,3 +202,63 @@ def test_a_bad_factory_function_is_named_and_the_checked_instance_is_not_kept(
     reply = standing.send_sync(session.id, "tea", principal="p")
     assert reply.answer == "post from plan: tea" and len(built) == 2
     standing.close_sync()
+
+
+async def test_a_members_pause_is_resumed_by_another_server_sharing_the_sessions(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two apps (two factories' worth of fresh teams) on one session file: the pause made on
+    A is resumed on B, whose team never saw the run before: the checkpoint is the session's."""
+    monkeypatch.delenv("TEAM_RUNS_DB", raising=False)
+    team_factories.REFUNDS.clear()
+    clients = []
+    for _ in range(2):
+        app = serve_app("team_factories:make_team", sessions=sqlite_sessions(tmp_path / "s.db"),
+                        auth=api_key_auth({KEY: "alice"}))
+        clients.append((httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://testserver",
+            headers={"Authorization": f"Bearer {KEY}"}, timeout=20), app))
+    (a, _), (b, _) = clients
+    try:
+        session = (await a.post("/sessions")).json()["id"]
+        assert (await _send(a, session, "refund it")).status_code == 202
+        done = await b.post(f"/sessions/{session}/resume",
+                            json={"answer": {"check_in": "approved", "by": "x"}})
+        assert done.status_code == 200 and done.json()["answer"] == "done: refunded A-7"
+        assert team_factories.REFUNDS == ["A-7"]
+        later = await _send(a, session, "and now?")
+        assert later.json()["turn"] == 2
+    finally:
+        for http, app in clients:
+            await http.aclose()
+            await app.state.standing.close()
+
+
+def test_a_composition_over_the_websocket_and_the_mcp_mount(tmp_path: Path) -> None:
+    """The WebSocket door runs the team's turns (a pause answered with {"resume": ...}); the
+    MCP mount serves the team under its name."""
+    from starlette.testclient import TestClient
+
+    app = serve_app("team_factories:make_team", sessions=sqlite_sessions(tmp_path / "s.db"),
+                    auth=api_key_auth({KEY: "alice"}), mcp=True)
+    auth = {"Authorization": f"Bearer {KEY}"}
+    with TestClient(app) as client:
+        session = client.post("/sessions", headers=auth).json()["id"]
+        with client.websocket_connect(f"/sessions/{session}/ws", headers=auth) as ws:
+            ws.send_text(json.dumps({"message": "tea"}))
+            while (frame := json.loads(ws.receive_text()))["type"] != "reply":
+                pass
+            assert frame["turn"] == 1 and frame["answer"] == "post from plan: tea"
+            ws.send_text(json.dumps({"message": "refund"}))
+            while (frame := json.loads(ws.receive_text()))["type"] != "reply":
+                pass
+            assert frame["status"] == "paused" and frame["pause"]["tool"] == "refund"
+            ws.send_text(json.dumps({"resume": {"check_in": "declined", "by": "x",
+                                                "note": "no"}}))
+            frame = json.loads(ws.receive_text())
+            assert frame["type"] == "reply" and frame["status"] == "done"
+        initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}}
+        answered = client.post("/mcp/", json=initialize, headers={
+            **auth, "Accept": "application/json, text/event-stream"})
+        assert answered.status_code == 200 and '"serverInfo":{"name":"team"' in answered.text

@@ -211,12 +211,15 @@ def _factory(target: Any) -> Callable[[], Any]:
 
 
 def _one_agent(target: Any, standing: StandingAgent) -> Any:
-    """What the MCP mount serves: the agent (built once by the factory)."""
+    """What the MCP mount serves: the agent or composition (built once by the factory; a
+    composition with the turn API, so a member's pause is reported as one)."""
+    from ._served import served
+
     made = _factory(standing._make if target is standing else target)()
     if inspect.isawaitable(made):
         raise ConfigurationError(
             "mcp=True needs a make_agent that returns an Agent, not an awaitable")
-    return made
+    return served(made, "make_agent()")
 
 
 class _Guarded:
