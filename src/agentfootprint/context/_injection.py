@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .._record import Frozen, Value, assign
 from ..errors import ConfigurationError, listed
 from ..tools._tool import Tool
 
@@ -61,8 +62,12 @@ class InjectionContext:
         return self.tool_results[-1]["tool_name"] if self.tool_results else None
 
 
-@dataclass(frozen=True, slots=True)
-class Trigger:
+# Trigger and Injection are frozen dataclasses whose methods are written once (``_record.py``):
+# generating them per class is paid by every cold start.
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
+class Trigger(Value):
     """When an injection fires."""
 
     kind: TriggerKind
@@ -70,6 +75,11 @@ class Trigger:
     """``rule``: fires when this returns true (a raising predicate skips the injection)."""
     tool: str | re.Pattern[str] | None = None
     """``on_tool_return``: fires when the previous batch ran a tool with this name (or match)."""
+
+    def __init__(self, kind: TriggerKind,
+                 predicate: Callable[[InjectionContext], bool] | None = None,
+                 tool: str | re.Pattern[str] | None = None) -> None:
+        assign(self, kind=kind, predicate=predicate, tool=tool)
 
     def describe(self) -> str:
         if self.kind == "on_tool_return":
@@ -80,8 +90,8 @@ class Trigger:
         return self.kind
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class Injection:
+@dataclass(slots=True, init=False, repr=False, eq=False)
+class Injection(Frozen):
     """One declared piece of context (see the module docstring)."""
 
     id: str
@@ -99,6 +109,17 @@ class Injection:
     tools_while_active: bool = False
     """Skills: offer the skill's tools only while it is active (else from iteration 1)."""
     metadata: dict[str, Any] = field(default_factory=dict)
+
+    def __init__(self, id: str, flavor: Flavor, trigger: Trigger, system: str | None = None,
+                 messages: tuple[dict[str, str], ...] = (), tools: tuple[Tool, ...] = (),
+                 description: str | None = None, cache: CachePolicy = "never",
+                 surface: Literal["system", "tool", "both"] = "system",
+                 tools_while_active: bool = False,
+                 metadata: dict[str, Any] | None = None) -> None:
+        assign(self, id=id, flavor=flavor, trigger=trigger, system=system, messages=messages,
+               tools=tools, description=description, cache=cache, surface=surface,
+               tools_while_active=tools_while_active,
+               metadata={} if metadata is None else metadata)
 
     @property
     def slots(self) -> tuple[str, ...]:
