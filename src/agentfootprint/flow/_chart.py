@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from .._record import Frozen, assign
+
 if TYPE_CHECKING:
     from ._checkpoint import Checkpoint
     from ._recorders import Recorder
@@ -63,8 +65,12 @@ class Mount:
         return f"Mount(root={self.root!r}, title={self.title!r})"
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class Node:
+# Node and Chart are frozen dataclasses whose methods are written once (``_record.py``):
+# generating them per class is paid by every cold start.
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
+class Node(Frozen):
     """One stage of a chart. ``kind`` says how the engine treats it."""
 
     id: str
@@ -83,13 +89,24 @@ class Node:
     resume: StageFn | None = None
     mount: Mount | None = None
 
+    def __init__(self, id: str, name: str, kind: NodeKind, fn: StageFn | None = None,
+                 description: str | None = None, next: str | None = None,
+                 loop_to: str | None = None, branches: Mapping[str, str] | None = None,
+                 default: str | None = None, children: tuple[str, ...] = (),
+                 fail_fast: bool = False, resume: StageFn | None = None,
+                 mount: Mount | None = None) -> None:
+        assign(self, id=id, name=name, kind=kind, fn=fn, description=description, next=next,
+               loop_to=loop_to, branches={} if branches is None else branches,
+               default=default, children=children, fail_fast=fail_fast, resume=resume,
+               mount=mount)
+
     @property
     def pausable(self) -> bool:
         return self.resume is not None
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class Chart:
+@dataclass(slots=True, init=False, repr=False, eq=False)
+class Chart(Frozen):
     """A built flowchart. Run it with ``await chart.run(args)``."""
 
     name: str
@@ -97,6 +114,12 @@ class Chart:
     nodes: Mapping[str, Node]
     description: str | None = None
     input_schema: Mapping[str, Any] | None = None
+
+    def __init__(self, name: str, root: str, nodes: Mapping[str, Node],
+                 description: str | None = None,
+                 input_schema: Mapping[str, Any] | None = None) -> None:
+        assign(self, name=name, root=root, nodes=nodes, description=description,
+               input_schema=input_schema)
 
     def node(self, node_id: str) -> Node:
         return self.nodes[node_id]
