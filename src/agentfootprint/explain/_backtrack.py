@@ -191,7 +191,9 @@ def _follow(target: str, hops: list[Hop], reached: list[Reached], suspect: str |
     When the best score is 0 and no crossing applies — no source was asked for, the chosen
     one is in the first call itself and carries no other member's or run's answer — the
     chain READs the call and says that no piece overlaps ``what`` (OVERLAP), instead of
-    pinning it on a sentence that shares nothing with it."""
+    pinning it on a sentence that shares nothing with it. Likewise, when the best removable
+    source scores 0 but another (the user's message, the base prompt) overlaps, the chain
+    follows the one that overlaps rather than a 0-score sentence."""
     call = reached[0].call
     owners = suspects_across(reached)
     ranked = rank_suspects(target, [piece for piece, _ in owners], strategy=strategy)
@@ -200,8 +202,12 @@ def _follow(target: str, hops: list[Hop], reached: list[Reached], suspect: str |
     if chosen is None:
         hops.append(_call_read(call, asked))
         return Backtrack(target, hops, None, None, call.system, ranked)
+    node = next(n for p, n in owners if p is chosen.suspect)
+    if (suspect is None and not crossing and chosen.score <= 0 < ranked[0].score
+            and node.via is None and node.composed_by is None and not is_carrier(chosen.suspect)):
+        chosen = ranked[0]  # no removable source overlaps: follow the one that does
+        node = next(n for p, n in owners if p is chosen.suspect)
     found, sentence = chosen.suspect, chosen.sentence
-    node = next(n for p, n in owners if p is found)
     if (suspect is None and not crossing and ranked[0].score <= 0 and node.via is None
             and node.composed_by is None and not is_carrier(found)):
         hops.append(_call_read(call, asked))
