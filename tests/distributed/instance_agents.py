@@ -10,3 +10,6 @@ from agentfootprint.providers import mock
 
 AGENT = Agent(provider=mock(respond=_respond), model="mock", tools=[effect], name="effects")
 """One tool call (the counted side effect), then ``done: <message>`` (as ``make_agent``)."""
+
+SCRIPTED = Agent(provider=mock(script=["first", "second"]), model="mock", name="scripted")
+"""A scripted model: each run of a job starts the script afresh (the provider is forked)."""

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from fleet_agents import _respond, applied, effect
-from instance_agents import AGENT
+from instance_agents import AGENT, SCRIPTED
 
 from agentfootprint import Agent, RunResult, Tracing
 from agentfootprint.distributed import InProcessExecutor, run_many
@@ -51,6 +51,14 @@ async def test_run_many_with_a_module_level_agent_runs_a_fresh_copy_per_run(
         assert runs.load(outcomes[0].run_id).meta["factory"] == "instance_agents:AGENT"
     assert sorted(key for key, _ in applied(tmp_path)) == sorted(
         f"{o.run_id}:c1" for o in outcomes)
+
+
+async def test_each_job_of_a_module_level_agent_starts_its_model_afresh() -> None:
+    """As if a factory had built the agent for each run: a scripted model's cursor is not
+    shared between the runs of a batch (so workers and in-process give the same answers)."""
+    outcomes = await run_many(SCRIPTED, ["a", "b", "c"])
+    assert [o.content for o in outcomes] == ["first"] * 3
+    assert (await SCRIPTED.run("d")).content == "first"  # the instance's own script untouched
 
 
 async def test_an_agent_built_in_a_function_or_the_script_runs_in_process() -> None:

@@ -18,7 +18,8 @@ it with the fix; an in-process executor takes any agent.
 The executor is deliberately not one of the arguments a copy is rebuilt from
 (``agent._replace``): the copies are what runs (on a worker, in a workflow, as an explanation's
 re-run), and each of them runs right where it is. :func:`run_copy` makes the copy a job runs,
-carrying the listeners (``agent.on``) over, so each run has its own agent state.
+carrying the listeners (``agent.on``) over, and :func:`fresh_copy` forks the provider too, so
+each run has its own agent state.
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ if TYPE_CHECKING:
     from ..runs._recording import Recording
     from ._agent import Agent, RunResult
 
-__all__ = ["AgentExecutor", "executor_option", "reference_of", "result_from_recording",
-           "run_copy", "run_through"]
+__all__ = ["AgentExecutor", "executor_option", "fresh_copy", "reference_of",
+           "result_from_recording", "run_copy", "run_through"]
 
 FIX = "define the agent in an importable module or pass a factory 'module:make_agent'"
 
@@ -92,6 +93,13 @@ def run_copy(agent: Agent, **changes: Any) -> Agent:
     copy = agent._replace(**changes)
     copy.events = copy.spec.dispatcher = agent.events
     return copy
+
+
+def fresh_copy(agent: Agent) -> Agent:
+    """What a job naming a module-level ``agent`` runs: a copy whose provider is forked
+    (``Provider.fork``: a scripted model starts afresh, a real one is shared), so each run is
+    the same wherever it lands, as if a factory had built the agent for it."""
+    return run_copy(agent, provider=agent._init_kwargs["provider"].fork())
 
 
 async def run_through(agent: Agent, message: str, *, continue_from: Mapping[str, Any] | None,

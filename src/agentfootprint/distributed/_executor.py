@@ -192,9 +192,9 @@ async def _agent_of(factory: str) -> Any:
     agent found there (its listeners kept; see ``agent/_executor_option.py``)."""
     found = load_ref(factory)
     if is_built_agent(found):
-        from ..agent._executor_option import run_copy
+        from ..agent._executor_option import fresh_copy
 
-        return run_copy(found)
+        return fresh_copy(found)
     if not callable(found):
         raise ConfigurationError(f"{factory!r} is neither an agent nor a function that builds "
                                  "one; name 'module:make_agent' or a module-level Agent")
