@@ -209,9 +209,13 @@ def test_every_surface_shows_the_pause_of_a_stored_agent_run(
     assert "ANSWER: none yet — the run is paused: check-in before tool 'issue_refund'" in said
     assert "PROOF: nothing to prove yet" in said
 
-    told = call_trace_tool(trace_toolpack(recording), "backtrack")
+    tools = trace_toolpack(recording)
+    told = call_trace_tool(tools, "backtrack")
     assert told.startswith(str(chain))
     assert "similarity to the pending tool call" in told
+    second = call_trace_tool(tools, "run_overview").splitlines()[1]
+    assert second.startswith("PAUSED: at tool_calls#")
+    assert "a check-in before tool 'issue_refund' (tool call r1)" in second
 
 
 def test_the_pending_call_is_shown_masked_as_the_run_recorded_it() -> None:

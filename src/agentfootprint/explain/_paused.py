@@ -101,6 +101,25 @@ class Paused:
                     "gives its result")
         return f"stage {self.stage!r} paused the run, waiting for a person's input"
 
+    def brief(self) -> str:
+        """What the run stopped at without the arguments or the question (for a reader whose
+        own redaction may mask what the run recorded readable)."""
+        call = f" (tool call {self.tool_call_id})" if self.tool_call_id else ""
+        if self.kind == "check_in":
+            return f"a check-in before tool {self.tool!r}{call}"
+        if self.kind == "ask":
+            return f"tool {self.tool!r} asked a person{call}"
+        if self.kind == "pause":
+            return f"tool {self.tool!r} paused the run{call}"
+        return f"stage {self.stage!r} paused the run"
+
+    def overview_line(self) -> str:
+        """The trace toolpack's overview line: where it paused and what to ask next."""
+        traced = "the pending tool call" if self.tool is not None else "the pause"
+        return (f"PAUSED: at {self.where} — {self.brief()}; the run has no answer yet, so "
+                f"explain what it stopped at: backtrack() traces {traced}, "
+                f"trace_node('{self.runtime_stage_id}') shows that step")
+
     def headline(self) -> str:
         """``RUN PAUSED (…) at tool_calls#7 — …; the run has no answer yet.``"""
         what = ("the pending tool call" if self.tool is not None else "the pause")

@@ -14,6 +14,7 @@ from ..flow._causal import CausalChain, CausalNode, causal_chain
 from ..flow._commitlog import Change, CommitRecord
 from ..flow._values import MISSING
 from ._failure import failure_of
+from ._paused import pause_of
 from ._trace_view import TraceLookupError, TraceView, descend, preview, render
 
 __all__ = ["Answer", "TraceAnswers", "clamp"]
@@ -74,6 +75,8 @@ class TraceAnswers:
             lines.insert(1, f"FAILED: {failure.error[:300]} — raised by {failure.where}; the run "
                             "gave no answer, so explain the error"
                             + (f": trace_node('{step}') shows that step" if step else ""))
+        if failure is None and (paused := pause_of(rec)) is not None:
+            lines.insert(1, paused.overview_line())
         for stage_id, rids in list(view.runs_of.items())[:_LISTED]:
             info = view.stage(view.steps[rids[0]][0])
             kind = f" [{info.kind}]" if info.kind in ("decider", "selector", "subflow") else ""
