@@ -15,8 +15,10 @@ is still a dataclass (``fields``, ``replace`` and ``asdict`` work) and behaves a
 one: assignment and deletion raise ``FrozenInstanceError``, it is shown as
 ``Limits(max_iterations=10)`` and it is copied and pickled by its fields. ``Value`` adds
 equality and hashing by the compared fields (``eq=True``); ``Frozen`` keeps identity, as
-``eq=False`` does. The one visible difference is ``__dataclass_params__``, which tells how
-the class was declared (``frozen=False``) rather than how it behaves.
+``eq=False`` does. ``Shown`` and ``Compared`` are the same for a mutable dataclass: shown by
+its fields, and (``Compared``) equal by them and unhashable, as ``eq=True`` makes it. The
+one visible difference is ``__dataclass_params__``, which tells how the class was declared
+(``frozen=False``, ``eq=False``) rather than how it behaves.
 
 This module imports nothing from the package, so every layer may use it.
 """
@@ -26,7 +28,17 @@ from __future__ import annotations
 from dataclasses import FrozenInstanceError, fields
 from typing import Any
 
-__all__ = ["Frozen", "Value", "assign"]
+__all__ = ["Compared", "Frozen", "Shown", "Value", "assign"]
+
+
+def _shown(obj: object) -> str:
+    shown = ", ".join(f"{f.name}={getattr(obj, f.name)!r}"
+                      for f in fields(obj) if f.repr)  # type: ignore[arg-type]
+    return f"{type(obj).__qualname__}({shown})"
+
+
+def _compared(obj: object) -> tuple[Any, ...]:
+    return tuple(getattr(obj, f.name) for f in fields(obj) if f.compare)  # type: ignore[arg-type]
 
 
 def assign(obj: object, **values: Any) -> None:
@@ -47,9 +59,7 @@ class Frozen:
         raise FrozenInstanceError(f"cannot delete field {name!r}")
 
     def __repr__(self) -> str:
-        shown = ", ".join(f"{f.name}={getattr(self, f.name)!r}"
-                          for f in fields(self) if f.repr)  # type: ignore[arg-type]
-        return f"{type(self).__qualname__}({shown})"
+        return _shown(self)
 
     def __getstate__(self) -> list[Any]:
         return [getattr(self, f.name) for f in fields(self)]  # type: ignore[arg-type]
@@ -64,13 +74,33 @@ class Value(Frozen):
 
     __slots__ = ()
 
-    def _compared(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, f.name) for f in fields(self) if f.compare)  # type: ignore[arg-type]
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return _compared(self) == _compared(other)
+
+    def __hash__(self) -> int:
+        return hash(_compared(self))
+
+
+class Shown:
+    """A mutable slotted dataclass declared ``repr=False, eq=False``, shown by its fields."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return _shown(self)
+
+
+class Compared(Shown):
+    """A ``Shown`` object equal to another of its class with equal fields; unhashable, as a
+    mutable dataclass with ``eq=True`` is."""
+
+    __slots__ = ()
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return self._compared() == other._compared()
+        return _compared(self) == _compared(other)
 
-    def __hash__(self) -> int:
-        return hash(self._compared())
+    __hash__ = None  # type: ignore[assignment]
