@@ -120,6 +120,12 @@ class EventBridge:
         self.id = id
         self.dispatcher = dispatcher
 
+    def wants_emit(self, name: str) -> bool:
+        """Whether ``on_emit`` would deliver an emit named ``name`` now: the engine asks
+        first, so a run nobody listens to builds no event per emit."""
+        dispatcher = self.dispatcher
+        return bool(dispatcher._listeners) and name.startswith(PREFIX) and dispatcher.wants(name)
+
     def on_emit(self, event: FlowEvent) -> None:
         name = event.key or ""
         if name.startswith(PREFIX) and self.dispatcher.wants(name):

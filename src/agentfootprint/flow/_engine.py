@@ -29,7 +29,7 @@ from ._frame import Frame, Step
 from ._pause import Pause
 from ._recorders import Dispatcher, FlowEvent, Hooks
 from ._redact import RunSecrets
-from ._scope import ReadView, Scope, frozen_mapping
+from ._scope import ReadView, Scope, frozen_mapping, open_scope
 from ._values import MISSING, FrozenList, copy_value, freeze, settle
 
 if TYPE_CHECKING:
@@ -186,7 +186,7 @@ class _Engine:
         visits = self.visits
         passes = visits.get(node_id, 0)
         visits[node_id] = passes + 1
-        scope = Scope(frame, Step(rid, node_id, node.name))
+        scope = open_scope(frame, Step(rid, node_id, node.name))
         hooks = self.dispatch.h_stage_start
         if hooks:
             self.fire(hooks, "stage_start", rid, node)

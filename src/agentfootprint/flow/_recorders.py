@@ -38,7 +38,12 @@ EVENT_NAMES = SCOPE_EVENTS + FLOW_EVENTS
 
 
 class Recorder(Protocol):
-    """Anything with ``on_<event>(event)`` methods; every hook is optional."""
+    """Anything with ``on_<event>(event)`` methods; every hook is optional.
+
+    A recorder whose ``on_emit`` ignores most emits may also have ``wants_emit(name) -> bool``:
+    asked at each emit, before the event is built; ``False`` skips its ``on_emit`` for that
+    emit (an inline recorder's only; a ``deferred`` one hears every emit).
+    """
 
 
 @dataclass(slots=True, eq=False)
@@ -160,7 +165,8 @@ Hooks = tuple[Callable[[FlowEvent], None], ...]
 class Dispatcher:
     """The hooks of one run's recorders, one list per event, with failure isolation."""
 
-    __slots__ = (*(f"h_{n}" for n in EVENT_NAMES), "failures", "deferred", "recorders")
+    __slots__ = (*(f"h_{n}" for n in EVENT_NAMES), "_emit_owners", "deferred", "emit_gates",
+                 "failures", "recorders")
 
     h_read: Hooks
     h_write: Hooks
@@ -184,12 +190,17 @@ class Dispatcher:
     h_run_start: Hooks
     h_run_end: Hooks
     h_run_failed: Hooks
+    emit_gates: tuple[Callable[[str], bool] | None, ...] | None
+    """For each ``h_emit`` hook, its recorder's ``wants_emit(name)`` (``None``: it hears every
+    emit); ``None`` when no recorder has one. An emit no gate lets through builds no event."""
 
     def __init__(self, recorders: Iterable[Any]) -> None:
         self.failures: list[ObserverFailure] = []
         self.deferred: list[Deferred] = []
         self.recorders: list[Any] = []
         hooks: dict[str, list[Callable[[FlowEvent], None]]] = {n: [] for n in EVENT_NAMES}
+        gates: list[Callable[[str], bool] | None] = []
+        owners: list[str] = []
         seen: dict[str, int] = {}
         for recorder in recorders:
             rid = recorder_id(recorder)
@@ -203,13 +214,28 @@ class Dispatcher:
                 self.deferred.append(recorder)
                 for name in recorder.hook_names():
                     hooks[name].append(self._guard(recorder.id, name, _enqueuer(recorder, name)))
+                    if name == "emit":  # queued now, delivered (and filtered) later
+                        gates.append(None)
+                        owners.append(recorder.id)
                 continue
             for name in EVENT_NAMES:
                 method = getattr(recorder, f"on_{name}", None)
                 if callable(method):
                     hooks[name].append(self._guard(recorder_id(recorder), name, method))
+                    if name == "emit":
+                        gate = getattr(recorder, "wants_emit", None)
+                        gates.append(gate if callable(gate) else None)
+                        owners.append(recorder_id(recorder))
         for name, found in hooks.items():
             setattr(self, f"h_{name}", tuple(found))
+        self.emit_gates = tuple(gates) if any(g is not None for g in gates) else None
+        self._emit_owners = tuple(owners)
+
+    def gate_failed(self, index: int, exc: Exception) -> None:
+        """The ``wants_emit`` of emit hook ``index`` raised: kept like a hook's failure (the
+        emit is then delivered, and its ``on_emit`` decides)."""
+        self.failures.append(ObserverFailure(self._emit_owners[index], "wants_emit",
+                                             f"{type(exc).__name__}: {exc}"))
 
     def _guard(
         self, observer: str, hook: str, method: Callable[[FlowEvent], None]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from ._recorders import FlowEvent
 from ._redact import REDACTED
@@ -20,15 +20,34 @@ from ._values import MISSING, copy_value, freeze, summarize, thaw
 if TYPE_CHECKING:
     from ._frame import Frame, Step
 
-__all__ = ["ReadView", "Scope", "peek"]
+__all__ = ["ReadView", "Scope", "open_scope", "peek"]
 
 _SCALARS: Final = frozenset((str, int, float, bool, type(None)))
 
 
-class Scope:
-    """State access for one executing stage."""
+class _ScopeState:
+    """A scope's own fields, assigned the plain way.
+
+    ``Scope`` reserves ``__setattr__`` for state writes, so its ``__init__`` sets its fields
+    through their slot descriptors, which costs about twice as much; the engine opens a scope
+    for every step, so it builds this and makes it a ``Scope`` (``open_scope``).
+    """
 
     __slots__ = ("_emits", "_frame", "_reads", "_staged", "_step", "_watcher")
+
+    def __init__(self, frame: Frame, step: Step) -> None:
+        self._frame = frame
+        self._step = step
+        self._staged: dict[str, Any] = {}
+        self._reads: dict[str, None] = {}
+        self._emits: list[tuple[str, Any]] = []
+        self._watcher: list[tuple[str, Any]] | None = None
+
+
+class Scope(_ScopeState):
+    """State access for one executing stage."""
+
+    __slots__ = ()
 
     _frame: Frame
     _step: Step
@@ -199,13 +218,33 @@ class Scope:
         if secrets.active or secrets.masks_numbers:  # else scrub is identity: skip the call
             shown = secrets.scrub(shown, numbers=True)
         self._emits.append((name, shown))
-        hooks = frame.dispatch.h_emit
-        if hooks:
-            step = self._step
+        dispatch = frame.dispatch
+        hooks = dispatch.h_emit
+        if not hooks:
+            return
+        gates = dispatch.emit_gates
+        step = self._step
+        if gates is None:
             event = FlowEvent("emit", frame.run_id, step.rid, step.stage_id, step.stage,
                               name, shown)
             for hook in hooks:
                 hook(event)
+            return
+        built: FlowEvent | None = None  # built for the first hook that wants this emit
+        for index, hook in enumerate(hooks):
+            gate = gates[index]
+            if gate is not None:
+                try:
+                    wanted = gate(name)
+                except Exception as exc:
+                    dispatch.gate_failed(index, exc)
+                    wanted = True
+                if not wanted:
+                    continue
+            if built is None:
+                built = FlowEvent("emit", frame.run_id, step.rid, step.stage_id, step.stage,
+                                  name, shown)
+            hook(built)
 
     def redacts(self, key: str) -> bool:
         """Whether this run records ``key`` masked (its redaction policy names it)."""
@@ -252,8 +291,15 @@ def peek(scope: Scope, key: str, default: object = None) -> Any:
     return default if value is MISSING else value
 
 
+def open_scope(frame: Frame, step: Step) -> Scope:
+    """``Scope(frame, step)``, built the cheaper way (see ``_ScopeState``)."""
+    scope = _ScopeState(frame, step)
+    scope.__class__ = Scope
+    return cast(Scope, scope)
+
+
 def _slot_setter(name: str) -> Callable[[Scope, Any], None]:
-    setter: Callable[[Scope, Any], None] = vars(Scope)[name].__set__
+    setter: Callable[[Scope, Any], None] = vars(_ScopeState)[name].__set__
     return setter
 
 
