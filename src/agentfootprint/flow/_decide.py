@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from .._record import Compared
 from ..errors import ChartBuildError, ConfigurationError, RunError
 from ._values import MISSING, summarize
 
@@ -54,20 +55,32 @@ OPERATORS: Final[dict[str, Callable[[Any, Any], bool]]] = {
 }
 
 
-@dataclass(slots=True)
-class Decision:
+# Decision and Selection are dataclasses whose methods are written once (``_record.py``):
+# generating them per class is paid by every cold start.
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
+class Decision(Compared):
     """What a decider chose, and why (``evidence`` is JSON, stored on the step's record)."""
 
     branch: str
     evidence: dict[str, Any]
 
+    def __init__(self, branch: str, evidence: dict[str, Any]) -> None:
+        self.branch = branch
+        self.evidence = evidence
 
-@dataclass(slots=True)
-class Selection:
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
+class Selection(Compared):
     """What a selector chose, and why."""
 
     branches: tuple[str, ...]
     evidence: dict[str, Any]
+
+    def __init__(self, branches: tuple[str, ...], evidence: dict[str, Any]) -> None:
+        self.branches = branches
+        self.evidence = evidence
 
 
 def decide(scope: Scope, rules: Sequence[Rule], default: str) -> Decision:

@@ -5,14 +5,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .._record import Compared
+
 __all__ = ["Pause", "pause"]
 
 
-@dataclass(slots=True)
-class Pause:
-    """A request to pause, carrying JSON data for whoever resumes (a question, a form)."""
+@dataclass(slots=True, init=False, repr=False, eq=False)
+class Pause(Compared):
+    """A request to pause, carrying JSON data for whoever resumes (a question, a form).
+
+    (A dataclass with its methods written once, ``_record.py``: cold start.)"""
 
     data: Any = None
+
+    def __init__(self, data: Any = None) -> None:
+        self.data = data
 
 
 def pause(data: object = None) -> Pause:

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .._record import Compared
 from ..errors import ConfigurationError
 from ..providers._base import ToolCall, ToolSchema
 from ._pause import PauseRequest
@@ -37,15 +38,24 @@ logger = logging.getLogger("agentfootprint.tools")
 NO_VALUE = "(this tool returned no value)"
 
 
-@dataclass(slots=True)
-class ToolOutcome:
-    """What one call produced, as the model will read it."""
+@dataclass(slots=True, init=False, repr=False, eq=False)
+class ToolOutcome(Compared):
+    """What one call produced, as the model will read it.
+
+    (A dataclass with its methods written once, ``_record.py``: cold start.)"""
 
     content: str
     error: bool = False
     status: str = "success"
     """``success``, ``error`` (the tool raised), ``invalid`` (bad arguments) or ``unknown``."""
     issues: tuple[ArgumentIssue, ...] = ()
+
+    def __init__(self, content: str, error: bool = False, status: str = "success",
+                 issues: tuple[ArgumentIssue, ...] = ()) -> None:
+        self.content = content
+        self.error = error
+        self.status = status
+        self.issues = issues
 
 
 class ToolRegistry:
