@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .._record import Frozen, Value, assign
+from .._record import Frozen, Shown, Value, assign
 from ..errors import ConfigurationError, listed
 from ..tools._tool import Tool
 
@@ -40,9 +40,11 @@ DEFAULT_CACHE: dict[str, CachePolicy] = {
 }
 
 
-@dataclass(slots=True, eq=False)
-class InjectionContext:
-    """What a rule sees when deciding whether its injection fires this iteration."""
+@dataclass(slots=True, init=False, repr=False, eq=False)
+class InjectionContext(Shown):
+    """What a rule sees when deciding whether its injection fires this iteration.
+
+    (A dataclass with its methods written once, ``_record.py``: cold start.)"""
 
     iteration: int
     max_iterations: int
@@ -52,6 +54,16 @@ class InjectionContext:
     """The previous tool batch: ``{"tool_name", "tool_call_id", "status"}`` per call."""
     activated: Sequence[str]
     """Skills the model activated this turn with ``read_skill``."""
+
+    def __init__(self, iteration: int, max_iterations: int, user_message: str,
+                 history: Sequence[Any], tool_results: Sequence[Any],
+                 activated: Sequence[str]) -> None:
+        self.iteration = iteration
+        self.max_iterations = max_iterations
+        self.user_message = user_message
+        self.history = history
+        self.tool_results = tool_results
+        self.activated = activated
 
     @property
     def iterations_remaining(self) -> int:
