@@ -238,3 +238,31 @@ def test_the_pending_call_is_shown_masked_as_the_run_recorded_it() -> None:
         assert chain.hops[0].kind == "PAUSED"
         assert '"account": "[REDACTED]"' in chain.hops[0].text
         assert "IBAN-SECRET-42" not in str(chain)
+
+
+async def test_a_member_that_pauses_is_traced_across_the_composition() -> None:
+    """The second member of a Sequence pauses at a check-in: PAUSED names its step, and the
+    pending call's chain crosses into the first member whose answer it was sent (FROM) — the
+    same from the composition's result and from its recording."""
+    from agentfootprint.compose import Sequence
+
+    @tool(check_in=True)
+    async def refund(order_id: str) -> str:
+        """Refund an order."""
+        return "refunded"
+
+    first = Agent(provider=mock(reply="Order A-9 needs a refund"), model="m",
+                  context=[define_fact(id="lost", data="Order A-9 was lost in transit.")])
+    second = Agent(provider=mock(script=[{"tool_calls": [{"id": "r1", "name": "refund",
+                                                          "args": {"order_id": "A-9"}}]}]),
+                   model="m", tools=[refund])
+    result = await Sequence(("first", first), ("second", second)).run("Handle A-9")
+    texts = {str(backtrack(source)) for source in (result, _reloaded(result))}
+    assert len(texts) == 1
+    chain = backtrack(_reloaded(result))
+    assert chain.pause is not None and chain.pause.scope.startswith("second")
+    assert chain.hops[0].text.startswith("second/tool_calls#")
+    assert [hop.kind for hop in chain.hops] == ["PAUSED", "READ", "FROM", "READ", "LANDED",
+                                                "ALLOWED", "BORN"]
+    assert "the answer of member 'first'" in chain.hops[2].text
+    assert chain.suspect is not None and chain.suspect.id == "lost"

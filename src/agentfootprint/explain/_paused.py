@@ -70,8 +70,10 @@ class Paused:
 
     @property
     def where(self) -> str:
-        inside = f" in {self.scope.rsplit('#', 1)[0]}" if self.scope else ""
-        return f"{self.runtime_stage_id}{inside}"
+        """The step id, with the member it ran in when the id does not already say so."""
+        member = self.scope.rsplit("#", 1)[0]
+        said = not member or self.runtime_stage_id.startswith(f"{member}/")
+        return self.runtime_stage_id if said else f"{self.runtime_stage_id} in {member}"
 
     @property
     def pending(self) -> str:
@@ -139,8 +141,8 @@ def pause_of(source: Explainable, view: RunView | None = None) -> Paused | None:
     """The pause of ``source``, or ``None`` when the run is not paused. ``view`` is the run
     already read (its calls are reused for the call that asked for the pending tool call)."""
     log = log_of(source)
-    status = getattr(source, "status", None)
-    if isinstance(status, str) and status != "paused":
+    status = _status(source)
+    if status is not None and status != "paused":
         return None
     record = next((r for r in reversed(log.records) if r.paused), None)
     if record is None or (status is None and record is not log.records[-1]):
@@ -151,6 +153,16 @@ def pause_of(source: Explainable, view: RunView | None = None) -> Paused | None:
             return found
     return Paused("stage", record.runtime_stage_id, record.stage_id, record.stage, record.ns,
                   reads=_reads(log, record))
+
+
+def _status(source: Explainable) -> str | None:
+    """The status of the run the log belongs to: a result's recording says it (a
+    composition's result may not), else the source's own; None for a bare log."""
+    for holder in (getattr(source, "recording", None), source):
+        status = getattr(holder, "status", None)
+        if isinstance(status, str):
+            return status
+    return None
 
 
 def _tool_pause(view: RunView, record: CommitRecord) -> Paused | None:
