@@ -29,6 +29,7 @@ from ..flow._redact import REDACTED
 from ..flow._scope import peek
 from ..flow._values import freeze
 from ..providers._base import LLMRequest, LLMResponse, Message, WireMemo
+from ..providers._construct import Constructor
 from ..providers._resilience import resilience_reports
 from ..runs import trace
 from ..tools._script_keys import LEDGER_KEY
@@ -51,6 +52,8 @@ WRAP_UP_INSTRUCTION = (
 live_emit: contextvars.ContextVar[Callable[[FlowEvent], None] | None] = contextvars.ContextVar(
     "live_emit", default=None)
 """The current run's path to listeners for events that are delivered but not recorded."""
+
+_request = Constructor(LLMRequest)  # LLMRequest.model_construct, at the cost of a dict merge
 
 _EVENT_NAMES = {
     "retried": "error.retried", "recovered": "error.recovered",
@@ -318,7 +321,7 @@ class _Stages(MemoryStages, ToolBatchStages):
             history = windowed_messages(history, scope[trace.WINDOW])
         tools = [] if scope.get(trace.WRAP_UP_ASKED) else scope.get(trace.TOOL_SCHEMAS) or []
         messages = self._wire(history)
-        request = LLMRequest.model_construct(
+        request = _request(
             model=spec.model, messages=messages, system=system, tools=tools,
             temperature=spec.temperature, max_tokens=spec.max_tokens, stop=None,
             tool_choice=None, seed=spec.seed, cache=cache_prefix(spec, scope, messages, tools))

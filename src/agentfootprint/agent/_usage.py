@@ -43,6 +43,7 @@ from ..errors import ConfigurationError
 from ..providers._base import CachePrefix, LLMResponse
 from ..providers._pricing import Price, call_cost, check_prices, price_for
 from ..runs import trace
+from ._spec import emit
 
 if TYPE_CHECKING:
     from ..flow import Scope
@@ -170,8 +171,6 @@ def record_call(scope: Scope, spec: AgentSpec, response: LLMResponse, *, seconds
                 iteration: int, cache: CachePrefix | None) -> None:
     """Record one call's usage, latency (``seconds`` it took) and cost; emit ``cost.tick``;
     judge the budget."""
-    from ._spec import emit
-
     latency = round(seconds * 1000, 3)
     budget = spec.budget
     prices = budget.prices if budget is not None else None
@@ -218,8 +217,6 @@ def record_call(scope: Scope, spec: AgentSpec, response: LLMResponse, *, seconds
 
 def _judge(scope: Scope, budget: Budget, rows: list[dict[str, Any]],
            meter: UsageMeter | None, total_cost: float) -> None:
-    from ._spec import emit
-
     if meter is None:  # this run alone: its own calls so far
         meter = UsageMeter()
         for row in rows:

@@ -14,6 +14,7 @@ import inspect
 import math
 import re
 from collections.abc import AsyncIterator, Callable, Sequence
+from operator import itemgetter
 from typing import Any
 
 from ..errors import ConfigurationError, listed
@@ -99,8 +100,11 @@ class MockProvider(Provider):
                 "an LLMResponse or an exception")
         _check_keys(item, _REPLY_KEYS, "mock reply")
         calls: list[ToolCall] = []
-        for raw in listed(item.get("tool_calls", ()), argument="tool_calls",
-                          example="{'name': 'lookup', 'args': {...}}"):
+        asked = item.get("tool_calls", ())
+        if type(asked) is not list and type(asked) is not tuple:  # (a list needs no check)
+            asked = listed(asked, argument="tool_calls",
+                           example="{'name': 'lookup', 'args': {...}}")
+        for raw in asked:
             if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
                 raise ConfigurationError(
                     f"mock tool call {raw!r} must be a dict with a 'name' (and 'args')")
@@ -109,12 +113,15 @@ class MockProvider(Provider):
             calls.append({"id": raw.get("id") or f"call_{self._call_ids}", "name": raw["name"],
                           "args": dict(raw.get("args", {}))})
         content = item.get("content", "") or ""
-        usage = item.get("usage")
+        usage: Any = item.get("usage")
         if usage is None:
-            prompt = len(request.system or "") + sum(len(m["content"]) for m in request.messages)
-            usage = Usage(input=math.ceil(prompt / 4), output=math.ceil(len(content) / 4))
+            # C-level sum (no Python step per message): the history grows with the run
+            prompt = len(request.system or "") + sum(
+                map(len, map(_CONTENT, request.messages)))
+            # validated with the response (the same Usage, one call into the validator)
+            usage = {"input": math.ceil(prompt / 4), "output": math.ceil(len(content) / 4)}
         elif isinstance(usage, dict):
-            usage = Usage(**usage)
+            usage = Usage(**usage)  # (its own errors: a misspelt usage key is named)
         return LLMResponse(content=content, tool_calls=calls, usage=usage,
                            stop_reason=item.get("stop_reason", "tool_use" if calls else "stop"),
                            model=request.model)
@@ -122,10 +129,14 @@ class MockProvider(Provider):
 
 _REPLY_KEYS = ("content", "tool_calls", "usage", "stop_reason")
 _CALL_KEYS = ("id", "name", "args")
+_KNOWN = {_REPLY_KEYS: frozenset(_REPLY_KEYS), _CALL_KEYS: frozenset(_CALL_KEYS)}
+_CONTENT = itemgetter("content")
 
 
 def _check_keys(item: dict[str, Any], known: tuple[str, ...], what: str) -> None:
     """A misspelt key would otherwise be dropped and the reply silently come out empty."""
+    if item.keys() <= _KNOWN[known]:
+        return
     unknown = sorted(set(item) - set(known))
     if unknown:
         raise ConfigurationError(

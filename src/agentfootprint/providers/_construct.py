@@ -1,0 +1,67 @@
+"""Trusted Pydantic models built at the cost of a dict merge: ``model_construct``, made cheap.
+
+The loop builds an ``LLMRequest`` for every call, and the scripted provider an ``LLMResponse``
+and a ``Usage``, from values it has built itself. ``model_construct`` skips validation but
+still walks every field in Python (aliases, defaults) on every call. :class:`Constructor`
+reads the fields once and then builds exactly what ``model_construct`` builds — the same
+``__dict__`` (same keys, same order, defaults filled in), the same ``model_fields_set``, no
+extra and no private values — for the calls that give every required and every
+factory-defaulted field and nothing else. Any other call (or a model this shortcut does not
+cover: aliases, a mutable plain default, private attributes, ``extra="allow"``, a post-init
+hook) goes to ``model_construct`` itself, so the result never differs.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel
+
+__all__ = ["Constructor"]
+
+M = TypeVar("M", bound=BaseModel)
+
+_IMMUTABLE = frozenset((str, int, float, bool, type(None), bytes))
+"""Plain defaults ``model_construct`` hands over as they are (its deep copy returns them)."""
+_set = object.__setattr__
+
+
+class Constructor(Generic[M]):
+    """``Constructor(Model)(**values)`` is ``Model.model_construct(**values)``, faster."""
+
+    __slots__ = ("_cls", "_fields", "_must", "_plain", "_template")
+
+    def __init__(self, cls: type[M]) -> None:
+        self._cls = cls
+        template: dict[str, Any] = {}
+        must: set[str] = set()
+        plain = (cls.__pydantic_post_init__ is None and not cls.__private_attributes__
+                 and not cls.__pydantic_root_model__
+                 and cls.model_config.get("extra") != "allow")
+        for name, field in cls.__pydantic_fields__.items():
+            if field.alias is not None or field.validation_alias is not None:
+                plain = False
+            if field.is_required() or field.default_factory is not None:
+                must.add(name)  # the caller gives it (else: model_construct)
+                template[name] = None
+            elif type(field.default) in _IMMUTABLE:
+                template[name] = field.default
+            else:
+                plain = False
+        self._template = template
+        self._fields = frozenset(template)
+        self._must = frozenset(must)
+        self._plain = plain
+
+    def __call__(self, **values: Any) -> M:
+        keys = values.keys()
+        if not (self._plain and self._must <= keys <= self._fields):
+            return self._cls.model_construct(**values)
+        model = self._cls.__new__(self._cls)
+        data = self._template.copy()  # the fields' order, as model_construct fills them
+        data.update(values)
+        _set(model, "__dict__", data)
+        _set(model, "__pydantic_fields_set__", set(keys))
+        _set(model, "__pydantic_extra__", None)
+        _set(model, "__pydantic_private__", None)
+        return model
