@@ -204,6 +204,10 @@ def test_every_surface_shows_the_pause_of_a_stored_agent_run(
         hop.kind for hop in chain.hops]
     assert len(board.find_all("li", cls="suspect")) == len(chain.ranked)
     assert "Not proven yet" not in root.text
+    assert "the call that produced the answer" not in root.text
+    asking = [v for v in by_id(root, "model-view").find_all("article", cls="call-view")
+              if "the call that asked for the pending tool call" in v.text]
+    assert len(asking) == 1 and "hidden" not in asking[0].attrs
 
     said = self_explain(recording)
     assert "ANSWER: none yet — the run is paused: check-in before tool 'issue_refund'" in said

@@ -76,8 +76,12 @@ class Backtrack:
     """The chain for the followed suspect, plus the ranked candidate set it was chosen from."""
 
     answer: str
+    """What was explained: the answer (a field's ``name value``); empty for a failed or paused
+    run, which has none (a paused run's pending tool call is ``pause.pending``)."""
     hops: list[Hop]
     suspect: Suspect | None
+    """The source the chain follows; None when none is (no candidate, no overlap, a failure,
+    a flow stage's pause)."""
     sentence: str | None
     """The sentence of the suspect that aligns best with the answer (highlighted)."""
     system_prompt: str

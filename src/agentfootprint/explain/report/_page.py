@@ -178,7 +178,7 @@ def _model_section(data: ReportData, colours: _Colours,
             f'<article class="call-view" id="call-{call.index}" data-call-index="{call.index}" '
             f'data-rid="{_e(call.runtime_stage_id)}"{"" if call.index == shown else " hidden"}>'
             f"<header>{_e(_call_title(call))}"
-            f"{_call_role(call)}</header>{call_usage_line(per_call.get(call.index))}"
+            f"{_call_role(call, data)}</header>{call_usage_line(per_call.get(call.index))}"
             + _call_body(call, colours, mark) + "</article>")
     return ('<section id="model-view"><h2>What the model saw</h2>'
             '<p class="legend">Exactly what each call sent, rebuilt from the recording. Each '
@@ -186,9 +186,13 @@ def _model_section(data: ReportData, colours: _Colours,
             f'<div class="call-tabs">{tabs}</div>{"".join(views)}</section>')
 
 
-def _call_role(call: CallView) -> str:
+def _call_role(call: CallView, data: ReportData) -> str:
     if call.failed is not None:
         return " — the call that failed (the run has no answer)"
+    pause = data.pause
+    if pause is not None:  # a paused run has no answer: no call produced one
+        asked = pause.call is not None and pause.call.runtime_stage_id == call.runtime_stage_id
+        return " — the call that asked for the pending tool call" if asked else ""
     return " — the call that produced the answer" if call.is_final else ""
 
 
