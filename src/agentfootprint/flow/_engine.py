@@ -121,7 +121,10 @@ class _Engine:
                 output, rid = await self.subflow(node, frame, parent, control)
                 if frame.break_reason is not None:
                     return output
-            node_id = self.follow(node, frame, rid)
+            if node.loop_to is None and not self.dispatch.h_next:  # ``follow``'s plain hop
+                node_id = node.next
+            else:
+                node_id = self.follow(node, frame, rid)
             parent, control = rid, None
         return output
 
@@ -363,10 +366,13 @@ class _Engine:
             found = scope._reads
             reads = tuple(found) if found else ()
         emits = scope._emits
-        record = self.log.append(new_record(
+        record = new_record(
             step.rid, node.id, node.name, kind, frame.ns, read_ns, reads,
             tuple(changes) if changes else (), parent, control, passes, decision,
-            tuple(emits) if emits else (), error, step.break_reason, paused))
+            tuple(emits) if emits else (), error, step.break_reason, paused)
+        records = self.log.records  # ``CommitLog.append``, inlined
+        record.idx = len(records)
+        records.append(record)
         hooks = self.dispatch.h_commit
         if hooks:
             self.fire(hooks, "commit", step.rid, node, value=record)

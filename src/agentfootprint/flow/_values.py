@@ -237,24 +237,36 @@ def freeze(value: object) -> Any:
     """The committed form: lists and dicts frozen all the way down (frozen parts reused).
 
     A ``DraftList`` freezes only what follows the prefix it still shares with the committed
-    list it was read from (and is that very list again when nothing changed); a list or dict
-    whose elements are all frozen already is copied without a Python step per element.
+    list it was read from (and is that very list again when nothing changed). A list or dict
+    is copied once at C speed, then only its elements that are not frozen yet are replaced
+    (a long list of frozen parts is recognised without a Python step per element).
     """
     kind = type(value)
     if kind in _DONE:
         return value
     if kind is dict and isinstance(value, dict):
-        if _DONE.issuperset(map(type, value.values())):  # flat: one copy at C speed
-            return FrozenDict(value)
-        return FrozenDict({k: (v if type(v) in _DONE else freeze(v))
-                           for k, v in value.items()})
+        frozen = FrozenDict(value)
+        for key, item in value.items():
+            if type(item) not in _DONE:
+                _put_key(frozen, key, freeze(item))
+        return frozen
     if kind is DraftList and isinstance(value, DraftList):
         return _freeze_after(value, value._clean, value._base)
     if (kind is list and isinstance(value, list)) or (kind is tuple and isinstance(value, tuple)):
-        if _DONE.issuperset(map(type, value)):
-            return FrozenList(value)
-        return FrozenList([x if type(x) in _DONE else freeze(x) for x in value])
+        out = FrozenList(value)
+        if len(value) >= _SHORT and _DONE.issuperset(map(type, value)):
+            return out
+        for index, item in enumerate(value):
+            if type(item) not in _DONE:
+                _put_index(out, index, freeze(item))
+        return out
     return value
+
+
+_put_key: Final = dict.__setitem__
+"""Fills a ``FrozenDict`` freeze just made (its own ``__setitem__`` refuses)."""
+_put_index: Final = list.__setitem__
+"""Fills a ``FrozenList`` freeze just made."""
 
 
 def _freeze_after(value: Sequence[Any], shared: int, base: FrozenList) -> FrozenList:
@@ -406,6 +418,8 @@ def settle(base: Any, new: Any) -> tuple[Any, int] | None:
             frozen = freeze(new)
         elif kind is DraftList and shared == nb and nb < nn:
             frozen = _promote(new, base)
+        elif shared == 0:
+            frozen = freeze(new)
         else:
             frozen = _freeze_after(new, shared, base)
         return frozen, (nb if prefix and 0 < nb < nn else 0)
@@ -497,7 +511,13 @@ def same_value(a: Any, b: Any) -> bool:
             if k != other:  # key order is kept by replay, so it counts
                 return False
             w = b[k]
-            if v is not w and not same_value(v, w):
+            if v is w:
+                continue
+            tv = type(v)
+            if tv is str or tv is int:  # the common leaf, without a call
+                if type(w) is not tv or v != w:
+                    return False
+            elif not same_value(v, w):
                 return False
         return True
     try:
