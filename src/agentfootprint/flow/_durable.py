@@ -58,6 +58,8 @@ async def durable_timed(kind: str, fn: Callable[[], Awaitable[T]]) -> tuple[T, f
     """``(await fn(), seconds it took)``: the clock is read inside the step, so a replay
     records the latency the first execution measured, not the replay's."""
     runner = step_runner.get()
-    if runner is None:
-        return await _timed(fn)
+    if runner is None:  # ``_timed``, inlined: one coroutine less per model call
+        started = time.perf_counter()
+        value = await fn()
+        return value, time.perf_counter() - started
     return await runner.step(kind, lambda: _timed(fn))

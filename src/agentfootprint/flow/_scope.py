@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final
 
 from ._recorders import FlowEvent
 from ._redact import REDACTED
@@ -293,9 +293,10 @@ def peek(scope: Scope, key: str, default: object = None) -> Any:
 
 def open_scope(frame: Frame, step: Step) -> Scope:
     """``Scope(frame, step)``, built the cheaper way (see ``_ScopeState``)."""
-    scope = _ScopeState(frame, step)
+    scope: Any = _ScopeState(frame, step)  # (Any: no typing.cast call on the hot path)
     scope.__class__ = Scope
-    return cast(Scope, scope)
+    opened: Scope = scope
+    return opened
 
 
 def _slot_setter(name: str) -> Callable[[Scope, Any], None]:

@@ -445,12 +445,26 @@ def thaw(value: object) -> Any:
 
 
 def copy_value(value: object) -> Any:
-    """A plain, fully independent deep copy (frozen parts become ordinary lists and dicts)."""
+    """A plain, fully independent deep copy (frozen parts become ordinary lists and dicts).
+
+    Each list or dict is copied once at C speed, then only its container elements are
+    replaced by their own copies (a run's final state is copied this way at every run's end).
+    """
     kind = type(value)
     if (kind is list or kind is FrozenList or kind is DraftList) and isinstance(value, list):
-        return [x if type(x) in _SCALARS else copy_value(x) for x in value]
+        out = list(value)
+        if len(out) >= _SHORT and _SCALARS.issuperset(map(type, out)):
+            return out
+        for index, item in enumerate(out):
+            if type(item) not in _SCALARS:
+                out[index] = copy_value(item)
+        return out
     if (kind is dict or kind is FrozenDict) and isinstance(value, dict):
-        return {k: (v if type(v) in _SCALARS else copy_value(v)) for k, v in value.items()}
+        copied = dict(value)
+        for key, item in copied.items():
+            if type(item) not in _SCALARS:
+                copied[key] = copy_value(item)
+        return copied
     if kind is tuple and isinstance(value, tuple):
         return [copy_value(x) for x in value]
     return value
