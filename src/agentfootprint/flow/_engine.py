@@ -30,7 +30,7 @@ from ._pause import Pause
 from ._recorders import Dispatcher, FlowEvent, Hooks
 from ._redact import RunSecrets
 from ._scope import ReadView, Scope, frozen_mapping, open_scope
-from ._values import MISSING, FrozenList, copy_value, freeze, settle
+from ._values import MISSING, SCALAR_TYPES, FrozenList, copy_value, freeze, settle
 
 if TYPE_CHECKING:
     from ._chart import Chart, Node, StageFn
@@ -385,15 +385,22 @@ class _Engine:
         policy = frame.redaction
         for key, new in staged.items():
             base = state.get(key, MISSING)
-            if new is MISSING:
+            kind = type(new)
+            if kind in SCALAR_TYPES:  # ``settle`` of a scalar, inlined: most writes are one
+                if new is base or (type(base) is kind and (
+                        base == new or (kind is float and base != base and new != new))):
+                    continue
+                grown = 0
+            elif new is MISSING:
                 if base is not MISSING:
                     del state[key]
                     changes.append(new_change(key, "delete"))
                 continue
-            settled = settle(base, new)
-            if settled is None:  # the same value: nothing changed
-                continue
-            new, grown = settled  # state and log share one read-only value from here on
+            else:
+                settled = settle(base, new)
+                if settled is None:  # the same value: nothing changed
+                    continue
+                new, grown = settled  # state and log share one read-only value from here on
             state[key] = new
             if policy is not None and policy.is_redacted(key):
                 secrets = frame.secrets

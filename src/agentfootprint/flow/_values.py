@@ -29,6 +29,7 @@ from typing import Any, Final, NoReturn
 
 __all__ = [
     "MISSING",
+    "SCALAR_TYPES",
     "DraftList",
     "FrozenDict",
     "FrozenList",
@@ -61,6 +62,8 @@ class _Missing:
 MISSING: Final[Any] = _Missing()
 
 _SCALARS: Final = frozenset((str, int, float, bool, type(None)))
+SCALAR_TYPES: Final = _SCALARS
+"""The exact types of scalar state values (a subclass is not one): committed as they are."""
 
 
 def _refuse(self: Any, *args: Any, **kwargs: Any) -> NoReturn:
