@@ -189,8 +189,8 @@ def _follow(target: str, hops: list[Hop], reached: list[Reached], suspect: str |
     ``target`` and follow the chosen one: READ (and the FROM crossings into another member or
     run), LANDED, ALLOWED, BORN. ``what`` names the target in words; ``crossing`` says a
     0-score source may still be followed (a structured field's chain, an answer a composition
-    step picked among its members' answers); ``asked`` words the
-    first READ as the call that asked for a pending tool call.
+    step picked among its members' answers); ``asked`` words the first READ as the call that
+    asked for a pending tool call.
 
     When the best score is 0 and no crossing applies — no source was asked for, the chosen
     one is in the first call itself and carries no other member's or run's answer — the
