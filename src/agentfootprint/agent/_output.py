@@ -18,7 +18,6 @@ never eats the tool budget (``max_iterations`` grows with it).
 
 from __future__ import annotations
 
-import json
 import re
 import types
 import typing
@@ -90,6 +89,8 @@ class OutputSpec:
     def check(self, text: str) -> tuple[Any, list[dict[str, str]]]:
         """``(the value in JSON form, [])`` when ``text`` validates, else ``(None, errors)``,
         each error ``{field, message}`` (``field`` "" for the answer as a whole)."""
+        import json  # loaded on first use: a plain run never writes JSON
+
         raw = _unfenced(text)
         try:
             data = json.loads(raw)
@@ -107,6 +108,8 @@ class OutputSpec:
 
     def load(self, value: Any) -> Any:
         """The typed value of a recorded ``output`` (its JSON form)."""
+        import json  # loaded on first use: a plain run never writes JSON
+
         return self.adapter.validate_json(json.dumps(value))
 
     # ------------------------------------------------------------------ the loop's hooks

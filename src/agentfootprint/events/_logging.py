@@ -16,7 +16,6 @@ enabled for INFO, so with logging off a run pays a few ``isEnabledFor`` checks a
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -44,6 +43,8 @@ def run_loggers(name: str) -> list[RunLogger]:
 
 
 def _clip(text: object, limit: int = _CLIP) -> str:
+    import json  # loaded on first use: a plain run never writes JSON
+
     shown = text if isinstance(text, str) else json.dumps(text, default=repr,
                                                           ensure_ascii=False)
     return clip(shown, limit)

@@ -20,7 +20,6 @@ one raises an error that says how to copy it.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Iterable, Sequence
 from copy import deepcopy
@@ -558,6 +557,8 @@ def summarize(value: object, max_len: int = 80) -> str:
     if value is None:
         return "None"
     if isinstance(value, str):
+        import json  # loaded on first use: a plain run never writes JSON
+
         text = json.dumps(value, ensure_ascii=False)
         return text if len(text) <= max_len else text[: max_len - 4] + '..."'
     if isinstance(value, (bool, int, float)):

@@ -9,8 +9,6 @@ provider sees one shape — the answer's text is the JSON that is validated.
 
 from __future__ import annotations
 
-import json
-
 from ._base import LLMResponse, OutputSchema, ToolSchema
 
 __all__ = ["OUTPUT_TOOL", "output_tool", "take_output_call"]
@@ -35,6 +33,8 @@ def take_output_call(response: LLMResponse) -> LLMResponse:
     chosen = next((c for c in response.tool_calls if c["name"] == OUTPUT_TOOL), None)
     if chosen is None:
         return response
+    import json  # loaded on first use: a plain run never writes JSON
+
     from ._openai import RAW_ARGUMENTS_KEY  # (only here: importing the package stays light)
 
     rest = [c for c in response.tool_calls if c is not chosen]

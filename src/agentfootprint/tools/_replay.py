@@ -18,7 +18,6 @@ is otherwise *not* run: "outcome unknown" on a resume, a miss that makes a re-ru
 
 from __future__ import annotations
 
-import json
 from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, Literal
@@ -42,6 +41,8 @@ NOT_MADE: Final = ("[this call was not made: the explanation's re-run could not 
 
 def canonical_args(args: object) -> str:
     """Arguments as one comparable string (keys sorted; a JSON string is parsed first)."""
+    import json  # loaded on first use: a plain run never writes JSON
+
     if isinstance(args, str):
         try:
             args = json.loads(args)
@@ -119,6 +120,8 @@ class ToolReplay:
         """Re-run: the recorded result of this call (or the rule's refusal); None = run it."""
         if tool.name in self.runs_itself:
             return None
+        import json  # loaded on first use: a plain run never writes JSON
+
         queue = self.queues.get((tool.name, canonical_args(dict(args))))
         while queue:
             result = queue.popleft()
