@@ -15,25 +15,27 @@ is never an unanswered tool call. The final answer is never appended to ``histor
 from __future__ import annotations
 
 import contextvars
+import time
 from collections.abc import Callable
 from typing import Any
 
 from ..context._delivery import KeysMemo, deliver, moves_system_messages
 from ..context._injection import Injection, InjectionContext, Trigger, evaluate_injections
 from ..context._skills import SKIP_STEP, step_sentence
-from ..context._slots import compose_system, compose_tools
+from ..context._slots import compose_tools
 from ..events._catalogue import PREFIX
 from ..flow import Chart, Decision, FlowEvent, Scope, flow_chart
-from ..flow._durable import durable_timed
+from ..flow._durable import durable_timed, step_runner
 from ..flow._redact import REDACTED
 from ..flow._scope import peek
-from ..flow._values import freeze
+from ..flow._values import MISSING, freeze
 from ..providers._base import LLMRequest, LLMResponse, Message, WireMemo
 from ..providers._construct import Constructor
 from ..providers._resilience import resilience_reports
 from ..runs import trace
 from ..tools._script_keys import LEDGER_KEY
 from ._cache import cache_prefix
+from ._memo import NO_INJECTIONS, SystemMemo, frozen_calls
 from ._memory_mount import MemoryStages, mount_memories
 from ._spec import AgentSpec, emit_turn_end
 from ._spec import emit as _emit
@@ -69,6 +71,7 @@ class _Stages(MemoryStages, ToolBatchStages):
         self._wire = WireMemo()  # the wire form of the history, built as the history grows
         self._schemas: tuple[list[Any], Any] | None = None  # the registry's, frozen once
         self._keys = KeysMemo()  # delivery keys in the history, scanned as it grows
+        self._system = SystemMemo(spec.system, spec.system_cache)  # the prompt per pieces
 
     def seed(self, scope: Scope) -> None:
         self._seed(scope, self._host_turn(scope))
@@ -130,7 +133,7 @@ class _Stages(MemoryStages, ToolBatchStages):
         """Judge every declared injection against this iteration and the previous tool batch."""
         spec = self.spec
         if not spec.tracks_context:
-            scope[trace.ACTIVE_INJECTIONS] = []
+            scope[trace.ACTIVE_INJECTIONS] = NO_INJECTIONS  # the committed one: no compare
             return
         iteration = scope[trace.ITERATION]
         ctx = InjectionContext(
@@ -161,7 +164,10 @@ class _Stages(MemoryStages, ToolBatchStages):
             del scope[trace.SKILL_STEPS]
 
     def _active(self, scope: Scope) -> list[Injection]:
-        ids = set(scope[trace.ACTIVE_INJECTIONS])
+        found = peek(scope, trace.ACTIVE_INJECTIONS, MISSING)  # only looked at: no copy
+        ids = set(scope[trace.ACTIVE_INJECTIONS] if found is MISSING else found)
+        if not ids and not self.spec.memories:
+            return []
         active = [i for i in self.spec.injections if i.id in ids]
         for key, memory, piece in self._recall_pieces(scope):
             if key in ids:
@@ -175,7 +181,7 @@ class _Stages(MemoryStages, ToolBatchStages):
         spec = self.spec
         if spec.react_mode == "classic" and scope[trace.ITERATION] > 1:
             return
-        text, rows = compose_system(spec.system, spec.system_cache, self._active(scope))
+        text, rows = self._system(self._active(scope))  # frozen: unchanged, not compared
         scope[trace.SYSTEM_PROMPT] = text
         if spec.tracks_context:
             scope[trace.SYSTEM_SLOT] = rows
@@ -332,12 +338,17 @@ class _Stages(MemoryStages, ToolBatchStages):
             "iteration": iteration, "provider": spec.provider.name, "model": spec.model,
             "system_prompt_chars": len(system or ""), "messages_count": len(history),
             "tools_count": len(tools)})
-        response, took = await durable_timed(  # a durable run's step (flow/_durable.py)
-            "llm", lambda: self._call(scope, request, iteration))
+        if step_runner.get() is None:  # durable_timed's direct path, without its layers
+            started = time.perf_counter()
+            response = await self._call(scope, request, iteration)
+            took = time.perf_counter() - started
+        else:  # a durable run's step (flow/_durable.py)
+            response, took = await durable_timed(
+                "llm", lambda: self._call(scope, request, iteration))
         if spec.output is not None:
             response = spec.output.answered(scope, response)
         scope[trace.LLM_CONTENT] = response.content
-        scope[trace.LLM_TOOL_CALLS] = [dict(c) for c in response.tool_calls]
+        scope[trace.LLM_TOOL_CALLS] = frozen_calls(response.tool_calls)
         scope[trace.STOP_REASON] = response.stop_reason
         scope[trace.INPUT_TOKENS] = scope[trace.INPUT_TOKENS] + response.usage.input
         scope[trace.OUTPUT_TOKENS] = scope[trace.OUTPUT_TOKENS] + response.usage.output

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..context._skills import READ_SKILL, SKIP_STEP, step_sentence
 from ..flow import Scope, pause
-from ..flow._durable import durable_step
+from ..flow._durable import durable_step, step_runner
 from ..flow._pause import Pause
 from ..providers._base import Message, ToolCall
 from ..runs import trace
@@ -303,8 +303,10 @@ class ToolBatchStages:
             if getattr(tool, "script", None) is None:
                 # no code runs: no script row to file, so neither the script ledger nor the
                 # code runner is read (what dispatch_script_call does for such a tool)
-                outcome = await durable_step(  # a durable run's step (flow/_durable.py)
-                    "tool", lambda: spec.registry.dispatch(call, ctx))
+                dispatch = spec.registry.dispatch
+                outcome = (await dispatch(call, ctx) if step_runner.get() is None  # direct
+                           else await durable_step(  # a durable run's step (flow/_durable.py)
+                               "tool", lambda: dispatch(call, ctx)))
             else:
                 outcome = await self._dispatch_script(scope, call, ctx, turn, tool,
                                                       proposed_by)

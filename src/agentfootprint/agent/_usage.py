@@ -175,7 +175,9 @@ def record_call(scope: Scope, spec: AgentSpec, response: LLMResponse, *, seconds
     budget = spec.budget
     prices = budget.prices if budget is not None else None
     model = response.model or spec.model
-    price = price_for(model, prices) or price_for(spec.model, prices)
+    price = price_for(model, prices)
+    if price is None and model != spec.model:  # (the same name would find nothing again)
+        price = price_for(spec.model, prices)
     usage = response.usage
     cost = call_cost(price, input=usage.input, output=usage.output,
                      cache_read=usage.cache_read, cache_write=usage.cache_write)

@@ -148,6 +148,11 @@ def result_text(value: object) -> str:
         return value
     if value is None:
         return NO_VALUE
+    kind = type(value)
+    if kind is int:  # what json.dumps writes for an int (its repr), without the encoder
+        return int.__repr__(value)
+    if kind is bool:
+        return "true" if value else "false"
     try:
         return json.dumps(value, ensure_ascii=False, default=str)
     except (TypeError, ValueError):
