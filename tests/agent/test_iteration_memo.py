@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 from agentfootprint import Agent, define_fact, tool
-from agentfootprint.agent._memo import NO_INJECTIONS, SystemMemo, frozen_calls
+from agentfootprint.agent._memo import NO_INJECTIONS, SystemMemo
 from agentfootprint.context._injection import Injection, Trigger
 from agentfootprint.context._slots import compose_system
-from agentfootprint.flow._values import FrozenList, freeze
+from agentfootprint.flow._values import FrozenList
 from agentfootprint.providers import mock
 from agentfootprint.runs import trace
 from agentfootprint.tools._registry import result_text
@@ -29,11 +29,7 @@ def test_the_system_memo_answers_what_compose_system_computes() -> None:
     assert memo([_fact("a", "A.")])[1] is memo([_fact("a", "A.")])[1]  # same pieces: same rows
 
 
-def test_frozen_calls_equal_the_copies_they_replace() -> None:
-    calls = [{"id": "c1", "name": "add", "args": {"a": 1, "b": [2]}}]
-    frozen = frozen_calls(calls)
-    assert frozen == [dict(c) for c in calls] and frozen == freeze([dict(c) for c in calls])
-    assert frozen[0] is not calls[0]  # a copy: the response's dicts stay the provider's
+def test_no_injections_is_one_frozen_empty_list() -> None:
     assert NO_INJECTIONS == [] and type(NO_INJECTIONS) is FrozenList
 
 

@@ -35,7 +35,7 @@ from ..providers._resilience import resilience_reports
 from ..runs import trace
 from ..tools._script_keys import LEDGER_KEY
 from ._cache import cache_prefix
-from ._memo import NO_INJECTIONS, SystemMemo, frozen_calls
+from ._memo import NO_INJECTIONS, SystemMemo
 from ._memory_mount import MemoryStages, mount_memories
 from ._spec import AgentSpec, emit_turn_end
 from ._spec import emit as _emit
@@ -348,7 +348,7 @@ class _Stages(MemoryStages, ToolBatchStages):
         if spec.output is not None:
             response = spec.output.answered(scope, response)
         scope[trace.LLM_CONTENT] = response.content
-        scope[trace.LLM_TOOL_CALLS] = frozen_calls(response.tool_calls)
+        scope[trace.LLM_TOOL_CALLS] = [dict(c) for c in response.tool_calls]
         scope[trace.STOP_REASON] = response.stop_reason
         scope[trace.INPUT_TOKENS] = scope[trace.INPUT_TOKENS] + response.usage.input
         scope[trace.OUTPUT_TOKENS] = scope[trace.OUTPUT_TOKENS] + response.usage.output

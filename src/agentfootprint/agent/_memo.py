@@ -16,9 +16,8 @@ from typing import Any
 from ..context._injection import Injection
 from ..context._slots import compose_system
 from ..flow._values import freeze
-from ..providers._base import ToolCall
 
-__all__ = ["NO_INJECTIONS", "SystemMemo", "frozen_calls"]
+__all__ = ["NO_INJECTIONS", "SystemMemo"]
 
 NO_INJECTIONS: Any = freeze([])
 """``active_injections`` of an agent that declares no context: one frozen empty list."""
@@ -54,11 +53,3 @@ class SystemMemo:
                 self._kept.clear()
             found = self._kept[key] = (text, freeze(rows))
         return found
-
-
-def frozen_calls(calls: Sequence[ToolCall]) -> Any:
-    """The tool calls as ``llm_tool_calls`` holds them: the frozen form of a copy of each
-    call, made directly (a plain copy first would only be frozen again at the commit)."""
-    if all(type(call) is dict for call in calls):
-        return freeze(list(calls))
-    return [dict(call) for call in calls]  # a dict subclass: copied to a plain dict first
