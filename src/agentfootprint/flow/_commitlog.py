@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .._record import Compared, Value
 from ._values import MISSING, copy_value
 
 __all__ = ["Change", "CommitLog", "CommitRecord", "apply_change", "new_change", "new_record"]
@@ -24,8 +25,12 @@ __all__ = ["Change", "CommitLog", "CommitRecord", "apply_change", "new_change", 
 Op = Literal["set", "append", "delete"]
 
 
-@dataclass(frozen=True, slots=True)
-class Change:
+# The three are dataclasses whose methods are written once (``_record.py``): generating them
+# per class is paid by every cold start. Change is frozen, equal and hashed by its fields.
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
+class Change(Value):
     """One key's net change in one step."""
 
     key: str
@@ -35,14 +40,19 @@ class Change:
     value: Any = None
     """The new value, the appended tail, or ``None`` for a delete."""
 
+    def __init__(self, key: str, op: Op, value: Any = None) -> None:
+        _set_key(self, key)
+        _set_op(self, op)
+        _set_value(self, value)
+
     def to_json(self) -> dict[str, Any]:
         if self.op == "delete":
             return {"key": self.key, "op": "delete"}
         return {"key": self.key, "op": self.op, "value": self.value}
 
 
-@dataclass(slots=True, kw_only=True)
-class CommitRecord:
+@dataclass(slots=True, kw_only=True, init=False, repr=False, eq=False)
+class CommitRecord(Compared):
     """Everything one executed step did: what it read, what it changed, what it decided."""
 
     idx: int = -1
@@ -79,6 +89,31 @@ class CommitRecord:
     """Set when the step called ``scope.break_()`` (``""`` without a reason)."""
     paused: bool = False
     """True when the step paused the run."""
+
+    def __init__(self, *, idx: int = -1, runtime_stage_id: str, stage_id: str, stage: str,
+                 kind: str = "stage", ns: str = "", read_ns: str | None = None,
+                 reads: tuple[str, ...] = (), changes: tuple[Change, ...] = (),
+                 parent: str | None = None, control: str | None = None, loop_pass: int = 0,
+                 decision: dict[str, Any] | None = None,
+                 emits: tuple[tuple[str, Any], ...] = (), error: str | None = None,
+                 break_reason: str | None = None, paused: bool = False) -> None:
+        self.idx = idx
+        self.runtime_stage_id = runtime_stage_id
+        self.stage_id = stage_id
+        self.stage = stage
+        self.kind = kind
+        self.ns = ns
+        self.read_ns = read_ns
+        self.reads = reads
+        self.changes = changes
+        self.parent = parent
+        self.control = control
+        self.loop_pass = loop_pass
+        self.decision = decision
+        self.emits = emits
+        self.error = error
+        self.break_reason = break_reason
+        self.paused = paused
 
     @property
     def read_namespace(self) -> str:
@@ -192,8 +227,8 @@ def apply_change(state: dict[str, Any], change: Change) -> None:
         state.pop(change.key, None)
 
 
-@dataclass(slots=True)
-class CommitLog:
+@dataclass(slots=True, init=False, repr=False, eq=False)
+class CommitLog(Compared):
     """Append-only list of records plus the initial state of each namespace.
 
     ``initial`` holds what a namespace started with before any record (the run's seed state);
@@ -205,6 +240,16 @@ class CommitLog:
     _positions: dict[tuple[str, str], list[int]] = field(default_factory=dict, repr=False)
     _by_runtime_id: dict[str, list[int]] = field(default_factory=dict, repr=False)
     _indexed: int = field(default=0, repr=False)
+
+    def __init__(self, records: list[CommitRecord] | None = None,
+                 initial: dict[str, dict[str, Any]] | None = None,
+                 _positions: dict[tuple[str, str], list[int]] | None = None,
+                 _by_runtime_id: dict[str, list[int]] | None = None, _indexed: int = 0) -> None:
+        self.records = [] if records is None else records
+        self.initial = {} if initial is None else initial
+        self._positions = {} if _positions is None else _positions
+        self._by_runtime_id = {} if _by_runtime_id is None else _by_runtime_id
+        self._indexed = _indexed
 
     def append(self, record: CommitRecord) -> CommitRecord:
         """Add a record; the query indexes catch up lazily, off the run's hot path."""
