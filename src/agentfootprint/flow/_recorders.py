@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from .._record import Shown, Value, assign
+
 __all__ = [
     "EVENT_NAMES",
     "Deferred",
@@ -46,8 +48,12 @@ class Recorder(Protocol):
     """
 
 
-@dataclass(slots=True, eq=False)
-class FlowEvent:
+# The three are dataclasses whose methods are written once (``_record.py``): generating them
+# per class is paid by every cold start.
+
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
+class FlowEvent(Shown):
     """One thing that happened in a run. Values are redacted before the event is built."""
 
     name: str
@@ -63,18 +69,33 @@ class FlowEvent:
     data: Mapping[str, Any] | None = None
     """Event-specific detail: chosen branch and evidence, target stage, error text …"""
 
+    def __init__(self, name: str, run_id: str, runtime_stage_id: str, stage_id: str, stage: str,
+                 key: str | None = None, value: Any = None,
+                 data: Mapping[str, Any] | None = None) -> None:
+        self.name = name
+        self.run_id = run_id
+        self.runtime_stage_id = runtime_stage_id
+        self.stage_id = stage_id
+        self.stage = stage
+        self.key = key
+        self.value = value
+        self.data = data
 
-@dataclass(frozen=True, slots=True)
-class ObserverFailure:
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
+class ObserverFailure(Value):
     """A recorder hook that raised; the run went on."""
 
     observer: str
     hook: str
     error: str
 
+    def __init__(self, observer: str, hook: str, error: str) -> None:
+        assign(self, observer=observer, hook=hook, error=error)
 
-@dataclass(slots=True, eq=False)
-class Deferred:
+
+@dataclass(slots=True, init=False, repr=False, eq=False)
+class Deferred(Shown):
     """Queues a recorder's events and delivers them later, in order.
 
     ``overflow="drop_oldest"`` keeps the newest ``max_queue`` events (drops counted);
@@ -92,6 +113,24 @@ class Deferred:
     failures: list[ObserverFailure] = field(default_factory=list)
     _queue: deque[tuple[str, FlowEvent]] = field(default_factory=deque, repr=False)
     _pending: bool = field(default=False, repr=False)
+
+    def __init__(self, recorder: Recorder, max_queue: int = 10_000,
+                 overflow: Literal["drop_oldest", "block"] = "drop_oldest", queued: int = 0,
+                 delivered: int = 0, dropped: int = 0, flushes: int = 0,
+                 inline_flushes: int = 0, failures: list[ObserverFailure] | None = None,
+                 _queue: deque[tuple[str, FlowEvent]] | None = None,
+                 _pending: bool = False) -> None:
+        self.recorder = recorder
+        self.max_queue = max_queue
+        self.overflow = overflow
+        self.queued = queued
+        self.delivered = delivered
+        self.dropped = dropped
+        self.flushes = flushes
+        self.inline_flushes = inline_flushes
+        self.failures = [] if failures is None else failures
+        self._queue = deque() if _queue is None else _queue
+        self._pending = _pending
 
     @property
     def id(self) -> str:
