@@ -69,7 +69,7 @@ if TYPE_CHECKING:
 __all__ = ["Agent", "LLMCall", "RunResult"]
 
 
-@dataclass(slots=True, eq=False)
+@dataclass(slots=True, eq=False, repr=False)  # its own __repr__; no generated one (cold start)
 class RunResult(Generic[OutputT]):
     """The outcome of one turn."""
 

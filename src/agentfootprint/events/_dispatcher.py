@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from .._record import Shown
 from ..flow import FlowEvent
 from ._catalogue import PREFIX, full_name, payload_model
 
@@ -26,9 +27,11 @@ logger = logging.getLogger("agentfootprint.events")
 __all__ = ["AgentEvent", "EventBridge", "EventDispatcher"]
 
 
-@dataclass(slots=True, eq=False)
-class AgentEvent:
-    """One event: its name, JSON payload, and where in which run it happened."""
+@dataclass(slots=True, init=False, repr=False, eq=False)
+class AgentEvent(Shown):
+    """One event: its name, JSON payload, and where in which run it happened.
+
+    (A dataclass with its methods written once, ``_record.py``: cold start.)"""
 
     type: str
     payload: Mapping[str, Any]
@@ -36,6 +39,15 @@ class AgentEvent:
     runtime_stage_id: str
     stage: str
     timestamp: float = field(default_factory=time.time)
+
+    def __init__(self, type: str, payload: Mapping[str, Any], run_id: str,
+                 runtime_stage_id: str, stage: str, timestamp: float | None = None) -> None:
+        self.type = type
+        self.payload = payload
+        self.run_id = run_id
+        self.runtime_stage_id = runtime_stage_id
+        self.stage = stage
+        self.timestamp = time.time() if timestamp is None else timestamp
 
     def model(self) -> BaseModel:
         """The payload as its catalogue model (validated)."""
