@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -153,6 +152,8 @@ def result_text(value: object) -> str:
         return int.__repr__(value)
     if kind is bool:
         return "true" if value else "false"
+    import json  # loaded on first use: a plain run never writes JSON
+
     try:
         return json.dumps(value, ensure_ascii=False, default=str)
     except (TypeError, ValueError):
@@ -163,6 +164,8 @@ def cap_result(tool_name: str, text: str, cap: int | None) -> str:
     """``text`` when it fits, else a JSON marker of at most ``cap`` characters with its head."""
     if cap is None or len(text) <= cap:
         return text
+    import json  # loaded on first use: a plain run never writes JSON
+
     reason = (f"{tool_name} returned {len(text)} chars, over the {cap}-char cap. "
               "Narrow the request and call again.")
     marker = {"truncated": True, "reason": reason, "head": ""}
