@@ -5,7 +5,8 @@ on; following the first-ranked one anyway would claim the model "read" a sentenc
 nothing with the answer. The verdict applies only where no crossing does: a structured field's
 chain, an answer a composition step picked among its members' answers (self-consistency's
 vote, checked by tests/test_examples.py), and a handed-on answer (the swarm's and a Sequence's
-carriers, tests/explain/test_backtrack_compositions.py) keep their chains.
+carriers, tests/explain/test_backtrack_compositions.py) keep their chains, and so does a run
+with a masked candidate, which cannot be scored (tests/runs/test_redaction_paths.py).
 """
 
 from __future__ import annotations
@@ -118,14 +119,3 @@ async def test_a_crossing_keeps_its_chain_when_the_answer_overlaps_a_handed_on_m
     assert "OVERLAP" not in kinds and not chain.no_overlap
     assert "FROM" in kinds and kinds[-1] == "BORN"
 
-
-def test_a_zero_score_source_is_not_followed_when_another_overlaps() -> None:
-    """The best removable source scores 0 but the user's message overlaps the answer: the
-    chain follows the message (the best-supported source), not the 0-score fact."""
-    chain = backtrack(_agent("Order A-9 ships by standard post.").run_sync(
-        "When does order A-9 ship?"))
-    assert [hop.kind for hop in chain.hops] == ["ANSWER", "READ", "LANDED", "ALLOWED", "BORN"]
-    assert chain.suspect is not None and chain.suspect.id == "user"
-    assert chain.hops[-1].text == "the user's message"
-    scores = {item.suspect.id: item.score for item in chain.ranked}
-    assert scores["tone"] == 0 and scores["user"] > 0

@@ -22,9 +22,10 @@ against it, and the chain READ/LANDED/ALLOWED/BORN follows the best-supported on
 (``_paused.py``). A pausable flow stage gives PAUSED and the STATE it read.
 
 When no candidate shares a word with what is explained (every score 0) and no crossing
-applies — the chain would not follow a handed-on answer into another member or run, and no
-structured field is explained — the chain says so (an OVERLAP hop: none) instead of claiming
-that the model read an arbitrary sentence.
+applies — the chain would not follow a handed-on answer into another member or run, no
+structured field is explained, the answer is not one a composition step picked among its
+members' answers, and no candidate is masked (a masked piece cannot be scored) — the chain says
+so (an OVERLAP hop: none) instead of claiming that the model read an arbitrary sentence.
 
 Every hop names a runtime stage id and every value is rebuilt from the commit log, so the
 chain is the same on a live result and on a recording loaded in another process. Which
@@ -39,6 +40,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any, Literal, cast
 
+from ..flow._redact import REDACTED
 from ..runs import trace
 from ..runs._view import CallView, Explainable, RunView
 from ._across import Reached, is_carrier, reached_calls, suspects_across
@@ -195,9 +197,9 @@ def _follow(target: str, hops: list[Hop], reached: list[Reached], suspect: str |
     When the best score is 0 and no crossing applies — no source was asked for, the chosen
     one is in the first call itself and carries no other member's or run's answer — the
     chain READs the call and says that no piece overlaps ``what`` (OVERLAP), instead of
-    pinning it on a sentence that shares nothing with it. Likewise, when the best removable
-    source scores 0 but another (the user's message, the base prompt) overlaps, the chain
-    follows the one that overlaps rather than a 0-score sentence."""
+    pinning it on a sentence that shares nothing with it. A masked piece (the run's redaction)
+    cannot be scored, so with one among the candidates no-overlap cannot be said and the chain
+    follows as before."""
     call = reached[0].call
     owners = suspects_across(reached)
     ranked = rank_suspects(target, [piece for piece, _ in owners], strategy=strategy)
@@ -206,14 +208,11 @@ def _follow(target: str, hops: list[Hop], reached: list[Reached], suspect: str |
     if chosen is None:
         hops.append(_call_read(call, asked))
         return Backtrack(target, hops, None, None, call.system, ranked)
-    node = next(n for p, n in owners if p is chosen.suspect)
-    if (suspect is None and not crossing and chosen.score <= 0 < ranked[0].score
-            and node.via is None and node.composed_by is None and not is_carrier(chosen.suspect)):
-        chosen = ranked[0]  # no removable source overlaps: follow the one that does
-        node = next(n for p, n in owners if p is chosen.suspect)
     found, sentence = chosen.suspect, chosen.sentence
+    node = next(n for p, n in owners if p is found)
     if (suspect is None and not crossing and ranked[0].score <= 0 and node.via is None
-            and node.composed_by is None and not is_carrier(found)):
+            and node.composed_by is None and not is_carrier(found)
+            and not any(REDACTED in item.suspect.text for item in ranked)):
         hops.append(_call_read(call, asked))
         hops.append(Hop("OVERLAP", f"none — no piece of context that reached "
                                    f"{call.runtime_stage_id} shares a word with {what} (every "
