@@ -123,7 +123,8 @@ class Paused:
                 f"trace_node('{self.runtime_stage_id}') shows that step")
 
     def headline(self) -> str:
-        """``RUN PAUSED (…) at tool_calls#7 — …; the run has no answer yet.``"""
+        """``RUN PAUSED at tool_calls#7 — it gave no answer yet; the pending tool call is
+        what to explain.``"""
         what = ("the pending tool call" if self.tool is not None else "the pause")
         return (f"RUN PAUSED at {self.where} — it gave no answer yet; {what} is what to "
                 "explain.")
