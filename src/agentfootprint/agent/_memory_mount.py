@@ -43,7 +43,8 @@ class MemoryStages:
         """
         resumed = scope.args.get(trace.RESUME_STATE)
         if resumed is None:
-            owner = scope.run_id
+            rid = scope.runtime_stage_id  # a composition member's claim is its own
+            owner = scope.run_id if "/" not in rid else f"{scope.run_id}/{rid}"
             scope[trace.TURN_CLAIM] = owner
             self._seed(scope, await self._resolve_turn(scope, self._host_turn(scope), owner))
             return
@@ -68,11 +69,13 @@ class MemoryStages:
 
     async def _resolve_turn(self, scope: Scope, host_turn: int, owner: str) -> int:
         """The turn, resolved once over every store this run writes to and claimed there."""
-        from ..memory._stages import identity_record
+        from ..memory._stages import identity_from_record, identity_record
         from ..memory._turn import resolve_turn_number
 
-        identity = scope.args[trace.IDENTITY]
-        scope[trace.IDENTITY] = identity_record(identity)
+        given = scope.args[trace.IDENTITY]  # a composition member's input is the record
+        identity = identity_from_record(given) or given
+        if not isinstance(given, dict):
+            scope[trace.IDENTITY] = identity_record(identity)
         return await durable_step(  # the claim is a durable run's step (flow/_durable.py)
             "turn-claim", lambda: resolve_turn_number(
                 stores=self._written_stores(), identity=identity, host_turn=host_turn,

@@ -9,9 +9,9 @@ that produced it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, Self, TypeGuard
+from typing import TYPE_CHECKING, Any, Protocol, Self, TypeGuard
 
 from ..agent._agent import Agent, RunResult, raise_framework_cause
 from ..agent._loop import live_emit
@@ -19,12 +19,24 @@ from ..agent._stream import RunStream, stream_pace, tap_stream
 from ..errors import ConfigurationError, StageError
 from ..events._dispatcher import EventBridge, EventDispatcher
 from ..events._logging import run_loggers
-from ..flow import Chart, FlowEvent, Scope
+from ..flow import Chart, FlowEvent, FlowRun, Scope
 from ..flow._recorders import Recorder
 from ..flow._run import run_sync
 from ..flow._scope import ReadView
+from ..flow._values import copy_value
 from ..runs import trace
 from ..tools._context import bound_deps
+from ._members import (
+    MemberRun,
+    end_member_claims,
+    member_run,
+    resumed_members,
+    start_members,
+    with_member,
+)
+
+if TYPE_CHECKING:
+    from ..memory._identity import MemoryIdentity
 
 __all__ = ["Composition", "Input", "Runner", "map_runner", "mount_options"]
 
@@ -75,7 +87,7 @@ def mount_options(runner: Runner, *, collect: str | None = None,
             out = {collect: {key: answer}}
         return out
 
-    return {"input": take_message, "output": give_answer}
+    return with_member(runner, {"input": take_message, "output": give_answer})
 
 
 def is_runner(value: object) -> TypeGuard[Runner]:
@@ -184,11 +196,43 @@ class Composition:
         return list(found.values())
 
     async def run(self, message: str, *, run_id: str | None = None,
-                  timeout: float | None = None, deps: Any = None) -> RunResult:
+                  timeout: float | None = None, deps: Any = None,
+                  identity: MemoryIdentity | None = None) -> RunResult:
         """Run the whole pipeline once; the result's recording spans every runner in it.
-        ``deps`` reach every member agent's tools as ``ctx.deps`` (never recorded)."""
+        ``deps`` reach every member agent's tools as ``ctx.deps`` (never recorded).
+
+        ``identity`` is whose conversation the member agents with memory read and write (a
+        member's own ``Agent(identity=...)`` otherwise); ``turn`` is resolved once over every
+        store they write to (see ``compose/_members.py``). A member that pauses (a check-in)
+        pauses the whole: the result is ``paused`` and ``resume`` continues it.
+        """
         if not isinstance(message, str):
             raise ConfigurationError(f"run() takes the message as a str, got {message!r}")
+        members = start_members(self, identity)
+        args: dict[str, Any] = {trace.MESSAGE: message}
+        if members is not None:
+            args.update(members.args())
+        return await self._drive(members, lambda recorders: self.chart.run(
+            args, recorders=recorders, timeout=timeout, run_id=run_id), deps)
+
+    async def resume(self, checkpoint: Mapping[str, Any], answer: object = None, *,
+                     timeout: float | None = None, deps: Any = None) -> RunResult:
+        """Continue a run paused in a member (``result.checkpoint`` of a paused result) with
+        the person's ``answer``, e.g. ``check_in_approved(by=...)``, here or in another
+        process; the members after the paused one then run as ``run`` would have run them."""
+        flow = _paused_flow(checkpoint, answer)
+        members = resumed_members(flow)
+        return await self._drive(members, lambda recorders: self.chart.resume(
+            flow, answer, recorders=recorders, timeout=timeout), deps)
+
+    def resume_sync(self, checkpoint: Mapping[str, Any], answer: object = None,
+                    **options: Any) -> RunResult:
+        return run_sync(self.resume(checkpoint, answer, **options))
+
+    async def _drive(self, members: MemberRun | None,
+                     start: Callable[[list[Recorder]], Awaitable[FlowRun]],
+                     deps: Any) -> RunResult:
+        """Walk the chart (``start(recorders)``) with every member's listeners live."""
         bridges: list[Recorder] = [EventBridge(d, id=f"agent-events-{i}")
                               for i, d in enumerate(self.dispatchers())]
         bridges.extend(run_loggers(self.chart.name))  # [] unless agentfootprint.* logs INFO
@@ -197,18 +241,23 @@ class Composition:
         bridges, live, pace = tap_stream(bridges, _unheard)  # a run_stream's: to its reader
         token = live_emit.set(live if pace is not None else None)
         pacing = stream_pace.set(pace)
+        membership = member_run.set(members)
         try:
             with bound_deps(deps):
-                flow = await self.chart.run({trace.MESSAGE: message}, recorders=bridges,
-                                            timeout=timeout, run_id=run_id)
+                flow = await start(bridges)
         except StageError as exc:
             raise_framework_cause(exc)
             raise
         finally:
             live_emit.reset(token)
             stream_pace.reset(pacing)
-        return RunResult(content=str(flow.state.get(trace.FINAL_CONTENT, "")), run_id=flow.run_id,
-                         turn=1, recording=flow, source=self)
+            member_run.reset(membership)
+        turn = await end_member_claims(self, flow) if members is not None else 1
+        return RunResult(content=str(flow.state.get(trace.FINAL_CONTENT, "")),
+                         run_id=flow.run_id, turn=turn,
+                         recording=flow, status="paused" if flow.paused else "done",
+                         pause=copy_value(flow.pause_data) if flow.paused else None,
+                         source=self)
 
     def run_sync(self, message: str, **options: Any) -> RunResult:
         return run_sync(self.run(message, **options))
@@ -219,6 +268,25 @@ class Composition:
         included (see ``agent/_stream.py``): ``async with pipeline.run_stream(...) as run:``."""
         return RunStream(self, lambda: self.run(message, **options), message=message,
                          max_buffered=max_buffered)
+
+
+def _paused_flow(checkpoint: object, answer: object) -> Mapping[str, Any]:
+    """The flow checkpoint of a paused composition's checkpoint, refused when it is none."""
+    if isinstance(checkpoint, RunResult):
+        raise ConfigurationError("resume() takes result.checkpoint, not the RunResult")
+    if (not isinstance(checkpoint, Mapping) or checkpoint.get("status") != "paused"
+            or not isinstance(checkpoint.get("flow"), Mapping)):
+        raise ConfigurationError(
+            "resume() takes the checkpoint of a paused RunResult (status 'paused', a dict); "
+            "json.loads a saved one first")
+    pause = checkpoint.get("pause")
+    if isinstance(pause, Mapping) and pause.get("kind") == "check_in" and not (
+            isinstance(answer, Mapping) and answer.get("check_in") in ("approved", "declined")):
+        raise ConfigurationError(
+            f"this run paused for consent to call {pause.get('tool_name')!r}; answer with "
+            f"check_in_approved(by=...) or check_in_declined(by=..., note=...), not {answer!r}")
+    flow: Mapping[str, Any] = checkpoint["flow"]
+    return flow
 
 
 def _unheard(event: FlowEvent) -> None:

@@ -52,6 +52,8 @@ def debate(proponent: Runner, opponent: Runner, judge: Runner, *, rounds: int,
               for role, runner in (("proponent", proponent), ("opponent", opponent),
                                    ("judge", judge))}
 
+    members = {"proponent": proponent, "opponent": opponent}
+
     def speech(speaker: str) -> dict[str, Any]:
         def message(parent: ReadView) -> str:
             return debate_message(str(parent[trace.TASK]), parent.get("transcript") or [], speaker)
@@ -59,7 +61,7 @@ def debate(proponent: Runner, opponent: Runner, judge: Runner, *, rounds: int,
         def spoken(text: str) -> dict[str, Any]:
             return {"transcript": [{"speaker": speaker, "text": text}]}
 
-        return wire(message, spoken)
+        return wire(message, spoken, members[speaker])
 
     def number(scope: Scope) -> None:
         scope[trace.ROUND] = int(scope.get(trace.ROUND) or 0) + 1
@@ -85,7 +87,7 @@ def debate(proponent: Runner, opponent: Runner, judge: Runner, *, rounds: int,
         .subflow("judge", charts["judge"], name="Judge",
                  **wire(lambda parent: verdict_message(str(parent[trace.TASK]),
                                                        parent.get("transcript") or []),
-                        as_answer))
+                        as_answer, judge))
         .build(description=name)
     )
     return Pattern(kind="Debate", chart=chart, runners=[proponent, opponent, judge],

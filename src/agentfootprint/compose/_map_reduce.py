@@ -79,7 +79,7 @@ def map_reduce(mapper: Runner, reducer: Runner | ReduceFn, *, split: Split,
 
     def item_wiring(index: int) -> dict[str, Any]:
         return wire(lambda parent: str(parent[trace.ITEMS][index]),
-                    lambda text: {trace.MAPPED_OF.of(slots[index]): text})
+                    lambda text: {trace.MAPPED_OF.of(slots[index]): text}, mapper)
 
     async def gather(scope: Scope) -> None:
         count = len(scope[trace.ITEMS])
@@ -103,7 +103,8 @@ def map_reduce(mapper: Runner, reducer: Runner | ReduceFn, *, split: Split,
                               description="Collect the mapped answers in item order")
     if reducer_chart is not None:
         flow = flow.subflow("reducer", reducer_chart, name="Reducer",
-                            **wire(lambda parent: str(parent[trace.CURRENT]), as_answer))
+                            **wire(lambda parent: str(parent[trace.CURRENT]), as_answer,
+                                   reducer))
     def remake(rs: list[Runner]) -> Pattern:
         return map_reduce(rs[0], rs[1] if reducer_chart is not None else reducer, split=split,
                           max_items=max_items, name=name)

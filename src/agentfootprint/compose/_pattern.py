@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping
-from typing import Any, Self, cast
+from typing import TYPE_CHECKING, Any, Self, cast
 
 from ..agent._agent import RunResult
 from ..errors import ConfigurationError
@@ -19,6 +19,10 @@ from ..flow._scope import ReadView
 from ..flow._values import summarize
 from ..runs import trace
 from ._base import Composition, Runner, start
+from ._members import with_member
+
+if TYPE_CHECKING:
+    from ..memory._identity import MemoryIdentity
 
 __all__ = ["MAX_PASSES", "Pattern"]
 
@@ -49,9 +53,11 @@ class Pattern(Composition):
         return cast(Self, self._remake_with(list(runners)))
 
     async def run(self, message: str, *, run_id: str | None = None,
-                  timeout: float | None = None, deps: Any = None) -> RunResult:
+                  timeout: float | None = None, deps: Any = None,
+                  identity: MemoryIdentity | None = None) -> RunResult:
         """Run the pattern once; the recording spans every runner it used."""
-        result = await super().run(message, run_id=run_id, timeout=timeout, deps=deps)
+        result = await super().run(message, run_id=run_id, timeout=timeout, deps=deps,
+                                   identity=identity)
         stopped = result.recording.state.get(trace.STOPPED_EARLY)
         result.stopped_early = str(stopped) if stopped else None
         return result
@@ -116,8 +122,9 @@ def skip(scope: Scope) -> None:
 
 
 def wire(message: Callable[[ReadView], str],
-         answer: Callable[[str], Mapping[str, Any]]) -> dict[str, Any]:
-    """Mount options: ``message(parent_state)`` in, ``answer(final_content)`` written back."""
+         answer: Callable[[str], Mapping[str, Any]], runner: object = None) -> dict[str, Any]:
+    """Mount options: ``message(parent_state)`` in, ``answer(final_content)`` written back
+    (``runner``, when it is an agent with memory, also gets its identity and turn)."""
 
     def take(parent: ReadView) -> Mapping[str, Any]:
         return {trace.MESSAGE: message(parent)}
@@ -125,7 +132,7 @@ def wire(message: Callable[[ReadView], str],
     def give(inner: ReadView) -> Mapping[str, Any]:
         return answer(str(inner.get(trace.FINAL_CONTENT, "")))
 
-    return {"input": take, "output": give}
+    return with_member(runner, {"input": take, "output": give})
 
 
 def as_answer(text: str) -> dict[str, Any]:

@@ -92,9 +92,9 @@ def reflection(writer: Runner, critic: Runner, *, max_rounds: int, accept: Accep
 
     chart = (
         flow_chart("Start", begin, id="start", description="Take the task")
-        .subflow("writer", writer_chart, name="Writer", **wire(writer_message, drafted))
+        .subflow("writer", writer_chart, name="Writer", **wire(writer_message, drafted, writer))
         .subflow("critic", critic_chart, name="Critic",
-                 **wire(critic_message, lambda text: {trace.CRITIQUE: text}))
+                 **wire(critic_message, lambda text: {trace.CRITIQUE: text}, critic))
         .decide("Verdict", verdict, id="verdict", description="Accept the draft or revise it")
         .branch("revise", "Revise", skip, id="revise", description="Revise the draft",
                 loop_to="writer")

@@ -95,7 +95,7 @@ def self_consistency(runner: Runner, *, n: int, vote: Ballot | None = None,
         return lambda text: {f"answer:{sid}": text}
 
     children = [(sid, chart, {"name": sid, **wire(lambda parent: str(parent[trace.CURRENT]),
-                                                   record_answer(sid))})
+                                                   record_answer(sid), runner)})
                 for sid in ids]
     builder = (flow_chart("Start", begin, id="start", description="Take the message")
                .parallel(*children, fail_fast=True)

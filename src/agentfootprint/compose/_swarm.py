@@ -19,6 +19,7 @@ from ..flow import Decision, Scope, flow_chart
 from ..flow._scope import ReadView
 from ..runs import trace
 from ._base import Runner, check_runner
+from ._members import with_member
 from ._pattern import Pattern, begin, call_user, check_budget, check_callable, check_ids, rule, skip
 
 __all__ = ["Handoff", "handoff_marker", "handoff_message", "swarm"]
@@ -111,6 +112,8 @@ def swarm(*agents: tuple[str, Runner], max_hops: int, route: Route | None = None
         evidence = [rule(0, chosen, label, True, speaker=speaker, wanted=wanted, hops=hops)]
         return Decision(chosen, {"chosen": chosen, "default": "done", "rules": evidence})
 
+    members = dict(agents)
+
     def turn_of(agent_id: str) -> dict[str, Any]:
         def take(parent: ReadView) -> dict[str, Any]:
             return {trace.MESSAGE: str(parent[trace.CURRENT])}
@@ -119,7 +122,7 @@ def swarm(*agents: tuple[str, Runner], max_hops: int, route: Route | None = None
             text = str(inner.get(trace.FINAL_CONTENT, ""))
             return {"speaker": agent_id, "final_content": text, "relay": [agent_id]}
 
-        return {"input": take, "output": give}
+        return with_member(members[agent_id], {"input": take, "output": give})
 
     def out_of_hops(scope: Scope) -> None:
         scope[trace.STOPPED_EARLY] = "max_hops"

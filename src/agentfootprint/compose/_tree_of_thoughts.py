@@ -18,6 +18,7 @@ from ..flow import Chart, Decision, Scope, Selection, flow_chart
 from ..flow._scope import ReadView
 from ..runs import trace
 from ._base import Runner, check_runner, is_runner
+from ._members import with_member
 from ._pattern import (
     MAX_PASSES,
     Pattern,
@@ -103,7 +104,8 @@ def tree_of_thoughts(propose: Runner, score: Score | Runner, *, breadth: int, de
         raise ConfigurationError(f"{where}(score={score!r}) must be a function "
                                  "(Thought) -> float or a runner that answers with a number")
     slots = [f"thought-{i}" for i in range(1, width * keep + 1)]
-    slot_chart = propose_chart if score_chart is None else _scored(propose_chart, score_chart)
+    slot_chart = propose_chart if score_chart is None else _scored(propose_chart, score_chart,
+                                                                     propose, score)
 
     def expand(scope: Scope) -> Selection:
         level = int(scope.get(trace.LEVEL) or 0) + 1
@@ -134,7 +136,8 @@ def tree_of_thoughts(propose: Runner, score: Score | Runner, *, breadth: int, de
             return {trace.THOUGHT_OF.of(slots[index]): str(inner[trace.THOUGHT]),
                     trace.RATING_OF.of(slots[index]): str(inner[trace.RATING])}
 
-        return {"input": take, "output": give}
+        options = {"input": take, "output": give}
+        return options if score_chart is not None else with_member(propose, options)
 
     async def judge(scope: Scope) -> None:
         task, level = str(scope[trace.TASK]), int(scope[trace.LEVEL])
@@ -192,7 +195,7 @@ def tree_of_thoughts(propose: Runner, score: Score | Runner, *, breadth: int, de
     return Pattern(kind="TreeOfThoughts", chart=chart, runners=runners, remake=remake)
 
 
-def _scored(propose_chart: Chart, score_chart: Chart) -> Chart:
+def _scored(propose_chart: Chart, score_chart: Chart, propose: object, score: object) -> Chart:
     """One slot when a runner scores: propose, then score that proposal."""
 
     def rating_message(parent: ReadView) -> str:
@@ -203,9 +206,9 @@ def _scored(propose_chart: Chart, score_chart: Chart) -> Chart:
     return (flow_chart("Start", skip, id="start", description="Take the slot's input")
             .subflow("propose", propose_chart, name="Propose",
                      **wire(lambda parent: str(parent[trace.MESSAGE]),
-                            lambda text: {trace.THOUGHT: text}))
+                            lambda text: {trace.THOUGHT: text}, propose))
             .subflow("rate", score_chart, name="Rate",
-                     **wire(rating_message, lambda text: {trace.RATING: text}))
+                     **wire(rating_message, lambda text: {trace.RATING: text}, score))
             .build(description="Propose a step and score it"))
 
 
