@@ -18,8 +18,6 @@ from ..context._skills import READ_SKILL, SKIP_STEP, step_sentence
 from ..flow import Scope, pause
 from ..flow._durable import durable_step, step_runner
 from ..flow._pause import Pause
-from ..flow._scope import peek
-from ..flow._values import MISSING
 from ..providers._base import Message, ToolCall
 from ..runs import trace
 from ..tools._context import RunContext, ToolContext, deps_error, run_deps
@@ -27,7 +25,6 @@ from ..tools._pause import PauseRequest
 from ..tools._registry import ToolOutcome, result_text
 from ..tools._replay import ToolReplay
 from ._journal import run_journal
-from ._memo import frozen
 from ._spec import emit as _emit
 from ._spec import emit_turn_end
 from ._sub_runs import end_sub_runs, report_sub_runs
@@ -45,13 +42,10 @@ class ToolBatchStages:
 
     async def tool_calls(self, scope: Scope) -> Pause | None:
         iteration = scope[trace.ITERATION]
-        calls: list[ToolCall] = peek(scope, trace.LLM_TOOL_CALLS, MISSING)  # only read: no copy
-        if calls is MISSING:
-            calls = scope[trace.LLM_TOOL_CALLS]  # (says which key is missing)
+        calls: list[ToolCall] = scope[trace.LLM_TOOL_CALLS]
         history: list[Message] = scope[trace.HISTORY]
-        # the message in its committed form (the calls are committed already): kept as it is
-        history.append(frozen({"role": "assistant", "content": scope.get(trace.LLM_CONTENT)
-                               or "", "tool_calls": calls}))
+        history.append({"role": "assistant", "content": scope.get(trace.LLM_CONTENT) or "",
+                        "tool_calls": calls})
         return await self._run_batch(scope, calls, 0, [], history, iteration)
 
     async def tool_calls_resume(self, scope: Scope, answer: object) -> Pause | None:
@@ -135,7 +129,7 @@ class ToolBatchStages:
                 self._halt(scope, calls, results, history, iteration)
                 break
         scope[trace.HISTORY] = history
-        scope[trace.TOOL_RESULTS] = frozen(results)  # rows frozen already: a C-speed copy
+        scope[trace.TOOL_RESULTS] = results
         scope[trace.ITERATION] = iteration + 1
         _emit(scope, "agent.iteration_end", {"iteration": iteration,
                                              "tool_call_count": len(calls)})
@@ -197,11 +191,11 @@ class ToolBatchStages:
         _emit(scope, "stream.tool_end", {
             "tool_name": call["name"], "tool_call_id": call["id"], "result": outcome.content,
             "error": outcome.error, "status": outcome.status, "iteration": iteration})
-        history.append(frozen({"role": "tool", "content": outcome.content,  # committed form
-                               "tool_call_id": call["id"], "tool_name": call["name"]}))
+        history.append({"role": "tool", "content": outcome.content,
+                        "tool_call_id": call["id"], "tool_name": call["name"]})
         row = {"tool_name": call["name"], "tool_call_id": call["id"], "status": outcome.status}
         origin = getattr(spec.registry.tools.get(call["name"]), "origin", None)
-        results.append(frozen({**row, **origin} if origin else row))  # MCP: names its server
+        results.append({**row, **origin} if origin else row)  # an MCP tool names its server
         if call["name"] == READ_SKILL and outcome.status == "success" and spec.skills:
             skill_id = (call.get("args") or {}).get("id")
             activated = scope[trace.ACTIVATED_SKILLS]
