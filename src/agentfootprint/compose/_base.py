@@ -253,11 +253,15 @@ class Composition:
             stream_pace.reset(pacing)
             member_run.reset(membership)
         turn = await end_member_claims(self, flow) if members is not None else 1
-        return RunResult(content=str(flow.state.get(trace.FINAL_CONTENT, "")),
+        return self._finished(RunResult(content=str(flow.state.get(trace.FINAL_CONTENT, "")),
                          run_id=flow.run_id, turn=turn,
                          recording=flow, status="paused" if flow.paused else "done",
                          pause=copy_value(flow.pause_data) if flow.paused else None,
-                         source=self)
+                         source=self))
+
+    def _finished(self, result: RunResult) -> RunResult:
+        """The result of a run or a resume, as this kind of composition reports it."""
+        return result
 
     def run_sync(self, message: str, **options: Any) -> RunResult:
         return run_sync(self.run(message, **options))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Self, cast
+from typing import Any, Self, cast
 
 from ..agent._agent import RunResult
 from ..errors import ConfigurationError
@@ -20,9 +20,6 @@ from ..flow._values import summarize
 from ..runs import trace
 from ._base import Composition, Runner, start
 from ._members import with_member
-
-if TYPE_CHECKING:
-    from ..memory._identity import MemoryIdentity
 
 __all__ = ["MAX_PASSES", "Pattern"]
 
@@ -52,12 +49,8 @@ class Pattern(Composition):
                 "pattern functions (reflection, debate, ...) to re-run it without a source")
         return cast(Self, self._remake_with(list(runners)))
 
-    async def run(self, message: str, *, run_id: str | None = None,
-                  timeout: float | None = None, deps: Any = None,
-                  identity: MemoryIdentity | None = None) -> RunResult:
-        """Run the pattern once; the recording spans every runner it used."""
-        result = await super().run(message, run_id=run_id, timeout=timeout, deps=deps,
-                                   identity=identity)
+    def _finished(self, result: RunResult) -> RunResult:
+        """The result of a run or a resume, naming the budget that stopped the pattern."""
         stopped = result.recording.state.get(trace.STOPPED_EARLY)
         result.stopped_early = str(stopped) if stopped else None
         return result
