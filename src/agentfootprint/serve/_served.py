@@ -17,7 +17,7 @@ seam for compositions. What a composition's turn means follows ``Composition.run
   record to (``Tracing(run_store=...)``).
 
 What cannot hold is refused when the target is checked (``check_target``, at server start),
-in one sentence: a member with a memory (a composition hands its members no identity), a
+in one sentence: a member with a memory (the server hands members no session identity), a
 member with a redaction policy (a composition's recording does not apply it, so the session
 store would keep what it masks), members recording to different run stores.
 """
@@ -29,16 +29,11 @@ import inspect
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..agent._agent import Agent, RunResult, raise_framework_cause
+from ..agent._agent import Agent, RunResult
 from ..agent._stream import RunStream
 from ..compose._base import Composition
-from ..errors import ConfigurationError, RunError, StageError
-from ..events._dispatcher import EventBridge
+from ..errors import ConfigurationError, RunError
 from ..flow import FlowRun
-from ..flow._recorders import Recorder
-from ..flow._values import copy_value
-from ..runs import trace
-from ..tools._context import bound_deps
 
 if TYPE_CHECKING:
     from ..runs._store import RunStorePort
@@ -114,8 +109,9 @@ class ServedComposition:
             if getattr(getattr(member, "spec", None), "memories", None):
                 raise ConfigurationError(
                     f"composition {self.name!r} cannot be served: its member {label} has a "
-                    "memory, and a composition hands its members no identity to remember "
-                    "under; drop the member's memory= (the session keeps the transcript)")
+                    "memory, and the server does not hand a composition's members the "
+                    "session's identity to remember under; drop the member's memory= (the "
+                    "session keeps the transcript)")
             if getattr(member, "redaction", None) is not None:
                 raise ConfigurationError(
                     f"composition {self.name!r} cannot be served: its member {label} has a "
@@ -169,33 +165,18 @@ class ServedComposition:
                 f"this run paused for consent to call {pause.get('tool_name')!r}; answer with "
                 f"check_in_approved(by=...) or check_in_declined(by=..., note=...), not "
                 f"{answer!r}")
-        recorders: list[Recorder] = [EventBridge(d, id=f"agent-events-{i}")
-                                     for i, d in enumerate(self.composition.dispatchers())]
         try:
-            with bound_deps(deps):
-                flow = await self.chart.resume(checkpoint["flow"], answer, recorders=recorders,
-                                               timeout=timeout)
-        except StageError as exc:
-            await self._record_failure(exc)
-            raise_framework_cause(exc)
-            raise
+            result = await self.composition.resume(checkpoint, answer, timeout=timeout,
+                                                   deps=deps)
         except RunError as exc:
             await self._record_failure(exc)
             raise
-        result = RunResult(content=str(flow.state.get(trace.FINAL_CONTENT, "")),
-                           run_id=flow.run_id, turn=1, recording=flow, source=self.composition)
-        stopped = flow.state.get(trace.STOPPED_EARLY)  # a pattern's budget, as run() says it
-        result.stopped_early = str(stopped) if stopped else None
         turn = checkpoint.get("turn")
         return await self._settled(result, turn if isinstance(turn, int) else 1)
 
     async def _settled(self, result: RunResult, turn: int) -> RunResult:
-        """The result with the session's turn and a member's pause; saved in the run store."""
+        """The result with the session's turn, saved in the run store."""
         result.turn = turn
-        run = result.recording
-        if run.paused:
-            result.status = "paused"
-            result.pause = copy_value(run.pause_data)
         if self.run_store is not None:
             from ..runs._writer import writer_for
 
