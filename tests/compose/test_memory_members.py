@@ -10,6 +10,7 @@ import pytest
 
 from agentfootprint import Agent, ConfigurationError, check_in_approved, tool
 from agentfootprint.compose import Loop, Parallel, Sequence, reflection
+from agentfootprint.explain import backtrack
 from agentfootprint.memory import MemoryIdentity, SQLiteStore, define_memory
 from agentfootprint.providers import LLMRequest, mock
 
@@ -152,6 +153,9 @@ async def test_a_member_pause_pauses_the_composition_and_resume_finishes_it(
     assert paused.pause is not None and paused.pause["tool_name"] == "refund"
     assert paused.check_in is not None and paused.check_in.args == {"order_id": "A-9"}
     assert paused.recording.paused
+    chain = backtrack(paused)  # the live result and its recording explain the same pause
+    assert chain.pause is not None and chain.pause.scope.startswith("act")
+    assert chain.hops[0].kind == "PAUSED"
     assert held_claims(path) == 1  # the triage member's turn, kept for the resume
     saved = json.loads(json.dumps(paused.checkpoint))
 
