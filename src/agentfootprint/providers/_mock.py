@@ -46,6 +46,8 @@ class MockProvider(Provider):
         self.requests: list[LLMRequest] = []
         self._cursor = 0
         self._call_ids = 0
+        self._counted: tuple[list[Any], int] = ([], 0)
+        """The messages of the last request and their characters (a loop resends them)."""
 
     def fork(self) -> MockProvider:
         """A fresh copy: the same script from its start, no requests received."""
@@ -81,6 +83,21 @@ class MockProvider(Provider):
             raise item
         return self._response(item, request)
 
+    def _characters(self, messages: list[Any]) -> int:
+        """The characters of every message's content, counting only what the last request
+        did not send: an agent's next call resends its messages and adds to their end.
+
+        The earlier messages are compared with ``==`` (identical objects at once, at C
+        speed), so equal messages have equal counts and the answer is always the full sum.
+        """
+        seen, count = self._counted
+        start = len(seen)
+        if not (start and len(messages) >= start and messages[:start] == seen):
+            start, count = 0, 0
+        count += sum(map(len, map(_CONTENT, messages[start:])))  # (C speed, no Python step)
+        self._counted = (list(messages), count)
+        return count
+
     async def stream(self, request: LLMRequest) -> AsyncIterator[StreamChunk]:
         response = await self.complete(request)
         index = 0
@@ -90,14 +107,15 @@ class MockProvider(Provider):
         yield StreamChunk(index=index, done=True, response=response)
 
     def _response(self, item: Any, request: LLMRequest) -> LLMResponse:
-        if isinstance(item, LLMResponse):
-            return item
-        if isinstance(item, str):
-            item = {"content": item}
-        if not isinstance(item, dict):
-            raise ConfigurationError(
-                f"mock reply {item!r} must be a str, a dict with content/tool_calls, "
-                "an LLMResponse or an exception")
+        if type(item) is not dict:  # (a plain dict, the usual reply, skips the checks)
+            if isinstance(item, LLMResponse):
+                return item
+            if isinstance(item, str):
+                item = {"content": item}
+            if not isinstance(item, dict):
+                raise ConfigurationError(
+                    f"mock reply {item!r} must be a str, a dict with content/tool_calls, "
+                    "an LLMResponse or an exception")
         _check_keys(item, _REPLY_KEYS, "mock reply")
         calls: list[ToolCall] = []
         asked = item.get("tool_calls", ())
@@ -115,9 +133,7 @@ class MockProvider(Provider):
         content = item.get("content", "") or ""
         usage: Any = item.get("usage")
         if usage is None:
-            # C-level sum (no Python step per message): the history grows with the run
-            prompt = len(request.system or "") + sum(
-                map(len, map(_CONTENT, request.messages)))
+            prompt = len(request.system or "") + self._characters(request.messages)
             # validated with the response (the same Usage, one call into the validator)
             usage = {"input": math.ceil(prompt / 4), "output": math.ceil(len(content) / 4)}
         elif isinstance(usage, dict):
