@@ -10,7 +10,13 @@ from typing import Any
 
 import pytest
 
-from agentfootprint import Governance, Limits, ModelSettings, Tracing
+from agentfootprint import Budget, Governance, Limits, ModelSettings, Tracing
+from agentfootprint.context import Trigger
+from agentfootprint.flow._commitlog import Change
+from agentfootprint.flow._decide import Decision
+from agentfootprint.flow._recorders import ObserverFailure
+from agentfootprint.providers import Price, RetryPolicy
+from agentfootprint.tools._registry import ToolOutcome
 
 
 @pytest.mark.parametrize("cls", [Limits, ModelSettings, Governance, Tracing])
@@ -53,3 +59,35 @@ def test_keywords_only_and_checked_as_before() -> None:
         Limits(max_iterations=0)
     with pytest.raises(Exception, match="must be an int"):
         dataclasses.replace(Limits(), max_iterations=True)
+
+
+FROZEN_VALUES: list[Any] = [
+    Budget(max_total_tokens=5), Price(input=1.0, output=2.0), RetryPolicy(max_attempts=5),
+    Trigger("always"), Change("k", "set", 1), ObserverFailure("o", "on_read", "E: x"),
+]
+
+
+@pytest.mark.parametrize("value", FROZEN_VALUES, ids=lambda v: type(v).__name__)
+def test_frozen_values_compare_hash_and_refuse_assignment(value: Any) -> None:
+    """The frozen records of the run path: equal to a replace() copy, refuse assignment,
+    pickle by their fields and show every field as the generated repr did."""
+    twin = dataclasses.replace(value)
+    assert twin == value and twin is not value
+    if not isinstance(value, Budget):  # a Budget holds a dict of prices: unhashable, as before
+        assert hash(twin) == hash(value)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(value, dataclasses.fields(value)[0].name, None)
+    assert pickle.loads(pickle.dumps(value)) == value
+    assert repr(value).startswith(f"{type(value).__name__}(")
+    assert all(f"{f.name}=" in repr(value) for f in dataclasses.fields(value) if f.repr)
+
+
+def test_mutable_records_compare_by_fields_and_stay_unhashable() -> None:
+    """Decision and ToolOutcome: equal by fields, mutable, unhashable (eq=True dataclasses)."""
+    assert Decision("a", {"x": 1}) == Decision("a", {"x": 1}) != Decision("b", {"x": 1})
+    outcome = ToolOutcome("text")
+    outcome.status = "error"
+    assert outcome == ToolOutcome("text", status="error")
+    with pytest.raises(TypeError):
+        hash(outcome)
+    assert repr(outcome) == "ToolOutcome(content='text', error=False, status='error', issues=())"
