@@ -202,8 +202,9 @@ class Composition:
         ``deps`` reach every member agent's tools as ``ctx.deps`` (never recorded).
 
         ``identity`` is whose conversation the member agents with memory read and write (a
-        member's own ``Agent(identity=...)`` otherwise); ``turn`` is resolved once over every
-        store they write to (see ``compose/_members.py``). A member that pauses (a check-in)
+        member's own ``Agent(identity=...)`` otherwise). Each member run resolves and claims
+        its own turn over the stores it writes to; the result's ``turn`` is the highest a
+        member took (see ``compose/_members.py``). A member that pauses (a check-in)
         pauses the whole: the result is ``paused`` and ``resume`` continues it.
         """
         if not isinstance(message, str):
