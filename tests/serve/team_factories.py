@@ -4,7 +4,9 @@
 writer ``post from <plan>``. A message containing "refund" makes the writer call ``refund``, a
 tool behind a check-in, so the whole composition pauses for a person. With ``$TEAM_RUNS_DB``
 set, both members record to that SQLite run store (one store object per path, shared by every
-turn's fresh team). The ``bad_*`` factories are the ones a server must refuse at startup.
+turn's fresh team). ``make_memory_team`` is that team with window memory on both members (a
+SQLite memory store at ``$TEAM_MEMORY_DB``). The ``bad_*`` factories are the ones a server
+must refuse at startup.
 """
 
 from __future__ import annotations
@@ -14,13 +16,16 @@ from typing import Any
 
 from agentfootprint import Agent, Tracing, tool
 from agentfootprint.compose import Sequence, reflection
-from agentfootprint.memory import InMemoryStore, define_memory
+from agentfootprint.memory import SQLiteStore, define_memory
 from agentfootprint.providers import mock
 from agentfootprint.providers._base import LLMRequest
 from agentfootprint.runs import RunStore
 
 REFUNDS: list[str] = []
 _STORES: dict[str, RunStore] = {}
+_MEMORY: dict[str, SQLiteStore] = {}
+PROMPTS: list[tuple[str, str]] = []
+"""(member, prompt) for every LLM call of ``make_memory_team``'s members, in order."""
 
 
 @tool(check_in=lambda args: True)
@@ -90,12 +95,38 @@ def bad_type() -> str:
     return "not an agent"
 
 
-def bad_memory_member() -> Sequence:
-    """A composition whose member has a memory: a composition gives it no identity."""
-    remembering = Agent(provider=mock(respond=_plan), model="mock", name="rememberer",
-                        memory=[define_memory(type="episodic", strategy="window",
-                                              store=InMemoryStore(), keep_turns=3)])
-    return Sequence(("plan", remembering), name="team")
+def _seen(name: str, respond: Any) -> Any:
+    """``respond``, keeping every prompt ``name`` was sent in ``PROMPTS`` (system + messages)."""
+    def keep(request: LLMRequest) -> Any:
+        PROMPTS.append((name, " | ".join([request.system or "", *(
+            str(m["content"]) for m in request.messages)])))
+        return respond(request)
+
+    return keep
+
+
+def make_memory_team() -> Sequence:
+    """``make_team`` whose planner and writer remember (window memory) in the SQLite memory
+    store at ``$TEAM_MEMORY_DB`` (one store object per path, shared by every turn's team)."""
+    path = os.environ["TEAM_MEMORY_DB"]
+    if path not in _MEMORY:
+        _MEMORY[path] = SQLiteStore(path)
+    store = _MEMORY[path]
+    planner = Agent(provider=mock(respond=_seen("planner", _plan)), model="mock",
+                    name="planner", memory=[define_memory(
+                        type="episodic", strategy="window", store=store, keep_turns=10,
+                        id="planner")])
+    writer = Agent(provider=mock(respond=_seen("writer", _write)), model="mock",
+                   name="writer", tools=[refund], memory=[define_memory(
+                       type="episodic", strategy="window", store=store, keep_turns=10,
+                       id="writer")])
+    return Sequence(("plan", planner), ("write", writer), name="team")
+
+
+def close_memory() -> None:
+    """Close the memory stores ``make_memory_team`` opened (a test's cleanup)."""
+    while _MEMORY:
+        _MEMORY.popitem()[1].close_sync()
 
 
 not_callable = 42

@@ -164,7 +164,6 @@ async def test_a_pattern_and_a_composition_instance_and_an_async_factory_serve(
 @pytest.mark.parametrize(("target", "said"), [
     ("team_factories:bad_raises", "RuntimeError: no model configured"),
     ("team_factories:bad_type", "gave str, not an Agent or a composition"),
-    ("team_factories:bad_memory_member", "its member 'rememberer' has a memory"),
     ("team_factories:not_callable", "is not callable"),
     ("no_such_module:make", "cannot import 'no_such_module'"),
 ])

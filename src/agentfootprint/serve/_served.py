@@ -16,10 +16,18 @@ seam for compositions. What a composition's turn means follows ``Composition.run
 - each run (paused, resumed, finished or failed) is saved in the run store its member agents
   record to (``Tracing(run_store=...)``).
 
+Members with memory (``Agent(memory=...)``) remember the session, as a served ``Agent`` does:
+each turn runs under ``MemoryIdentity(conversation_id=session id, principal=owner)`` (the
+standing agent passes it as ``run(..., identity=...)``), so a served agent and a served team
+on one session share one conversation; each member run resolves and claims its own turn in
+that store (``compose/_members.py``), so no member overwrites another's turn, and a member's
+recall reaches back over every earlier turn of the session. A paused turn's checkpoint carries
+that identity, so ``resume`` restores it in any process; the session's identity is passed
+again and a checkpoint carrying another is refused.
+
 What cannot hold is refused when the target is checked (``check_target``, at server start),
-in one sentence: a member with a memory (the server hands members no session identity), a
-member with a redaction policy (a composition's recording does not apply it, so the session
-store would keep what it masks), members recording to different run stores.
+in one sentence: a member with a redaction policy (a composition's recording does not apply
+it, so the session store would keep what it masks), members recording to different run stores.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ from ..errors import ConfigurationError, RunError
 from ..flow import FlowRun
 
 if TYPE_CHECKING:
+    from ..memory._identity import MemoryIdentity
     from ..runs._store import RunStorePort
 
 __all__ = ["ServedComposition", "check_target", "remembers", "served"]
@@ -53,7 +62,10 @@ def served(made: object, where: str) -> Agent | ServedComposition:
 
 
 def remembers(target: Agent | ServedComposition) -> bool:
-    """Whether the target keeps its conversations in a memory store (an agent's memory)."""
+    """Whether the target keeps its conversations in a memory store (an agent's memory, or
+    a composition member's): its turns then run under the session's identity."""
+    if isinstance(target, ServedComposition):
+        return target.remembers
     return isinstance(target, Agent) and bool(target.spec.memories)
 
 
@@ -104,14 +116,12 @@ class ServedComposition:
         self.chart = composition.chart
         self.name = composition.chart.description or composition.chart.name
         stores: dict[int, Any] = {}
+        self.remembers = False
+        """Whether a member has memory (its turns then run under the session's identity)."""
         for member in members(composition):
             label = repr(getattr(member, "name", type(member).__name__))
             if getattr(getattr(member, "spec", None), "memories", None):
-                raise ConfigurationError(
-                    f"composition {self.name!r} cannot be served: its member {label} has a "
-                    "memory, and the server does not hand a composition's members the "
-                    "session's identity to remember under; drop the member's memory= (the "
-                    "session keeps the transcript)")
+                self.remembers = True
             if getattr(member, "redaction", None) is not None:
                 raise ConfigurationError(
                     f"composition {self.name!r} cannot be served: its member {label} has a "
@@ -131,12 +141,13 @@ class ServedComposition:
         return f"<ServedComposition {self.name!r}>"
 
     async def run(self, message: str, *, run_id: str | None = None,
-                  timeout: float | None = None, deps: Any = None,
-                  turn: int = 1) -> RunResult:
-        """One turn: the composition run on ``message``; ``turn`` is the session's number."""
+                  timeout: float | None = None, deps: Any = None, turn: int = 1,
+                  identity: MemoryIdentity | None = None) -> RunResult:
+        """One turn: the composition run on ``message``; ``turn`` is the session's number,
+        ``identity`` the session's conversation its memory members read and write."""
         try:
             result = await self.composition.run(message, run_id=run_id, timeout=timeout,
-                                                deps=deps)
+                                                deps=deps, identity=identity)
         except RunError as exc:
             await self._record_failure(exc)
             raise
@@ -149,9 +160,12 @@ class ServedComposition:
                          max_buffered=max_buffered)
 
     async def resume(self, checkpoint: Mapping[str, Any], answer: object = None, *,
-                     timeout: float | None = None, deps: Any = None) -> RunResult:
+                     timeout: float | None = None, deps: Any = None,
+                     identity: MemoryIdentity | None = None) -> RunResult:
         """Continue the paused run ``checkpoint`` holds (``RunResult.checkpoint`` of a paused
-        turn) with the person's ``answer``."""
+        turn) with the person's ``answer``. The members' identity comes from the checkpoint;
+        ``identity`` (the session's) is checked against it, so a turn never resumes into
+        another conversation."""
         if (not isinstance(checkpoint, Mapping) or checkpoint.get("status") != "paused"
                 or not isinstance(checkpoint.get("flow"), Mapping)):
             raise ConfigurationError(
@@ -165,6 +179,8 @@ class ServedComposition:
                 f"this run paused for consent to call {pause.get('tool_name')!r}; answer with "
                 f"check_in_approved(by=...) or check_in_declined(by=..., note=...), not "
                 f"{answer!r}")
+        if identity is not None and self.remembers:
+            self._check_identity(checkpoint, identity)
         try:
             result = await self.composition.resume(checkpoint, answer, timeout=timeout,
                                                    deps=deps)
@@ -173,6 +189,22 @@ class ServedComposition:
             raise
         turn = checkpoint.get("turn")
         return await self._settled(result, turn if isinstance(turn, int) else 1)
+
+    def _check_identity(self, checkpoint: Mapping[str, Any],
+                        identity: MemoryIdentity) -> None:
+        """Refuse a checkpoint whose members ran under another identity than ``identity``."""
+        from ..memory._stages import identity_from_record
+        from ..runs import trace
+
+        args = checkpoint["flow"].get("args")
+        carried = identity_from_record(args.get(trace.IDENTITY)) if isinstance(
+            args, Mapping) else None
+        if carried != identity:
+            raise ConfigurationError(
+                f"resume() of composition {self.name!r}: the checkpoint's members ran under "
+                f"{'no identity' if carried is None else 'another identity'} than the "
+                "session's, so its memory would go to another conversation; resume the "
+                "checkpoint of this session's own paused turn")
 
     async def _settled(self, result: RunResult, turn: int) -> RunResult:
         """The result with the session's turn, saved in the run store."""

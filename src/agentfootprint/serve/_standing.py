@@ -16,7 +16,8 @@ store (``memory/_turn.py``). Each run's id is ``{session}.{turn}.{nonce}``, so t
 the session and the turn. A paused run's checkpoint is the session's (status ``paused``) and
 ``resume`` continues it from any process; ``send`` refuses until then. A composition
 (``Sequence(...)``, a pattern) is served the same way through ``_served.ServedComposition``: its
-turns run the team on each message, a member's pause is the session's, resumed likewise.
+turns run the team on each message, a member's pause is the session's, resumed likewise; its
+members with memory remember under the same identity a served agent would.
 
 Ownership: the principal who started a session owns it, for good; a session of someone else
 answers every call exactly as a session that does not exist (``SessionNotFound``). Retention: a
@@ -42,7 +43,7 @@ import time
 import uuid
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from ..agent._agent import Agent, RunResult
 from ..errors import (
@@ -66,6 +67,9 @@ from ._sessions import (
     check_session_id,
     parse_checkpoint,
 )
+
+if TYPE_CHECKING:
+    from ..memory._identity import MemoryIdentity
 
 __all__ = ["StandingAgent", "standing_agent"]
 
@@ -272,14 +276,11 @@ class StandingAgent:
         options: dict[str, Any] = {
             "run_id": f"{record.id}.{record.turns + 1}.{uuid.uuid4().hex[:8]}",
             "deps": deps, "timeout": timeout}
+        if remembers(agent):  # the memory store holds the conversation and its turns
+            options["identity"] = session_identity(record)
         if isinstance(agent, ServedComposition):  # no conversation of its own: the message
             options["turn"] = record.turns + 1
-        elif remembers(agent):  # the memory store holds the conversation and its turns
-            from ..memory._identity import MemoryIdentity
-
-            options["identity"] = MemoryIdentity(conversation_id=record.id,
-                                                 principal=record.owner)
-        elif checkpoint is not None:
+        elif checkpoint is not None and "identity" not in options:
             if record.turns and not checkpoint.get("history"):
                 raise ConfigurationError(
                     f"session {record.id!r} cannot be continued: the checkpoint of its turn "
@@ -318,7 +319,12 @@ class StandingAgent:
         claim, record, checkpoint = await self._begin(session_id, principal, paused=True)
         try:
             agent = await self._agent()
-            result = await agent.resume(checkpoint or {}, answer, deps=deps, timeout=timeout)
+            if isinstance(agent, ServedComposition) and agent.remembers:
+                result = await agent.resume(checkpoint or {}, answer, deps=deps,
+                                            timeout=timeout, identity=session_identity(record))
+            else:
+                result = await agent.resume(checkpoint or {}, answer, deps=deps,
+                                            timeout=timeout)
         except BaseException as exc:
             await claim.end(None, exc)
             raise
@@ -526,6 +532,14 @@ class SessionStream:
                     await self._finish()
                 else:
                     await claim.end(None, error)
+
+
+def session_identity(record: SessionRecord) -> MemoryIdentity:
+    """The identity a session's turns remember under, for an agent or a team with memory:
+    the session is the conversation, its owner the principal."""
+    from ..memory._identity import MemoryIdentity
+
+    return MemoryIdentity(conversation_id=record.id, principal=record.owner)
 
 
 def recorded_lines(result: RunResult, lines: list[tuple[Role, str]]) -> list[tuple[Role, str]]:
