@@ -202,7 +202,7 @@ class ServedComposition:
         if carried != identity:
             raise ConfigurationError(
                 f"resume() of composition {self.name!r}: the checkpoint's members ran under "
-                f"{'no identity' if carried is None else 'another identity'} than the "
+                f"{'no identity' if carried is None else 'another identity'}, not the "
                 "session's, so its memory would go to another conversation; resume the "
                 "checkpoint of this session's own paused turn")
 
