@@ -184,7 +184,7 @@ async def test_a_streamed_turn_remembers_too_and_a_foreign_checkpoint_is_refused
         assert isinstance(team, ServedComposition) and remembers(team)
         paused = await team.run("refund it", identity=MemoryIdentity("other", principal="x"))
         assert paused.paused
-        with pytest.raises(ConfigurationError, match="ran under another identity, not the session's"):
+        with pytest.raises(ConfigurationError, match="another identity, not the session's"):
             await team.resume(paused.checkpoint, APPROVED["answer"],
                               identity=MemoryIdentity(session.id, principal="carol"))
         assert team_factories.REFUNDS == []
