@@ -15,12 +15,19 @@ An explanation re-runs the agent many times. Each re-run gets:
   fed to the model). An agent used as a tool is not replayed: it runs again, isolated.
 * **no run store, no watchers, a fresh provider** (``provider.fork()``: a script starts afresh).
 
+Every agent of one re-run — a composition's members, side by side in a ``Parallel`` or one after
+the other, and agents used as tools — shares that re-run's private copy of each user store (one
+copy per backend, as ``distinct_stores`` counts them), so a later member recalls what an earlier
+one wrote and claims the next turn, as in the explained run; the user's store is never written.
+A composition is re-run under the identity its members recorded (:func:`run_identity`).
+
 The agent itself comes from ``agent.without(ids)`` (or a user's ``rebuild``) and is then mapped
 through :meth:`RerunSandbox.isolate`, member by member for a composition.
 """
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import dataclasses
 from collections.abc import Mapping, Sequence
@@ -49,6 +56,8 @@ class RerunLog:
 
     def __init__(self) -> None:
         self.replay: ToolReplay | None = None
+        self.stores: dict[object, RerunStore] = {}
+        """This re-run's private copy of each user store, by backend: shared by its agents."""
 
     def replay_of(self, calls: Mapping[tuple[str, str], list[Any]]) -> ToolReplay:
         if self.replay is None:
@@ -80,6 +89,7 @@ class RerunStore:
         self._sandbox = sandbox
         self._copy = InMemoryStore()
         self._loaded: set[str] = set()
+        self._loading = asyncio.Lock()  # members side by side load a conversation once
 
     @property
     def name(self) -> str:
@@ -91,10 +101,13 @@ class RerunStore:
 
     async def _ready(self, identity: MemoryIdentity) -> InMemoryStore:
         key = identity_key(identity)
-        if key not in self._loaded:
-            entries = await self._sandbox.entries_before(self._base, identity)
-            await self._copy.put_many(identity, entries)
-            self._loaded.add(key)
+        if key in self._loaded:
+            return self._copy
+        async with self._loading:
+            if key not in self._loaded:
+                entries = await self._sandbox.entries_before(self._base, identity)
+                await self._copy.put_many(identity, entries)
+                self._loaded.add(key)
         return self._copy
 
     async def get(self, identity: MemoryIdentity, entry_id: str) -> MemoryEntry | None:
@@ -137,18 +150,67 @@ def identity_key(identity: object) -> str:
     return found.namespace if found is not None else repr(identity)
 
 
-def _turns_by_identity(log: CommitLog) -> dict[str, int]:
-    """The earliest turn each conversation of the run was at (root agent and members alike)."""
+def store_key(store: object) -> object:
+    """One key per backend: two store objects on one SQLite file (one Redis prefix) are one
+    store, told apart by their ``backend`` when they name one (as ``distinct_stores`` does)."""
+    backend = getattr(store, "backend", None)
+    return ("backend", backend) if isinstance(backend, str) else ("object", id(store))
+
+
+def _logs_of(log: CommitLog) -> list[CommitLog]:
+    """``log`` and, recursively, the recordings of the agents its agents ran as tools."""
+    from ..runs._recording import Recording
+
+    out = [log]
     last = len(log.records)
-    out: dict[str, int] = {}
     for ns in dict.fromkeys(record.ns for record in log.records):
-        identity = log.value_at(trace.IDENTITY, last, ns=ns, default=None)
-        turn = log.value_at(trace.TURN, last, ns=ns, default=None)
-        if identity is None or not isinstance(turn, int):
+        kept = log.value_at(trace.SUB_RECORDINGS, last, ns=ns, default=None)
+        if not isinstance(kept, Mapping):
             continue
-        key = identity_key(identity)
-        out[key] = min(turn, out.get(key, turn))
+        for body in kept.values():
+            if isinstance(body, Mapping):
+                try:
+                    inner = Recording.model_validate(body).commit_log()
+                except ValueError:  # a damaged inner recording: its turns stay unknown
+                    continue
+                out.extend(_logs_of(inner))
     return out
+
+
+def _turns_by_identity(log: CommitLog) -> dict[str, int]:
+    """The earliest turn each conversation of the run was at (root agent, members and agents
+    used as tools alike)."""
+    out: dict[str, int] = {}
+    for each in _logs_of(log):
+        last = len(each.records)
+        for ns in dict.fromkeys(record.ns for record in each.records):
+            identity = each.value_at(trace.IDENTITY, last, ns=ns, default=None)
+            turn = each.value_at(trace.TURN, last, ns=ns, default=None)
+            if identity is None or not isinstance(turn, int):
+                continue
+            key = identity_key(identity)
+            out[key] = min(turn, out.get(key, turn))
+    return out
+
+
+def run_identity(log: CommitLog) -> MemoryIdentity | None:
+    """The identity to re-run the recorded run under: the agent's own, or a composition's.
+
+    A composition does not record its ``run(identity=...)`` argument, but each memory member
+    records the identity it ran under (the run's, which wins, else its own). One identity
+    across every member: re-running under it runs each member as before. Several: the run had
+    none (it would have won everywhere), so the members run under their own again.
+    """
+    last = len(log.records)
+    root = identity_from_record(log.value_at(trace.IDENTITY, last, default=None))
+    if root is not None:
+        return root
+    found: dict[str, MemoryIdentity] = {}
+    for ns in dict.fromkeys(record.ns for record in log.records if record.ns):
+        identity = identity_from_record(log.value_at(trace.IDENTITY, last, ns=ns, default=None))
+        if identity is not None:
+            found.setdefault(identity_key(identity), identity)
+    return next(iter(found.values())) if len(found) == 1 else None
 
 
 class RerunSandbox:
@@ -193,10 +255,13 @@ class RerunSandbox:
         from ..agent._rebuild import rebuild_memory
 
         kwargs = agent._init_kwargs
-        stores: dict[int, RerunStore] = {}
+        stores = log.stores  # one private copy per user store for every agent of the re-run
 
         def private(store: MemoryStore) -> RerunStore:
-            return stores.setdefault(id(store), RerunStore(store, self))
+            key = store_key(store)
+            if key not in stores:
+                stores[key] = RerunStore(store, self)
+            return stores[key]
 
         replay = log.replay_of(self.calls)
         tracing = kwargs.get("tracing")

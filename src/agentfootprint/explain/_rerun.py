@@ -24,10 +24,9 @@ from typing import Any, Literal
 from ..errors import ConfigurationError
 from ..flow import FlowRun
 from ..flow._commitlog import CommitLog
-from ..memory._stages import identity_from_record
 from ..runs import trace
 from ..runs._recording import AgentRun
-from ._isolation import RerunLog, RerunSandbox
+from ._isolation import RerunLog, RerunSandbox, run_identity
 from ._suspects import Suspect, is_stage, log_of, suspects_of
 from ._verdict import BASELINE_RUNS, DEFAULT_ALPHA, LOOKS, Decision, fisher_greater, look_decision
 
@@ -228,8 +227,8 @@ class Rerunner:
         log = log_of(result) if getattr(result, "recording", None) is not None else None
         self.sandbox = RerunSandbox(log) if log is not None else None
         self.prior = prior_history(log) if log is not None else []
-        self.identity = (log.value_at(trace.IDENTITY, len(log.records), default=None)
-                         if log is not None else None)
+        self.identity = run_identity(log) if log is not None else None
+        """Whose memory the run read and wrote: its agent's, or its memory members'."""
         self.deterministic: bool | None = None
         self.base: Probe | None = None
         from ..agent._usage import UsageMeter
@@ -432,8 +431,11 @@ class Rerunner:
                 if self.prior:
                     options["continue_from"] = {"history": self.prior}
                 if self.identity is not None and runner._init_kwargs.get("memory"):
-                    options["identity"] = identity_from_record(self.identity)
+                    options["identity"] = self.identity
                 return await runner.run(self.message, **options)
+            if self.identity is not None and _takes(runner.run, "identity"):
+                # a composition: its memory members run under the identity they recorded
+                return await runner.run(self.message, identity=self.identity)
             return await runner.run(self.message)
 
     def _note_unisolated(self) -> None:
@@ -443,6 +445,15 @@ class Rerunner:
                 "ran outside the explanation's sandbox; return an Agent to have them isolated.")
         if note not in self.notes:
             self.notes.append(note)
+
+
+def _takes(fn: Callable[..., Any], name: str) -> bool:
+    try:
+        parameters = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in parameters or any(p.kind is inspect.Parameter.VAR_KEYWORD
+                                     for p in parameters.values())
 
 
 def _model_calls(result: Any) -> int:

@@ -1,0 +1,163 @@
+"""Re-runs of a composition whose members have memory: the recorded identity, the user's store
+untouched.
+
+A team's run is re-run under the identity its memory members recorded; every member of one
+re-run reads one private copy of the user's store as it was before the explained run (so a later
+member recalls what an earlier member of the same re-run wrote, at the turns of the explained
+run), and the user's SQLite store — its entries and its turn claims — is the same before and
+after the explanation.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from agentfootprint import Agent
+from agentfootprint.compose import Parallel, Sequence
+from agentfootprint.explain import localize_context_bug
+from agentfootprint.explain._whatif import rerun_without_sources
+from agentfootprint.memory import MemoryIdentity, SQLiteStore, define_memory
+from agentfootprint.providers import LLMRequest, mock
+
+STALE = "Note: the Lisbon depot closed-zq; ship everything to Atlantis."
+QUESTION = "Where should the parcel for ticket 42 go?"
+CULPRIT = "memory:planner#msg-1-0"
+IDENTITY = MemoryIdentity("conv-team", principal="user-1")
+
+
+def is_wrong(answer: str) -> bool:
+    return "Atlantis" in answer
+
+
+def planner(store: SQLiteStore, prompts: list[str] | None = None) -> Agent:
+    """Ships wherever its recalled memory says (the stale note wins): a context bug."""
+
+    def respond(request: LLMRequest) -> str:
+        seen = " | ".join([request.system or "", *(str(m["content"]) for m in request.messages)])
+        if prompts is not None:
+            prompts.append(seen)
+        if QUESTION not in str(request.messages[-1]["content"]):
+            return "noted"
+        return "Plan: ship to Atlantis." if "closed-zq" in seen else "Plan: ship to Lisbon."
+
+    return Agent(provider=mock(respond=respond, deterministic=True), model="m", name="planner",
+                 memory=[define_memory(id="planner", type="episodic", strategy="window",
+                                       keep_turns=10, store=store)])
+
+
+def writer(store: SQLiteStore, prompts: list[str] | None = None) -> Agent:
+    """Restates the plan it is handed (its own recall never decides the answer)."""
+
+    def respond(request: LLMRequest) -> str:
+        if prompts is not None:
+            prompts.append(" | ".join([request.system or "",
+                                       *(str(m["content"]) for m in request.messages)]))
+        last = str(request.messages[-1]["content"])
+        return f"Reply: {last}" if last.startswith("Plan:") else "noted"
+
+    return Agent(provider=mock(respond=respond, deterministic=True), model="m", name="writer",
+                 memory=[define_memory(id="writer", type="episodic", strategy="window",
+                                       keep_turns=10, store=store)])
+
+
+def untimed(prompt: str) -> str:
+    """A prompt without the write times of its recalled entries (a re-run writes anew)."""
+    return re.sub(r' updated="[^"]*"', "", prompt)
+
+
+def rows(path: Path) -> dict[str, list[Any]]:
+    """Every row of every table of the user's SQLite store (entries, turns, claims)."""
+    with sqlite3.connect(path) as conn:
+        tables = [name for (name,) in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+        return {t: sorted(map(repr, conn.execute(f"SELECT * FROM {t}"))) for t in tables}
+
+
+async def explained_team(path: Path, make: Callable[[SQLiteStore], Any]) -> tuple[Any, Any]:
+    """The team's earlier turn plants the stale note; the next run answers wrong from it."""
+    store = SQLiteStore(path)
+    team = make(store)
+    await team.run(STALE, identity=IDENTITY)
+    result = await team.run(QUESTION, identity=IDENTITY)
+    assert is_wrong(result.content), result.content
+    return store, result
+
+
+async def test_localize_proves_a_stale_memory_entry_of_a_sequence_member(
+        tmp_path: Path) -> None:
+    """A Sequence of two memory agents on SQLite: the planner's recall of the stale note is
+    proven CAUSAL (without it the answer flips; the unchanged team never does), each re-run
+    sees exactly the prompts of the explained run, and the user's store is unchanged."""
+    path = tmp_path / "team.db"
+    prompts: list[str] = []
+    store, result = await explained_team(path, lambda s: Sequence(
+        ("plan", planner(s)), ("write", writer(s, prompts))))
+    assert result.turn == 4  # planner turn 3, writer turn 4 (turns 1-2: the earlier run)
+    original = prompts[-1]
+    assert "Plan: ship to Atlantis." in original  # the writer recalls the planner's turn 3
+    before, size = rows(path), path.stat().st_size
+    assert before["af_memory_turn_holders"] == []
+
+    report = await localize_context_bug(result, is_wrong=is_wrong)
+
+    assert not any(n.startswith("[baseline-incomplete]") for n in report.notes), report.notes
+    assert report.baseline is not None and report.baseline.flips == 0
+    assert report.baseline.runs == 1 and report.deterministic
+    by_id = {item.suspect.id: item for item in report.suspects}
+    assert by_id[CULPRIT].verdict == "CAUSAL", by_id[CULPRIT].why
+    assert [c.members for c in report.causes if c.verdict == "CAUSAL"] == [(CULPRIT,)]
+    assert "Lisbon" in (by_id[CULPRIT].answers[0] if by_id[CULPRIT].answers else "")
+    # the baseline re-run's writer saw what the explained run's writer saw: the planner's
+    # turn-3 entry of the same re-run, at the same turns (one private copy per re-run)
+    assert len(prompts) == 2 + report.runs_used
+    assert untimed(prompts[2]) == untimed(original)
+    assert '<memory role="assistant" turn="3"' in prompts[2]
+    # the user's store: same rows (entries, turn numbers, no claims held), same size
+    assert rows(path) == before
+    assert path.stat().st_size == size
+    await store.aclose()
+
+
+async def test_a_parallel_teams_stale_memory_is_proven_without_touching_the_store(
+        tmp_path: Path) -> None:
+    """The same bug side by side: members of one re-run share its private copy and claim
+    distinct turns in it; the culprit is CAUSAL and the user's store is unchanged."""
+    path = tmp_path / "par.db"
+    store, result = await explained_team(path, lambda s: Parallel(
+        ("plan", planner(s)), ("write", writer(s))))
+    before = rows(path)
+
+    report = await localize_context_bug(result, is_wrong=is_wrong)
+
+    assert not any(n.startswith("[baseline-incomplete]") for n in report.notes), report.notes
+    by_id = {item.suspect.id: item for item in report.suspects}
+    assert by_id[CULPRIT].verdict == "CAUSAL", by_id[CULPRIT].why
+    assert report.baseline is not None and report.baseline.flips == 0
+    assert rows(path) == before
+    await store.aclose()
+
+
+async def test_a_rebuilt_team_is_rerun_isolated_under_the_recorded_identity(
+        tmp_path: Path) -> None:
+    """``rebuild`` returning a fresh team (another process's) is run under the identity the
+    members recorded and isolated the same way: the what-if flips, the store is unchanged."""
+    path = tmp_path / "rebuilt.db"
+    store, result = await explained_team(path, lambda s: Sequence(
+        ("plan", planner(s)), ("write", writer(s))))
+    before = rows(path)
+    fresh = SQLiteStore(path)  # the rebuilt team's own store object on the same file
+
+    def rebuild(without: frozenset[str]) -> Sequence:
+        return Sequence(("plan", planner(fresh)), ("write", writer(fresh))).without(without)
+
+    found = await rerun_without_sources(result, rebuild=rebuild, is_wrong=is_wrong,
+                                        sources=[CULPRIT], reruns=1)
+    assert found.verdict == "CAUSAL", found.why
+    assert found.baseline.runs == 1 and found.baseline.flips == 0
+    assert rows(path) == before
+    await fresh.aclose()
+    await store.aclose()
