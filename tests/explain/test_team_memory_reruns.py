@@ -33,7 +33,8 @@ def is_wrong(answer: str) -> bool:
     return "Atlantis" in answer
 
 
-def planner(store: SQLiteStore, prompts: list[str] | None = None) -> Agent:
+def planner(store: SQLiteStore, prompts: list[str] | None = None, *,
+            identity: MemoryIdentity | None = None) -> Agent:
     """Ships wherever its recalled memory says (the stale note wins): a context bug."""
 
     def respond(request: LLMRequest) -> str:
@@ -45,11 +46,13 @@ def planner(store: SQLiteStore, prompts: list[str] | None = None) -> Agent:
         return "Plan: ship to Atlantis." if "closed-zq" in seen else "Plan: ship to Lisbon."
 
     return Agent(provider=mock(respond=respond, deterministic=True), model="m", name="planner",
+                 identity=identity,
                  memory=[define_memory(id="planner", type="episodic", strategy="window",
                                        keep_turns=10, store=store)])
 
 
-def writer(store: SQLiteStore, prompts: list[str] | None = None) -> Agent:
+def writer(store: SQLiteStore, prompts: list[str] | None = None, *,
+           identity: MemoryIdentity | None = None) -> Agent:
     """Restates the plan it is handed (its own recall never decides the answer)."""
 
     def respond(request: LLMRequest) -> str:
@@ -60,6 +63,7 @@ def writer(store: SQLiteStore, prompts: list[str] | None = None) -> Agent:
         return f"Reply: {last}" if last.startswith("Plan:") else "noted"
 
     return Agent(provider=mock(respond=respond, deterministic=True), model="m", name="writer",
+                 identity=identity,
                  memory=[define_memory(id="writer", type="episodic", strategy="window",
                                        keep_turns=10, store=store)])
 
@@ -77,12 +81,13 @@ def rows(path: Path) -> dict[str, list[Any]]:
         return {t: sorted(map(repr, conn.execute(f"SELECT * FROM {t}"))) for t in tables}
 
 
-async def explained_team(path: Path, make: Callable[[SQLiteStore], Any]) -> tuple[Any, Any]:
+async def explained_team(path: Path, make: Callable[[SQLiteStore], Any], *,
+                         identity: MemoryIdentity | None = IDENTITY) -> tuple[Any, Any]:
     """The team's earlier turn plants the stale note; the next run answers wrong from it."""
     store = SQLiteStore(path)
     team = make(store)
-    await team.run(STALE, identity=IDENTITY)
-    result = await team.run(QUESTION, identity=IDENTITY)
+    await team.run(STALE, identity=identity)
+    result = await team.run(QUESTION, identity=identity)
     assert is_wrong(result.content), result.content
     return store, result
 
@@ -160,4 +165,64 @@ async def test_a_rebuilt_team_is_rerun_isolated_under_the_recorded_identity(
     assert found.baseline.runs == 1 and found.baseline.flips == 0
     assert rows(path) == before
     await fresh.aclose()
+    await store.aclose()
+
+
+async def test_members_under_their_own_identities_are_rerun_under_them(tmp_path: Path) -> None:
+    """No run identity, each member its own conversation: a re-run hands none, so each member
+    reads its own conversation's copy again; the culprit is CAUSAL, the store unchanged."""
+    path = tmp_path / "own.db"
+    store, result = await explained_team(path, lambda s: Sequence(
+        ("plan", planner(s, identity=MemoryIdentity("conv-plan"))),
+        ("write", writer(s, identity=MemoryIdentity("conv-write")))), identity=None)
+    before = rows(path)
+
+    report = await localize_context_bug(result, is_wrong=is_wrong)
+
+    assert not any(n.startswith("[baseline-incomplete]") for n in report.notes), report.notes
+    by_id = {item.suspect.id: item for item in report.suspects}
+    assert by_id[CULPRIT].verdict == "CAUSAL", by_id[CULPRIT].why
+    assert rows(path) == before
+    await store.aclose()
+
+
+def lead(tools: list[Any]) -> Agent:
+    """Asks its planner tool and answers with what the tool said."""
+
+    def respond(request: LLMRequest) -> object:
+        answers = [m for m in request.messages if m["role"] == "tool"]
+        if not answers:
+            return {"tool_calls": [{"id": "c1", "name": "planner", "args": {
+                "request": str(request.messages[-1]["content"])}}]}
+        return str(answers[-1]["content"])
+
+    return Agent(provider=mock(respond=respond, deterministic=True), model="m", name="lead",
+                 tools=tools)
+
+
+async def test_a_memory_agent_used_as_a_members_tool_is_rerun_isolated(tmp_path: Path) -> None:
+    """A team member calls a memory agent as a tool (its own conversation): the inner agent
+    runs again on the re-run's private copy, cut at the turn it had in the explained run (its
+    recording is inside the caller's), so it sees the prompt it saw then; CAUSAL, store
+    unchanged."""
+    path = tmp_path / "tool.db"
+    prompts: list[str] = []
+
+    def team(store: SQLiteStore) -> Sequence:
+        inner = planner(store, prompts, identity=MemoryIdentity("conv-planner"))
+        caller = lead([inner.as_tool(name="planner", description="Plans shipping.")])
+        return Sequence(("lead", caller), ("write", writer(store)))
+
+    store, result = await explained_team(path, team)
+    original = prompts[-1]
+    before = rows(path)
+
+    report = await localize_context_bug(result, is_wrong=is_wrong)
+
+    by_id = {item.suspect.id: item for item in report.suspects}
+    assert by_id[CULPRIT].verdict == "CAUSAL", by_id[CULPRIT].why
+    assert report.baseline is not None and report.baseline.flips == 0
+    assert untimed(prompts[2]) == untimed(original)  # the baseline's inner run: same recall
+    assert "turn=\"2\"" not in prompts[2]  # not the explained run's own writes
+    assert rows(path) == before
     await store.aclose()
