@@ -19,9 +19,11 @@ from typing import Any
 from agentfootprint import Agent
 from agentfootprint.compose import Parallel, Sequence
 from agentfootprint.explain import localize_context_bug
+from agentfootprint.explain._prove import prove_stored_run
 from agentfootprint.explain._whatif import rerun_without_sources
 from agentfootprint.memory import MemoryIdentity, SQLiteStore, define_memory
 from agentfootprint.providers import LLMRequest, mock
+from agentfootprint.runs import RunStore
 
 STALE = "Note: the Lisbon depot closed-zq; ship everything to Atlantis."
 QUESTION = "Where should the parcel for ticket 42 go?"
@@ -225,4 +227,39 @@ async def test_a_memory_agent_used_as_a_members_tool_is_rerun_isolated(tmp_path:
     assert untimed(prompts[2]) == untimed(original)  # the baseline's inner run: same recall
     assert "turn=\"2\"" not in prompts[2]  # not the explained run's own writes
     assert rows(path) == before
+    await store.aclose()
+
+
+STORED: dict[str, Any] = {}
+"""Where ``stored_team`` finds the user's memory store (set by the test that uses it), and
+the store objects it opened (closed by that test)."""
+
+
+def stored_team() -> Sequence:
+    """The factory ``prove`` rebuilds the team from, in what could be another process."""
+    store = SQLiteStore(STORED["path"])
+    STORED.setdefault("opened", []).append(store)
+    return Sequence(("plan", planner(store)), ("write", writer(store)))
+
+
+async def test_prove_rebuilds_a_stored_team_and_reruns_it_isolated(tmp_path: Path) -> None:
+    """``prove`` of a team's stored run: the factory's team is re-run under the identity its
+    members recorded, the culprit is CAUSAL, the proof is kept, and the memory store is
+    unchanged."""
+    path = tmp_path / "memory.db"
+    STORED["path"] = path
+    store, result = await explained_team(path, lambda s: Sequence(
+        ("plan", planner(s)), ("write", writer(s))))
+    before = rows(path)
+    with RunStore(tmp_path / "runs.db") as runs:
+        runs.save(result)
+        report = await prove_stored_run(runs, result.run_id, is_wrong=is_wrong,
+                                        factory=f"{__name__}:stored_team")
+        kept = runs.proofs(result.run_id)
+    by_id = {item.suspect.id: item for item in report.suspects}
+    assert by_id[CULPRIT].verdict == "CAUSAL", by_id[CULPRIT].why
+    assert len(kept) == 1
+    assert rows(path) == before
+    for opened in STORED.pop("opened"):
+        await opened.aclose()
     await store.aclose()

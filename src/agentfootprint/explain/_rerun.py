@@ -174,7 +174,9 @@ class Rerunner:
     Without ``rebuild`` the run's own agent (``result.source``) is re-run as
     ``source.without(removed)``. Either way, every Agent of the re-run is isolated by a
     :class:`RerunSandbox` (its memory on a private copy, tools answered from the recording, no
-    run store) when ``result`` carries a recording.
+    run store) when ``result`` carries a recording; the agents of one re-run (a composition's
+    members, agents used as tools) share its copies. An agent is re-run under the identity it
+    recorded, a composition under the one its memory members recorded (``run_identity``).
     """
 
     def __init__(self, *, rebuild: Rebuild | None, is_wrong: IsWrong, message: str,
