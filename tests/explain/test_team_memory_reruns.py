@@ -20,7 +20,7 @@ from agentfootprint import Agent
 from agentfootprint.compose import Parallel, Sequence
 from agentfootprint.explain import localize_context_bug
 from agentfootprint.explain._prove import prove_stored_run
-from agentfootprint.explain._whatif import rerun_without_sources
+from agentfootprint.explain._whatif import bisect_culprits, rerun_without_sources
 from agentfootprint.memory import MemoryIdentity, SQLiteStore, define_memory
 from agentfootprint.providers import LLMRequest, mock
 from agentfootprint.runs import RunStore
@@ -28,6 +28,8 @@ from agentfootprint.runs import RunStore
 STALE = "Note: the Lisbon depot closed-zq; ship everything to Atlantis."
 QUESTION = "Where should the parcel for ticket 42 go?"
 CULPRIT = "memory:planner#msg-1-0"
+PARALLEL_CULPRITS = frozenset({"memory:planner#msg-1-0", "memory:planner#msg-2-0"})
+"""The note as a Parallel's two members both stored it, recalled by the planner."""
 IDENTITY = MemoryIdentity("conv-team", principal="user-1")
 
 
@@ -141,8 +143,10 @@ async def test_a_parallel_teams_stale_memory_is_proven_without_touching_the_stor
     report = await localize_context_bug(result, is_wrong=is_wrong)
 
     assert not any(n.startswith("[baseline-incomplete]") for n in report.notes), report.notes
-    by_id = {item.suspect.id: item for item in report.suspects}
-    assert by_id[CULPRIT].verdict == "CAUSAL", by_id[CULPRIT].why
+    # side by side, both members stored the note (turns 1 and 2): only both copies together
+    # carry it to the planner's recall, so the proven cause is the pair
+    causal = [frozenset(c.members) for c in report.causes if c.verdict == "CAUSAL"]
+    assert causal == [PARALLEL_CULPRITS], report.causes
     assert report.baseline is not None and report.baseline.flips == 0
     assert rows(path) == before
     await store.aclose()
@@ -262,4 +266,20 @@ async def test_prove_rebuilds_a_stored_team_and_reruns_it_isolated(tmp_path: Pat
     assert rows(path) == before
     for opened in STORED.pop("opened"):
         await opened.aclose()
+    await store.aclose()
+
+
+async def test_bisect_finds_the_stale_entry_of_a_parallel_team(tmp_path: Path) -> None:
+    """Bisection over a Parallel team's re-runs names the two stored copies of the note (and
+    nothing else); the user's store is unchanged (every probe ran on private copies)."""
+    path = tmp_path / "bisect.db"
+    store, result = await explained_team(path, lambda s: Parallel(
+        ("plan", planner(s)), ("write", writer(s))))
+    before = rows(path)
+
+    found = await bisect_culprits(result, is_wrong=is_wrong, reruns=1)
+
+    assert found.verdict == "CAUSAL", found.reason
+    assert found.culprits == [PARALLEL_CULPRITS]
+    assert rows(path) == before
     await store.aclose()
