@@ -191,19 +191,16 @@ def record_call(scope: Scope, spec: AgentSpec, response: LLMResponse, *, seconds
         row["cache_write_tokens"] = usage.cache_write
     if cache:
         row["cache"] = dict(cache)
-    # appended in place: a read list keeps its committed front, so the commit records and
-    # freezes only the new row (flow/_values.py), whatever the run's length
-    rows: list[dict[str, Any]] = scope.get(trace.LLM_USAGE) or []
-    rows.append(row)
-    scope[trace.LLM_USAGE] = rows
-    latencies: list[float] = scope.get(trace.LLM_LATENCY) or []
-    latencies.append(latency)
-    scope[trace.LLM_LATENCY] = latencies
+    # read, appended and written back as one step that neither copies nor walks the list:
+    # the commit records and freezes only the new row, whatever the run's length
+    scope.append(trace.LLM_USAGE, row)
+    scope.append(trace.LLM_LATENCY, latency)
     meter = _shared.get()
     if meter is not None:
         meter.add(row)
     if cost is None and budget is None:
         return  # nothing to tick or judge: no walk over the run's earlier calls
+    rows: list[dict[str, Any]] = scope[trace.LLM_USAGE]  # this call's row last
     total_cost = (meter.cost_usd if meter is not None
                   else sum(r["cost_usd"] or 0.0 for r in rows))
     if cost is not None:  # an unpriced call's tokens are in stream.llm_end; its cost unknown

@@ -30,7 +30,16 @@ from ._pause import Pause
 from ._recorders import Dispatcher, FlowEvent, Hooks
 from ._redact import RunSecrets
 from ._scope import ReadView, Scope, frozen_mapping, open_scope
-from ._values import MISSING, SCALAR_TYPES, FrozenList, copy_value, freeze, settle
+from ._values import (
+    MISSING,
+    SCALAR_TYPES,
+    Appended,
+    FrozenList,
+    commit_append,
+    copy_value,
+    freeze,
+    settle,
+)
 
 if TYPE_CHECKING:
     from ._chart import Chart, Node, StageFn
@@ -396,7 +405,17 @@ class _Engine:
                     del state[key]
                     changes.append(new_change(key, "delete"))
                 continue
+            elif kind is Appended and new.base is base and (
+                    policy is None or not policy.is_redacted(key)):
+                # ``Scope.append`` to the committed list: the same append, without a copy
+                new.base = None  # (so the list may be extended in place: see commit_append)
+                grown = len(base)
+                state[key] = new = commit_append(base, new.items)
+                changes.append(new_change(key, "append", FrozenList(new[grown:])))
+                continue
             else:
+                if kind is Appended:  # the state moved on, or a masked key: as a plain write
+                    new = new.draft()
                 settled = settle(base, new)
                 if settled is None:  # the same value: nothing changed
                     continue

@@ -20,6 +20,7 @@ one raises an error that says how to copy it.
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Iterable, Sequence
 from copy import deepcopy
@@ -29,10 +30,12 @@ from typing import Any, Final, NoReturn
 __all__ = [
     "MISSING",
     "SCALAR_TYPES",
+    "Appended",
     "DraftList",
     "FrozenDict",
     "FrozenList",
     "check_json_value",
+    "commit_append",
     "committed_of",
     "copy_value",
     "draft",
@@ -317,6 +320,63 @@ def _promote(value: DraftList, base: FrozenList) -> FrozenList:
     del value._base, value._clean  # a committed list keeps no earlier list alive
     value.__class__ = FrozenList  # type: ignore[assignment]
     out: FrozenList = value  # type: ignore[assignment]
+    _grow_lineage(base, out)
+    return out
+
+
+class Appended:
+    """A stage's staged append to a committed list (``Scope.append``), not copied yet.
+
+    ``base`` is the committed, non-empty ``FrozenList`` the stage appended to and ``items``
+    what it appended, in order. It stands for ``base + items`` exactly as a ``DraftList`` read
+    from ``base`` with ``items`` appended would (``draft``, for any read of it); the commit
+    turns it into ``commit_append(base, items)`` when ``base`` is still the committed value,
+    so appending to a long list costs the items, never the list.
+    """
+
+    __slots__ = ("base", "items")
+
+    def __init__(self, base: FrozenList, items: list[Any]) -> None:
+        self.base: FrozenList | None = base
+        self.items = items
+
+    def draft(self) -> DraftList:
+        """The same value as a stage's own list (what a read of it returns)."""
+        base = self.base
+        assert base is not None  # (dropped only by the commit that consumes it)
+        out = DraftList(base)
+        out.extend(self.items)
+        out._base, out._clean = base, len(base)
+        return out
+
+
+_refcount: Final = getattr(sys, "getrefcount", None)
+_ALONE: Final = 4
+"""``getrefcount`` of a committed list only the state holds, seen from ``commit_append``: the
+state's entry, the commit's local, this call's argument and ``getrefcount``'s own."""
+
+
+def commit_append(base: FrozenList, items: list[Any]) -> FrozenList:
+    """``base`` plus ``items`` (frozen) as a committed list, ``base``'s state entry released.
+
+    When nothing but the state holds ``base`` (CPython reference count; the caller must have
+    dropped its other references), nobody can tell it apart from a new list: it is extended in
+    place, so the commit costs the items only. Otherwise (a reader, the log, a cache or
+    another run holds it) it is copied and stays as it was. Either way the result starts
+    with ``base``'s own objects and is the new tip of its lineage (see ``extends``).
+    """
+    tail = [x if type(x) in _DONE else freeze(x) for x in items]
+    if _refcount is not None and _refcount(base) <= _ALONE:
+        with _LINEAGE:
+            spine: list[Any] | None = getattr(base, "_spine", None)
+            if spine is None or len(spine) == len(base):  # base is its lineage's tip
+                list.extend(base, tail)
+                if spine is not None:
+                    spine.extend(tail)
+                    base._upto = len(base)
+                return base
+    out = FrozenList(base)
+    list.extend(out, tail)
     _grow_lineage(base, out)
     return out
 
