@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol, Self, TypeGuard
 from ..agent._agent import Agent, RunResult, raise_framework_cause
 from ..agent._loop import live_emit
 from ..agent._stream import RunStream, stream_pace, tap_stream
-from ..errors import ConfigurationError, StageError
+from ..errors import ConfigurationError, RunError, StageError
 from ..events._dispatcher import EventBridge, EventDispatcher
 from ..events._logging import run_loggers
 from ..flow import Chart, FlowEvent, FlowRun, Scope
@@ -246,8 +246,11 @@ class Composition:
         try:
             with bound_deps(deps):
                 flow = await start(bridges)
-        except StageError as exc:
-            raise_framework_cause(exc)
+        except RunError as exc:
+            if members is not None:  # a failed run gives back its members' turn claims
+                await _end_claims_noting(self, exc)
+            if isinstance(exc, StageError):
+                raise_framework_cause(exc)
             raise
         finally:
             live_emit.reset(token)
@@ -273,6 +276,18 @@ class Composition:
         included (see ``agent/_stream.py``): ``async with pipeline.run_stream(...) as run:``."""
         return RunStream(self, lambda: self.run(message, **options), message=message,
                          max_buffered=max_buffered)
+
+
+async def _end_claims_noting(composition: Composition, error: RunError) -> None:
+    """End a failed run's member turn claims, as an agent's own failed run ends its claim
+    (a member that wrote settles, one that did not gives its turn back); a store that fails
+    here never hides the run's error."""
+    if not isinstance(error.run, FlowRun):
+        return
+    try:
+        await end_member_claims(composition, error.run)
+    except Exception as exc:
+        error.add_note(f"its members' turn claims could not be ended: {exc!r}")
 
 
 def _paused_flow(checkpoint: object, answer: object) -> Mapping[str, Any]:
