@@ -223,7 +223,8 @@ def _one_agent(target: Any, standing: StandingAgent) -> Any:
 
 
 class _Guarded:
-    """An ASGI app (the MCP mount) behind the server's ``auth``: 401 without a principal."""
+    """An ASGI app (the MCP mount) behind the server's ``auth``: 401 without a principal; the
+    principal rides in the scope, so a memory target's calls are that principal's."""
 
     def __init__(self, app: Any, auth: Authenticate) -> None:
         self.app = app
@@ -244,6 +245,9 @@ class _Guarded:
             if principal is None:
                 await _error(401, _UNAUTHENTICATED)(scope, receive, send)
                 return
+            from ._mcp import PRINCIPAL_SCOPE_KEY
+
+            scope = {**scope, PRINCIPAL_SCOPE_KEY: principal}  # whose memory a call uses
         await self.app(scope, receive, send)
 
 

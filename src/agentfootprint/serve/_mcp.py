@@ -1,13 +1,22 @@
 """An agent (or a flowchart) served as an MCP server, through the official ``mcp`` SDK.
 
 ``mcp_app(agent)`` is an MCP server (the SDK's low-level ``Server``) with one tool: it takes
-``request`` (the message, in full), runs the agent once on it — a fresh conversation per call
-— and answers with the agent's text; the call's structured content also carries the
-``run_id`` (the recording the run left, e.g. in the agent's run store) and a typed output when
-the agent has one. A flowchart (``Chart``) becomes a tool whose arguments are the chart's
-``args`` (checked against its ``input_schema`` when it declares one) and whose result is the
-run's output. Any other object with ``async run(message)`` (an ``LLMCall``, a composition) is
-served like an agent.
+``request`` (the message, in full), runs the agent once on it and answers with the agent's
+text; the call's structured content also carries the ``run_id`` (the recording the run left,
+e.g. in the agent's run store) and a typed output when the agent has one. A flowchart
+(``Chart``) becomes a tool whose arguments are the chart's ``args`` (checked against its
+``input_schema`` when it declares one) and whose result is the run's output. Any other
+object with ``async run(message)`` (an ``LLMCall``, a composition) is served like an agent.
+
+A target without memory runs each call as a fresh conversation. A target with memory (an
+agent's, or a composition member's) runs each call under an identity taken from the call: the
+conversation is the caller's MCP session (its ``mcp-session-id``; ``mcp-<id>``), the principal
+the one ``serve_app``'s auth authenticated (``PRINCIPAL_SCOPE_KEY`` in the ASGI scope; none
+when served alone), so a client's calls in one session continue one conversation and another
+principal never reads it. A call without a session (stdio, a stateless transport) and without
+a principal runs under the target's own ``identity=`` when every memory agent in it has one;
+any other sessionless call is a fresh conversation of its principal (its memory is written,
+but no later call continues it).
 
 ``serve_mcp(target)`` serves it over stdio (a client starts this process) or streamable HTTP.
 HTTP binds 127.0.0.1 (or ``localhost``/``::1``) only: nothing here authenticates a caller, so
@@ -20,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -30,7 +40,13 @@ from ..tools._validate import argument_checker, describe_issues
 if TYPE_CHECKING:
     from mcp.server import Server
 
-__all__ = ["LOCAL_HOSTS", "mcp_app", "serve_mcp"]
+    from ..memory._identity import MemoryIdentity
+
+__all__ = ["LOCAL_HOSTS", "PRINCIPAL_SCOPE_KEY", "mcp_app", "serve_mcp"]
+
+PRINCIPAL_SCOPE_KEY = "agentfootprint.principal"
+"""The ASGI scope key an authenticating host (``serve_app``'s MCP mount) sets to the caller's
+principal; a call's memory identity is that principal's."""
 
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 """The hosts HTTP serving may bind until the serve issue adds authentication."""
@@ -44,8 +60,9 @@ _REQUEST_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-Runner = Callable[[dict[str, Any]], Awaitable[tuple[str, dict[str, Any], bool]]]
-"""``runner(arguments) -> (text, structured content, is_error)``."""
+Runner = Callable[[dict[str, Any], Any], Awaitable[tuple[str, dict[str, Any], bool]]]
+"""``runner(arguments, ctx) -> (text, structured content, is_error)``; ``ctx`` is the SDK's
+request context (the HTTP request, when there is one)."""
 
 
 def mcp_app(target: Any, *, name: str | None = None, tool_name: str | None = None,
@@ -71,9 +88,12 @@ def mcp_app(target: Any, *, name: str | None = None, tool_name: str | None = Non
         run = _chart_runner(target, schema)
     elif callable(getattr(target, "run", None)):
         schema = _REQUEST_SCHEMA
+        remembered = _memory_agents(target)
         text = description or (f"Ask the {own} agent: send the request in full; it answers "
-                               "in text (a fresh conversation per call).")
-        run = _agent_runner(target)
+                               "in text (" + ("one conversation per MCP session"
+                                              if remembered else "a fresh conversation per call")
+                               + ").")
+        run = _agent_runner(target, remembered)
     else:
         raise ConfigurationError(
             f"mcp_app cannot serve {target!r}: pass an Agent (or LLMCall, composition) or a "
@@ -89,7 +109,7 @@ def mcp_app(target: Any, *, name: str | None = None, tool_name: str | None = Non
             answer, structured, failed = (
                 f"Unknown tool {params.name!r}; this server has {tool!r}.", {}, True)
         else:
-            answer, structured, failed = await run(dict(params.arguments or {}))
+            answer, structured, failed = await run(dict(params.arguments or {}), ctx)
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=answer)],
             structured_content=structured or None, is_error=failed)
@@ -99,13 +119,40 @@ def mcp_app(target: Any, *, name: str | None = None, tool_name: str | None = Non
                   get_tool_input_schema=lambda wanted: schema if wanted == tool else None)
 
 
-def _agent_runner(agent: Any) -> Runner:
-    async def run(arguments: dict[str, Any]) -> tuple[str, dict[str, Any], bool]:
+def _memory_agents(target: Any) -> list[Any]:
+    """The agents with memory in ``target`` (an agent, a composition, a served one)."""
+    from ..compose._members import memory_agents
+
+    return [agent for _, agent in memory_agents([getattr(target, "composition", target)])]
+
+
+def call_identity(ctx: Any, remembered: list[Any]) -> MemoryIdentity | None:
+    """The identity one call's memory reads and writes under (see the module docstring);
+    None: the target's own."""
+    from ..memory._identity import MemoryIdentity
+
+    request = getattr(ctx, "request", None)
+    scope = getattr(request, "scope", None)
+    principal = scope.get(PRINCIPAL_SCOPE_KEY) if isinstance(scope, Mapping) else None
+    headers = getattr(request, "headers", None)
+    session = headers.get("mcp-session-id") if isinstance(headers, Mapping) else None
+    if session:
+        return MemoryIdentity(f"mcp-{session}", principal=principal)
+    if principal is None and all(agent.identity is not None for agent in remembered):
+        return None
+    return MemoryIdentity(f"mcp-call-{uuid.uuid4().hex}", principal=principal)
+
+
+def _agent_runner(agent: Any, remembered: list[Any]) -> Runner:
+    async def run(arguments: dict[str, Any], ctx: Any) -> tuple[str, dict[str, Any], bool]:
         request = arguments.get("request")
         if not isinstance(request, str) or not request.strip() or set(arguments) - {"request"}:
             return ("Send one argument, request: the message in full, as a string.", {}, True)
+        options: dict[str, Any] = {}
+        if remembered:
+            options["identity"] = call_identity(ctx, remembered)
         try:
-            result = await agent.run(request)
+            result = await agent.run(request, **options)
         except AgentFootprintError as exc:  # our errors name the fix; say it to the caller
             return (f"The agent's run failed: {type(exc).__name__}: {exc}", {}, True)
         structured: dict[str, Any] = {"answer": result.content, "run_id": result.run_id}
@@ -125,7 +172,7 @@ def _agent_runner(agent: Any) -> Runner:
 def _chart_runner(chart: Chart, schema: Mapping[str, Any]) -> Runner:
     check = argument_checker(schema)
 
-    async def run(arguments: dict[str, Any]) -> tuple[str, dict[str, Any], bool]:
+    async def run(arguments: dict[str, Any], ctx: Any) -> tuple[str, dict[str, Any], bool]:
         issues = check(arguments)
         if issues:
             return (describe_issues(chart.name, issues), {}, True)
