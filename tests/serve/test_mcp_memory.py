@@ -64,12 +64,13 @@ class McpSession:
                            json={"jsonrpc": "2.0", "method": "notifications/initialized"})
         assert done.status_code == 202
         self.next_id = 2
+        self.tool = "concierge"
 
     def ask(self, request: str) -> str:
         self.next_id += 1
         answered = _message(self.client.post("/mcp/", headers=self.headers, json={
             "jsonrpc": "2.0", "id": self.next_id, "method": "tools/call",
-            "params": {"name": "concierge", "arguments": {"request": request}}}))
+            "params": {"name": self.tool, "arguments": {"request": request}}}))
         result = answered["result"]
         assert not result.get("isError"), result
         text: str = result["content"][0]["text"]
@@ -115,3 +116,28 @@ async def test_a_call_without_a_session_uses_the_agents_own_identity_else_a_fres
         again = await client.call_tool("concierge", {"request": "What is my name?"})
     assert (again.is_error, again.content[0].text) == (False, "recalls nothing")
     await store.aclose()
+
+
+def test_a_team_with_memory_members_remembers_per_session_too(tmp_path: Path) -> None:
+    """A composition of memory agents mounted over MCP: its members run under the session's
+    identity, so the session's second call recalls the first."""
+    from agentfootprint.compose import Sequence
+
+    store = SQLiteStore(tmp_path / "team.db")
+
+    def make_team() -> Sequence:
+        return Sequence(("first", remembering_agent(store)), ("second", remembering_agent(store)))
+
+    app = serve_app(make_team, sessions=sqlite_sessions(tmp_path / "s.db"),
+                    auth=api_key_auth({ALICE: "alice"}), mcp=True)
+    with TestClient(app) as client:
+        alice = McpSession(client, ALICE)
+        listed = _message(client.post("/mcp/", headers=alice.headers, json={
+            "jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
+        [alice.tool] = [t["name"] for t in listed["result"]["tools"]]
+        alice.ask("My name is Ada")  # (its second member already recalls the first's turn)
+        assert alice.ask("Hello") == "recalls Ada"
+        other = McpSession(client, ALICE)
+        other.tool = alice.tool
+        assert other.ask("Hello") == "recalls nothing"  # another session, another conversation
+    store.close_sync()
