@@ -394,9 +394,11 @@ class _Engine:
         policy = frame.redaction
         for key, new in staged.items():
             base = state.get(key, MISSING)
+            if new is base:  # written back as read (a scalar, or a list read with ``peek``)
+                continue
             kind = type(new)
             if kind in SCALAR_TYPES:  # ``settle`` of a scalar, inlined: most writes are one
-                if new is base or (type(base) is kind and (
+                if (type(base) is kind and (
                         base == new or (kind is float and base != base and new != new))):
                     continue
                 grown = 0
