@@ -25,10 +25,10 @@ from ..errors import ConfigurationError
 from ..providers._base import ToolCall, ToolSchema
 from ._pause import PauseRequest
 from ._tool import Tool, ToolContext
-from ._validate import ArgumentIssue, argument_checker, describe_issues
 
 if TYPE_CHECKING:
     from ._replay import ToolReplay
+    from ._validate import ArgumentIssue
 
 __all__ = ["ToolOutcome", "ToolRegistry", "cap_result", "origin_clash", "result_text"]
 
@@ -93,6 +93,8 @@ class ToolRegistry:
         """``found``'s schema check, compiled on its first call (see ``argument_checker``)."""
         kept = self._checks.get(found.name)
         if kept is None or kept[0] is not found:
+            from ._validate import argument_checker  # (loads with the first call: cold start)
+
             kept = self._checks[found.name] = (found, argument_checker(found.input_schema))
         return kept[1]
 
@@ -105,6 +107,8 @@ class ToolRegistry:
         args = call.get("args") or {}
         issues = self._check(found)(args) or found.validate(args)
         if issues:
+            from ._validate import describe_issues
+
             return ToolOutcome(describe_issues(found.name, issues), error=True, status="invalid",
                                issues=tuple(issues))
         if self.replay is not None:

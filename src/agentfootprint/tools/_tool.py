@@ -14,7 +14,7 @@ import inspect
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, NoReturn, get_origin, get_type_hints, overload
+from typing import TYPE_CHECKING, Any, Generic, NoReturn, get_origin, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from typing_extensions import ParamSpec, TypeVar
@@ -22,7 +22,9 @@ from typing_extensions import ParamSpec, TypeVar
 from ..errors import ConfigurationError
 from ..providers._base import ToolSchema
 from ._context import RunContext, ToolContext
-from ._validate import ArgumentIssue, argument_checker
+
+if TYPE_CHECKING:  # the schema checker loads with the first define_tool (cold start)
+    from ._validate import ArgumentIssue
 
 __all__ = ["CheckIn", "RunContext", "Tool", "ToolContext", "define_tool", "tool"]
 
@@ -112,6 +114,7 @@ def define_tool(name: str, description: str, input_schema: Mapping[str, Any] | N
             f"tool {name!r}: input_schema must describe an object of named arguments, e.g. "
             "{'type': 'object', 'properties': {'city': {'type': 'string'}}}")
     takes_ctx = _arity(execute) >= 2
+    from ._validate import argument_checker
 
     def run(args: dict[str, Any], ctx: ToolContext) -> Any:
         return execute(args, ctx) if takes_ctx else execute(args)
