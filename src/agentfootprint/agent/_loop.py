@@ -232,8 +232,8 @@ class _Stages(MemoryStages, ToolBatchStages):
                 plan = plan_for(scope[trace.HISTORY], chosen, plan, turn=scope[trace.TURN])
         scope[trace.WINDOW] = plan.to_state(strategy.name, iteration)
         evicted = [dict(e) for e in plan.evicted]
-        scope[trace.WINDOW_EVICTED] = [*(scope.get(trace.WINDOW_EVICTED) or ()), {
-            "iteration": iteration, "strategy": strategy.name, "evicted": evicted}]
+        scope.append(trace.WINDOW_EVICTED, {  # one entry a call, without copying the list
+            "iteration": iteration, "strategy": strategy.name, "evicted": evicted})
         if evicted:
             _emit(scope, "context.evicted", {
                 "iteration": iteration, "strategy": strategy.name, "evicted": evicted,
