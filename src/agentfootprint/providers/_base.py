@@ -91,7 +91,7 @@ class Usage(BaseModel):
     say how many of them were read from / written to the provider's prompt cache.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # the mock constructs it
 
     input: int = 0
     output: int = 0
@@ -138,7 +138,7 @@ class LLMRequest(BaseModel):
 class LLMResponse(BaseModel):
     """What the model answered: text and/or tool calls, with usage."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # the mock constructs it
 
     content: str = ""
     tool_calls: list[ToolCall] = Field(default_factory=_empty_list)

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..errors import ConfigurationError, listed
 from ._base import LLMRequest, LLMResponse, Provider, StreamChunk, ToolCall, Usage
+from ._construct import Constructor
 
 __all__ = ["MockProvider", "mock"]
 
@@ -138,8 +139,14 @@ class MockProvider(Provider):
             usage = {"input": math.ceil(prompt / 4), "output": math.ceil(len(content) / 4)}
         elif isinstance(usage, dict):
             usage = Usage(**usage)  # (its own errors: a misspelt usage key is named)
-        return LLMResponse(content=content, tool_calls=calls, usage=usage,
-                           stop_reason=item.get("stop_reason", "tool_use" if calls else "stop"),
+        stop = item.get("stop_reason", "tool_use" if calls else "stop")
+        if (type(usage) is dict and type(content) is str and type(stop) is str
+                and type(request.model) is str and _well_formed(calls)):
+            # every value is already what validation would make of it: built as is, so a
+            # plain run never builds LLMResponse's and Usage's validators (cold start)
+            return _response(content=content, tool_calls=calls, usage=_usage(**usage),
+                             stop_reason=stop, model=request.model)
+        return LLMResponse(content=content, tool_calls=calls, usage=usage, stop_reason=stop,
                            model=request.model)
 
 
@@ -147,6 +154,17 @@ _REPLY_KEYS = ("content", "tool_calls", "usage", "stop_reason")
 _CALL_KEYS = ("id", "name", "args")
 _KNOWN = {_REPLY_KEYS: frozenset(_REPLY_KEYS), _CALL_KEYS: frozenset(_CALL_KEYS)}
 _CONTENT = itemgetter("content")
+_response = Constructor(LLMResponse)
+_usage = Constructor(Usage)
+
+
+def _well_formed(calls: list[ToolCall]) -> bool:
+    """Whether validating ``calls`` would return equal values: string ids (names are
+    checked already) and string argument keys."""
+    for call in calls:
+        if type(call["id"]) is not str or not all(type(key) is str for key in call["args"]):
+            return False
+    return True
 
 
 def _check_keys(item: dict[str, Any], known: tuple[str, ...], what: str) -> None:
