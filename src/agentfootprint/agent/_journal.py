@@ -29,7 +29,7 @@ from ..errors import CheckpointError, ConfigurationError
 from ..flow import FlowEvent
 from ..flow._commitlog import CommitRecord
 from ..runs import trace
-from ..tools._replay import OUTCOME_UNKNOWN
+from ..tools._registry import OUTCOME_UNKNOWN
 
 if TYPE_CHECKING:
     from ..flow import Chart, FlowRun

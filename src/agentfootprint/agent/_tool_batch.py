@@ -23,13 +23,13 @@ from ..runs import trace
 from ..tools._context import RunContext, ToolContext, deps_error, run_deps
 from ..tools._pause import PauseRequest
 from ..tools._registry import ToolOutcome, result_text
-from ..tools._replay import ToolReplay
 from ._journal import run_journal
 from ._spec import emit as _emit
 from ._spec import emit_turn_end
 from ._sub_runs import end_sub_runs, report_sub_runs
 
 if TYPE_CHECKING:
+    from ..tools._replay import ToolReplay
     from ._spec import AgentSpec
 
 __all__ = ["ToolBatchStages"]
@@ -54,6 +54,8 @@ class ToolBatchStages:
         Siblings after a paused call never run before the pause is answered; on resume they
         run in their original order, so every call still gets exactly one result.
         """
+        from ..tools._replay import ToolReplay  # (loads on resume only: cold start)
+
         if isinstance(answer, ToolReplay):
             return await self._recover(scope, answer)
         pending = scope[trace.PAUSED_TOOL_BATCH]

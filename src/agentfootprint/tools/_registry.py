@@ -18,7 +18,7 @@ import inspect
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from .._record import Compared
 from ..errors import ConfigurationError
@@ -35,6 +35,9 @@ __all__ = ["ToolOutcome", "ToolRegistry", "cap_result", "origin_clash", "result_
 logger = logging.getLogger("agentfootprint.tools")
 
 NO_VALUE = "(this tool returned no value)"
+OUTCOME_UNKNOWN: Final = "outcome-unknown"
+"""The status of a call a crash interrupted and that was not run again (``tools/_replay.py``;
+defined here so the run journal reads it without loading the replay: cold start)."""
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)

@@ -27,13 +27,10 @@ from ..flow._display import clip
 from ..flow._redact import REDACTED
 from ..providers._base import ToolCall
 from ..runs import trace
-from ._registry import ToolOutcome
+from ._registry import OUTCOME_UNKNOWN, ToolOutcome
 from ._tool import Tool
 
 __all__ = ["OUTCOME_UNKNOWN", "ToolReplay", "canonical_args", "recorded_calls"]
-
-OUTCOME_UNKNOWN: Final = "outcome-unknown"
-"""The status of a call a crash interrupted and that was not run again."""
 
 NOT_MADE: Final = ("[this call was not made: the explanation's re-run could not replay it "
                    "without a real side effect]")
