@@ -23,7 +23,7 @@ from ..context._delivery import KeysMemo, deliver, moves_system_messages
 from ..context._injection import Injection, InjectionContext, Trigger, evaluate_injections
 from ..context._skills import SKIP_STEP, step_sentence
 from ..context._slots import compose_tools
-from ..events._catalogue import PREFIX
+from ..events._dispatcher import PREFIX
 from ..flow import Chart, Decision, FlowEvent, Scope, flow_chart
 from ..flow._durable import durable_timed, step_runner
 from ..flow._redact import REDACTED

@@ -10,8 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..context._injection import Injection
-from ..events._catalogue import PREFIX
-from ..events._dispatcher import EventDispatcher
+from ..events._dispatcher import PREFIX, EventDispatcher
 from ..flow import Scope
 from ..providers._base import Provider
 from ..runs import trace

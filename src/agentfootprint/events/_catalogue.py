@@ -7,13 +7,13 @@ Pydantic model that describes and validates each one. Adding an event means addi
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["EVENTS", "PREFIX", "full_name", "payload_model"]
+from ._dispatcher import PREFIX
 
-PREFIX: Final = "agentfootprint."
+__all__ = ["EVENTS", "PREFIX", "full_name", "payload_model"]
 
 if TYPE_CHECKING:
     EVENTS: dict[str, type[BaseModel]]

@@ -14,17 +14,20 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from pydantic import BaseModel
 
 from .._record import Shown
 from ..flow import FlowEvent
-from ._catalogue import PREFIX, full_name, payload_model
 
 logger = logging.getLogger("agentfootprint.events")
 
-__all__ = ["AgentEvent", "EventBridge", "EventDispatcher"]
+__all__ = ["PREFIX", "AgentEvent", "EventBridge", "EventDispatcher"]
+
+PREFIX: Final = "agentfootprint."
+"""Every event name's namespace. Defined here, not in ``_catalogue`` (which re-exports it),
+so a run that emits events never loads the catalogue's payload models (cold start)."""
 
 
 @dataclass(slots=True, init=False, repr=False, eq=False)
@@ -51,6 +54,8 @@ class AgentEvent(Shown):
 
     def model(self) -> BaseModel:
         """The payload as its catalogue model (validated)."""
+        from ._catalogue import payload_model
+
         return payload_model(self.type).model_validate(self.payload)
 
 
@@ -67,7 +72,7 @@ class EventDispatcher:
 
     def on(self, pattern: str, listener: Listener) -> Callable[[], None]:
         """Subscribe; returns a function that unsubscribes."""
-        from ._catalogue import EVENTS
+        from ._catalogue import EVENTS, full_name, payload_model
 
         key = full_name(pattern)
         if key.endswith(".*") and not any(name.startswith(key[:-1]) for name in EVENTS):

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..flow import FlowEvent
 from ..flow._display import clip
-from ._catalogue import PREFIX
+from ._dispatcher import PREFIX
 
 __all__ = ["RunLogger", "run_loggers"]
 
