@@ -29,7 +29,7 @@ from ._frame import Frame, Step
 from ._pause import Pause
 from ._recorders import Dispatcher, FlowEvent, Hooks
 from ._redact import RunSecrets
-from ._scope import ReadView, Scope, frozen_mapping, open_scope
+from ._scope import ReadView, Scope, _set_break_reason, frozen_mapping, open_scope
 from ._values import (
     MISSING,
     SCALAR_TYPES,
@@ -198,7 +198,7 @@ class _Engine:
         visits = self.visits
         passes = visits.get(node_id, 0)
         visits[node_id] = passes + 1
-        scope = open_scope(frame, Step(rid, node_id, node.name))
+        scope = open_scope(frame, rid, node_id, node.name)
         hooks = self.dispatch.h_stage_start
         if hooks:
             self.fire(hooks, "stage_start", rid, node)
@@ -212,10 +212,10 @@ class _Engine:
         message = record.error or message  # as recorded: under the policy's mask
         hooks = self.dispatch.h_error
         if hooks:
-            self.fire(hooks, "error", scope._step.rid, node, data={"error": message})
+            self.fire(hooks, "error", scope._rid, node, data={"error": message})
         if not isinstance(exc, Exception):
             raise exc
-        rid = scope._step.rid
+        rid = scope._rid
         raise StageError(
             f"stage {node.name!r} ({rid}) raised {message}", stage_id=node.id,
             runtime_stage_id=rid) from exc
@@ -238,7 +238,7 @@ class _Engine:
             self.failed(exc, scope, node, frame, kind, parent, control, passes)
         hooks = self.dispatch.h_stage_end
         if hooks:
-            self.fire(hooks, "stage_end", scope._step.rid, node)
+            self.fire(hooks, "stage_end", scope._rid, node)
         return out, scope, passes
 
     async def stage(self, node: Node, frame: Frame, parent: str | None,
@@ -258,9 +258,8 @@ class _Engine:
             self.failed(exc, scope, node, frame, kind, parent, control, passes)
         dispatch = self.dispatch
         if dispatch.h_stage_end:
-            self.fire(dispatch.h_stage_end, "stage_end", scope._step.rid, node)
-        step = scope._step
-        rid = step.rid
+            self.fire(dispatch.h_stage_end, "stage_end", scope._rid, node)
+        rid = scope._rid
         if type(out) is Pause:
             if node.resume is None:
                 self.commit(scope, node, frame, kind, parent, control, passes,
@@ -275,7 +274,7 @@ class _Engine:
                           value=frame.secrets.scrub(out.data))
             raise _Paused(node.id, rid, out.data)
         self.commit(scope, node, frame, kind, parent, control, passes)
-        if dispatch.h_stage_executed or (step.break_reason is not None and dispatch.h_break):
+        if dispatch.h_stage_executed or (scope._break_reason is not None and dispatch.h_break):
             self.executed(node, rid, frame, scope)
         return out, rid
 
@@ -293,8 +292,8 @@ class _Engine:
         except BaseException as exc:
             self.failed(exc, scope, node, frame, "decider", parent, control, passes)
         if self.dispatch.h_stage_end:
-            self.fire(self.dispatch.h_stage_end, "stage_end", scope._step.rid, node)
-        rid = scope._step.rid
+            self.fire(self.dispatch.h_stage_end, "stage_end", scope._rid, node)
+        rid = scope._rid
         if isinstance(out, Decision):
             branch, evidence = out.branch, out.evidence
         else:
@@ -322,7 +321,7 @@ class _Engine:
     async def selector(self, node: Node, frame: Frame, parent: str | None,
                        control: str | None) -> tuple[list[str], str]:
         out, scope, passes = await self.call(node, frame, parent, control, node.fn, "selector")
-        rid = scope._step.rid
+        rid = scope._rid
         evidence = None
         if isinstance(out, Selection):
             chosen, evidence = list(out.branches), out.evidence
@@ -352,7 +351,7 @@ class _Engine:
         if dispatch.h_stage_executed:
             self.fire(dispatch.h_stage_executed, "stage_executed", rid, node,
                       data={"kind": node.kind})
-        reason = scope._step.break_reason
+        reason = scope._break_reason
         if reason is not None and dispatch.h_break:
             self.fire(dispatch.h_break, "break", rid, node, data={"reason": reason})
 
@@ -370,21 +369,21 @@ class _Engine:
             changes = [c if c.op == "delete" else _scrubbed(c, secrets) for c in changes]
             decision = secrets.scrub(decision)
             error = secrets.scrub(error)
-        step = scope._step
+        rid = scope._rid
         if reads is None:
             found = scope._reads
             reads = tuple(found) if found else ()
         emits = scope._emits
         record = new_record(
-            step.rid, node.id, node.name, kind, frame.ns, read_ns, reads,
+            rid, node.id, node.name, kind, frame.ns, read_ns, reads,
             tuple(changes) if changes else (), parent, control, passes, decision,
-            tuple(emits) if emits else (), error, step.break_reason, paused)
+            tuple(emits) if emits else (), error, scope._break_reason, paused)
         records = self.log.records  # ``CommitLog.append``, inlined
         record.idx = len(records)
         records.append(record)
         hooks = self.dispatch.h_commit
         if hooks:
-            self.fire(hooks, "commit", step.rid, node, value=record)
+            self.fire(hooks, "commit", rid, node, value=record)
         return record
 
     def changes(self, staged: dict[str, Any], frame: Frame) -> list[Change]:
@@ -508,9 +507,8 @@ class _Engine:
         mount = node.mount
         assert mount is not None
         rid, passes = self.stamp(node)
-        step = Step(rid, node.id, node.name)
         view = ReadView(frame.state)
-        scope = Scope(frame, step)
+        scope = Scope(frame, rid, node.id, node.name)
         try:
             mapped = dict(mount.input(view) or {}) if mount.input is not None else {}
             for key in mapped:
@@ -526,7 +524,7 @@ class _Engine:
                       readonly=frozenset(mapped), dispatch=self.dispatch,
                       redaction=frame.redaction, run_id=self.run_id, depth=frame.depth + 1,
                       secrets=frame.secrets)
-        seed = Scope(inner, step)
+        seed = Scope(inner, rid, node.id, node.name)
         seed._staged.update(copy_value(mapped))
         self.commit(seed, node, inner, "subflow-enter", parent, control, passes,
                     read_ns=frame.ns, reads=tuple(view._reads))
@@ -542,7 +540,7 @@ class _Engine:
             paused.frames.append(("subflow", node.id, rid, inner))
             raise
         except StageError as exc:
-            scope = Scope(frame, step)
+            scope = Scope(frame, rid, node.id, node.name)
             self.commit(scope, node, frame, "subflow-exit", rid, None, passes,
                         error=f"StageError: {exc}", read_ns=inner.ns, reads=())
             if self.dispatch.h_subflow_exit:
@@ -555,16 +553,15 @@ class _Engine:
                              inner: Frame, out: object) -> object:
         mount = node.mount
         assert mount is not None
-        step = Step(rid, node.id, node.name)
+        scope = Scope(frame, rid, node.id, node.name)
         if inner.break_reason is not None and mount.propagate_break:
-            step.break_reason = inner.break_reason
+            _set_break_reason(scope, inner.break_reason)
             if frame.break_reason is None:
                 frame.break_reason = inner.break_reason
             if self.dispatch.h_break:
                 self.fire(self.dispatch.h_break, "break", rid, node,
                           data={"reason": inner.break_reason, "propagated_from": node.id})
         view = ReadView(inner.state)
-        scope = Scope(frame, step)
         try:
             written = dict(mount.output(view) or {}) if mount.output is not None else {}
             for key, value in written.items():

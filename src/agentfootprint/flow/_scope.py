@@ -18,7 +18,7 @@ from ._redact import REDACTED
 from ._values import MISSING, Appended, FrozenList, copy_value, freeze, summarize, thaw
 
 if TYPE_CHECKING:
-    from ._frame import Frame, Step
+    from ._frame import Frame
 
 __all__ = ["ReadView", "Scope", "open_scope", "peek"]
 
@@ -33,11 +33,15 @@ class _ScopeState:
     for every step, so it builds this and makes it a ``Scope`` (``open_scope``).
     """
 
-    __slots__ = ("_emits", "_frame", "_reads", "_staged", "_step", "_watcher")
+    __slots__ = ("_break_reason", "_emits", "_frame", "_reads", "_rid", "_stage", "_stage_id",
+                 "_staged", "_watcher")
 
-    def __init__(self, frame: Frame, step: Step) -> None:
+    def __init__(self, frame: Frame, rid: str, stage_id: str, stage: str) -> None:
         self._frame = frame
-        self._step = step
+        self._rid = rid  # the step's identity (its runtime id, stage id and name), held here
+        self._stage_id = stage_id  # rather than in an object of its own: one a step
+        self._stage = stage
+        self._break_reason: str | None = None
         self._staged: dict[str, Any] = {}
         self._reads: dict[str, None] = {}
         self._emits: list[tuple[str, Any]] = []
@@ -50,16 +54,22 @@ class Scope(_ScopeState):
     __slots__ = ()
 
     _frame: Frame
-    _step: Step
+    _rid: str
+    _stage_id: str
+    _stage: str
+    _break_reason: str | None
     _staged: dict[str, Any]
     _reads: dict[str, None]
     _emits: list[tuple[str, Any]]
     _watcher: list[tuple[str, Any]] | None
 
-    def __init__(self, frame: Frame, step: Step) -> None:
+    def __init__(self, frame: Frame, rid: str, stage_id: str, stage: str) -> None:
         # slot descriptors directly: __setattr__ is reserved for state writes
         _set_frame(self, frame)
-        _set_step(self, step)
+        _set_rid(self, rid)
+        _set_stage_id(self, stage_id)
+        _set_stage(self, stage)
+        _set_break_reason(self, None)
         _set_staged(self, {})
         _set_reads(self, {})
         _set_emits(self, [])
@@ -83,7 +93,7 @@ class Scope(_ScopeState):
             value = self._read(key, False)
         if value is MISSING:
             raise KeyError(
-                f"state has no key {key!r} at stage {self._step.stage!r}; "
+                f"state has no key {key!r} at stage {self._stage!r}; "
                 f"use scope.get({key!r}, default) when it may be absent"
             )
         return thaw(value)
@@ -124,8 +134,7 @@ class Scope(_ScopeState):
             if self._watcher is not None:
                 self._watcher.append((key, value))
             if hooks:
-                step = self._step
-                event = FlowEvent("read", frame.run_id, step.rid, step.stage_id, step.stage,
+                event = FlowEvent("read", frame.run_id, self._rid, self._stage_id, self._stage,
                                   key, copy_value(shown))
                 for hook in hooks:
                     hook(event)
@@ -135,7 +144,7 @@ class Scope(_ScopeState):
 
     def __setitem__(self, key: str, value: Any) -> None:
         if type(key) is not str:
-            raise TypeError(f"state keys are strings; got {key!r} at stage {self._step.stage!r}")
+            raise TypeError(f"state keys are strings; got {key!r} at stage {self._stage!r}")
         frame = self._frame
         if key in frame.readonly:
             raise KeyError(
@@ -145,9 +154,8 @@ class Scope(_ScopeState):
         self._staged[key] = value
         hooks = frame.dispatch.h_write
         if hooks:
-            step = self._step
             shown = frame.shown(key, value)
-            event = FlowEvent("write", frame.run_id, step.rid, step.stage_id, step.stage,
+            event = FlowEvent("write", frame.run_id, self._rid, self._stage_id, self._stage,
                               key, shown)
             for hook in hooks:
                 hook(event)
@@ -188,8 +196,7 @@ class Scope(_ScopeState):
         self._staged[key] = MISSING
         hooks = frame.dispatch.h_delete
         if hooks:
-            step = self._step
-            event = FlowEvent("delete", frame.run_id, step.rid, step.stage_id, step.stage, key)
+            event = FlowEvent("delete", frame.run_id, self._rid, self._stage_id, self._stage, key)
             for hook in hooks:
                 hook(event)
 
@@ -201,7 +208,7 @@ class Scope(_ScopeState):
         value = self._read(name)
         if value is MISSING:
             raise AttributeError(
-                f"state has no key {name!r} at stage {self._step.stage!r}; "
+                f"state has no key {name!r} at stage {self._stage!r}; "
                 f"use scope.get({name!r}) when it may be absent"
             )
         return value
@@ -230,7 +237,7 @@ class Scope(_ScopeState):
 
     @property
     def runtime_stage_id(self) -> str:
-        return self._step.rid
+        return self._rid
 
     @property
     def run_id(self) -> str:
@@ -259,9 +266,8 @@ class Scope(_ScopeState):
         if not hooks:
             return
         gates = dispatch.emit_gates
-        step = self._step
         if gates is None:
-            event = FlowEvent("emit", frame.run_id, step.rid, step.stage_id, step.stage,
+            event = FlowEvent("emit", frame.run_id, self._rid, self._stage_id, self._stage,
                               name, shown)
             for hook in hooks:
                 hook(event)
@@ -278,7 +284,7 @@ class Scope(_ScopeState):
                 if not wanted:
                     continue
             if built is None:
-                built = FlowEvent("emit", frame.run_id, step.rid, step.stage_id, step.stage,
+                built = FlowEvent("emit", frame.run_id, self._rid, self._stage_id, self._stage,
                                   name, shown)
             hook(built)
 
@@ -293,9 +299,8 @@ class Scope(_ScopeState):
 
     def break_(self, reason: str | None = None) -> None:
         """Stop after this stage: it finishes, its writes commit, nothing after it runs."""
-        step = self._step
-        if step.break_reason is None:
-            step.break_reason = reason or ""
+        if self._break_reason is None:
+            _set_break_reason(self, reason or "")
         frame = self._frame
         if frame.break_reason is None:
             frame.break_reason = reason or ""
@@ -312,7 +317,7 @@ class Scope(_ScopeState):
         return REDACTED if frame.redacts(key) else frame.secrets.scrub(summarize(value))
 
     def __repr__(self) -> str:
-        return f"<Scope {self._step.rid}>"
+        return f"<Scope {self._rid}>"
 
 
 def peek(scope: Scope, key: str, default: object = None) -> Any:
@@ -327,9 +332,9 @@ def peek(scope: Scope, key: str, default: object = None) -> Any:
     return default if value is MISSING else value
 
 
-def open_scope(frame: Frame, step: Step) -> Scope:
-    """``Scope(frame, step)``, built the cheaper way (see ``_ScopeState``)."""
-    scope: Any = _ScopeState(frame, step)  # (Any: no typing.cast call on the hot path)
+def open_scope(frame: Frame, rid: str, stage_id: str, stage: str) -> Scope:
+    """``Scope(frame, rid, stage_id, stage)``, built the cheaper way (see ``_ScopeState``)."""
+    scope: Any = _ScopeState(frame, rid, stage_id, stage)  # (Any: no typing.cast call)
     scope.__class__ = Scope
     opened: Scope = scope
     return opened
@@ -341,7 +346,10 @@ def _slot_setter(name: str) -> Callable[[Scope, Any], None]:
 
 
 _set_frame = _slot_setter("_frame")
-_set_step = _slot_setter("_step")
+_set_rid = _slot_setter("_rid")
+_set_stage_id = _slot_setter("_stage_id")
+_set_stage = _slot_setter("_stage")
+_set_break_reason = _slot_setter("_break_reason")
 _set_staged = _slot_setter("_staged")
 _set_reads = _slot_setter("_reads")
 _set_emits = _slot_setter("_emits")
