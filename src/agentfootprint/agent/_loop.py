@@ -31,7 +31,7 @@ from ..flow._scope import peek
 from ..flow._values import MISSING, freeze
 from ..providers._base import LLMRequest, LLMResponse, Message, WireMemo
 from ..providers._construct import Constructor
-from ..providers._resilience import resilience_reports
+from ..providers._retry_policy import resilience_reports
 from ..runs import trace
 from ..tools._script_keys import LEDGER_KEY
 from ._cache import cache_prefix

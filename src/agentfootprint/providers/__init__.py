@@ -10,19 +10,17 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .._lazy import lazy_names as _lazy_names
 from .._lazy import moved_names as _moved_names
 from ._base import LLMRequest, LLMResponse, Provider
 from ._mock import MockProvider, mock
 from ._pricing import PRICES, Price
-from ._resilience import (
-    RetryPolicy,
-    with_circuit_breaker,
-    with_fallback,
-    with_retry,
-)
-from ._resilience import with_default_retry as _with_default_retry
+from ._retry_policy import RetryPolicy
+
+if TYPE_CHECKING:
+    from ._resilience import with_circuit_breaker, with_fallback, with_retry
 
 __all__ = [
     "PRICES",
@@ -49,6 +47,12 @@ def _adapter(name: str) -> ModuleType:
     return importlib.import_module(f"{__name__}._{name}")
 
 
+def _with_default_retry(provider: Provider, retry: RetryPolicy | None) -> Provider:
+    from ._resilience import with_default_retry  # the wrappers load with the first use
+
+    return with_default_retry(provider, retry)
+
+
 _RETRY = RetryPolicy()
 
 
@@ -72,6 +76,15 @@ def ollama(*, retry: RetryPolicy | None = _RETRY, **options: Any) -> Provider:
 
 # The port's parts a provider author needs (messages, tool calls and schemas, stream chunks,
 # usage) are imported from agentfootprint.providers._base.
-__getattr__ = _moved_names(__name__, dict.fromkeys(
+_moved = _moved_names(__name__, dict.fromkeys(
     ("Message", "StreamChunk", "ToolCall", "ToolSchema", "Usage"),
-    "agentfootprint.providers._base"))
+    "agentfootprint.providers._base"), stacklevel=3)
+# The resilience wrappers load on first use (a plain run never wraps its provider).
+_wrapper, __dir__ = _lazy_names(__name__, dict.fromkeys(
+    ("with_circuit_breaker", "with_fallback", "with_retry"), "_resilience"))
+
+
+def __getattr__(name: str) -> Any:
+    if name.startswith("with_"):
+        return _wrapper(name)
+    return _moved(name)
