@@ -22,18 +22,20 @@ import re
 import types
 import typing
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import PydanticSchemaGenerationError, TypeAdapter, ValidationError
+from pydantic import PydanticSchemaGenerationError, ValidationError
 from typing_extensions import TypeVar
 
 from ..errors import ConfigurationError, OutputValidationError
 from ..flow import Scope
 from ..providers._base import LLMRequest, LLMResponse, Message, OutputSchema, Provider
-from ..providers._output_tool import OUTPUT_TOOL, output_tool, take_output_call
 from ..runs import trace
 from ..tools._tool import Tool
 from ._spec import emit
+
+if TYPE_CHECKING:  # TypeAdapter and the final-answer tool load with an output_type (cold start)
+    from pydantic import TypeAdapter
 
 __all__ = ["REASK_MARK", "OutputSpec", "OutputT", "output_of", "output_spec", "structured_mode"]
 
@@ -123,6 +125,8 @@ class OutputSpec:
         if self.mode != "tool":
             request.output_schema = self.request_schema()
             return
+        from ..providers._output_tool import output_tool
+
         request.tools = [*request.tools, output_tool(self.request_schema())]
         request.tool_choice = "required"
 
@@ -130,6 +134,8 @@ class OutputSpec:
         """Take the final-answer tool's call as the answer; check an answer that asks for no
         tools and record it as an attempt (and the valid value as ``output``)."""
         if self.mode == "tool":
+            from ..providers._output_tool import take_output_call
+
             response = take_output_call(response)
         if not response.tool_calls:
             self._attempt(scope, response.content, scope.runtime_stage_id)
@@ -200,6 +206,8 @@ class OutputSpec:
     def _reask_text(self, errors: list[dict[str, str]]) -> str:
         lines = [f"Your answer does not match the required output ({self.name}):"]
         lines.extend(f"- {_one(error)}" for error in errors)
+        from ..providers._output_tool import OUTPUT_TOOL
+
         how = (f"Call {OUTPUT_TOOL} again" if self.mode == "tool"
                else "Answer again with only the JSON")
         lines.append(f"{how}, with every field listed above corrected.")
@@ -218,6 +226,10 @@ def output_spec(output_type: Any, *, retries: int, provider: Provider,
         raise ConfigurationError(
             f"output_type={output_type!r} is a string; pass the type itself (a Pydantic "
             "model, dataclass or TypedDict class, or a union of them)")
+    from pydantic import TypeAdapter
+
+    from ..providers._output_tool import OUTPUT_TOOL
+
     try:
         adapter: TypeAdapter[Any] = TypeAdapter(output_type)
         schema = adapter.json_schema()
