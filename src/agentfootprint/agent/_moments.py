@@ -65,7 +65,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, overload
 
 from ..errors import ConfigurationError
-from ..events._catalogue import PREFIX
+from ..events._dispatcher import PREFIX
 from ..flow import Scope
 from ..providers._base import Message, ToolCall
 from ..runs import trace

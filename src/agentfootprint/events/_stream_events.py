@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from ._catalogue import PREFIX
+from ._dispatcher import PREFIX
 
 __all__ = [
     "InjectionFired",

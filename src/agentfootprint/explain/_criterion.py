@@ -13,10 +13,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from .._refs import callable_path, load_callable  # where every layer resolves names
+from .._refs import load_callable
 from ..errors import ConfigurationError
 
-__all__ = ["WrongIf", "callable_path", "describe_criterion", "load_callable", "wrong_if"]
+__all__ = ["WrongIf", "describe_criterion", "wrong_if"]
 
 
 class WrongIf(BaseModel):

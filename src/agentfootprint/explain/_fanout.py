@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._refs import callable_path
 from ..errors import ConfigurationError
-from ._criterion import WrongIf, callable_path
+from ._criterion import WrongIf
 
 if TYPE_CHECKING:
     from ._rerun import Outcome, Rerunner
@@ -185,9 +186,9 @@ async def _runner_for(job: RerunJob) -> Rerunner:
     """The re-runner of ``job``'s explanation in this process: the recording parsed, the agent
     built and the sandbox set up once, shared by its re-runs as in-process (one source agent,
     one sandbox)."""
+    from .._refs import load_callable
     from ..runs._recording import Recording
     from ..runs._view import RunView
-    from ._criterion import load_callable
     from ._prove import StoredRun
     from ._rerun import Rerunner
 

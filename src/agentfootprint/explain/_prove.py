@@ -12,11 +12,12 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, cast
 
+from .._refs import load_callable
 from ..errors import ConfigurationError
 from ..runs._recording import AgentRun, Recording
 from ..runs._store import RunStorePort
 from ..runs._view import RunView
-from ._criterion import WrongIf, load_callable
+from ._criterion import WrongIf
 from ._localize import DEFAULT_BUDGET, ContextBugReport, localize_context_bug
 from ._rerun import IsWrong, Progress
 from ._verdict import DEFAULT_ALPHA

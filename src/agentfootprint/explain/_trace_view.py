@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from ..errors import ConfigurationError
-from ..events._catalogue import PREFIX
+from ..events._dispatcher import PREFIX
 from ..flow._commitlog import Change, CommitRecord
 from ..flow._redact import REDACTED, RedactionPolicy
 from ..flow._run import FlowRun

@@ -197,7 +197,7 @@ def _standing_for(target: Any, sessions: Any) -> StandingAgent:
 
 def _factory(target: Any) -> Callable[[], Any]:
     if isinstance(target, str):
-        from ..explain._criterion import load_callable
+        from .._refs import load_callable
 
         found: Callable[[], Any] = load_callable(target)
         return found

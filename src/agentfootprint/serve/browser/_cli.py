@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..._refs import load_callable
 from ...errors import ConfigurationError
-from ...explain._criterion import load_callable
 
 __all__ = ["add_ui_command", "run_ui"]
 
