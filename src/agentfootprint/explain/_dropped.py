@@ -28,7 +28,7 @@ from typing import Literal
 
 from ..errors import ConfigurationError
 from ..flow._commitlog import CommitLog
-from ..flow._display import clip
+from ..flow._display import clip_line
 from ..runs import trace
 from ..runs._recording import AgentRun
 from ..runs._view import CallView, Explainable, RunView
@@ -140,7 +140,7 @@ def _evicted(call: CallView) -> list[DroppedCandidate]:
             continue
         how = "summarized" if index in (window.get("summarized") or ()) else "outside-window"
         out.append(DroppedCandidate(
-            id=f"window:{index}", kind="window", text=_clip(str(message["content"])),
+            id=f"window:{index}", kind="window", text=clip_line(str(message["content"]), 160),
             detail=f"{message['role']} message {index} left out by {window['strategy']} "
                    f"({how})"))
     return out
@@ -238,8 +238,3 @@ def _sentence(verdict: Verdict, label: str, probe: Probe, baseline: Probe) -> st
     if probe.flips:
         return f"INCONCLUSIVE: restoring {label} fixed only {probe.fraction} re-runs."
     return f"NOT CONFIRMED: restoring {label} changed nothing in {probe.runs} re-runs."
-
-
-def _clip(text: str, limit: int = 160) -> str:
-    """``text`` on one line (whitespace runs made one space), clipped to ``limit``."""
-    return clip(" ".join(text.split()), limit)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..flow._commitlog import CommitLog, CommitRecord
-from ..flow._display import clip
+from ..flow._display import clip_line
 from ..flow._run import FlowRun
 from ..flow._values import MISSING
 from ..runs import trace
@@ -87,7 +87,7 @@ class Failure:
         """``RUN FAILED: ProviderError: … — raised by stage 'call_llm' (call_llm#12).``"""
         what = {"provider": "an LLM call failed", "tool": "the tool batch raised",
                 "stage": "a step raised", "run": "the run was stopped"}[self.kind]
-        return (f"RUN FAILED ({what}): {_clip(self.error, 300)} — raised by {self.where}; "
+        return (f"RUN FAILED ({what}): {clip_line(self.error, 300)} — raised by {self.where}; "
                 "the run gave no answer, so there is none to trace.")
 
     def context_lines(self) -> list[tuple[str, str, str | None]]:
@@ -213,9 +213,4 @@ def _type_of(error: str) -> str:
 
 
 def _quote(text: str | None, limit: int = 120) -> str:
-    return '"' + _clip(text or "", limit) + '"'
-
-
-def _clip(text: str, limit: int) -> str:
-    """``text`` on one line (whitespace runs made one space), clipped to ``limit``."""
-    return clip(" ".join(text.split()), limit)
+    return '"' + clip_line(text or "", limit) + '"'

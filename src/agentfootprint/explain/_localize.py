@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..errors import ConfigurationError
-from ..flow._display import clip
+from ..flow._display import clip_line
 from ..runs._recording import AgentRun
 from ._criterion import describe_criterion
 from ._display import explanation_html, explanation_repr
@@ -187,7 +187,7 @@ class ContextBugReport:
 
 def format_report(report: ContextBugReport) -> str:
     """The human report: the proven causes first, then the ranking, the verdicts, the notes."""
-    lines = [f"CONTEXT BUG LOCALIZATION — answer: {_clip(report.answer, 80)!r}"]
+    lines = [f"CONTEXT BUG LOCALIZATION — answer: {clip_line(report.answer, 80)!r}"]
     model = ("deterministic model: one re-run per probe" if report.deterministic
              else f"sampling model: CAUSAL at α = {report.alpha:g}")
     lines.append(f"{PROXY_HEADER} ({model}; {report.runs_used} re-runs, "
@@ -205,7 +205,7 @@ def format_report(report: ContextBugReport) -> str:
             lines.append(f"  {cause.why}")
             without = cause.probe.answer_without
             if without is not None:
-                lines.append(f"  without it the agent answered: {_clip(without, 100)!r}")
+                lines.append(f"  without it the agent answered: {clip_line(without, 100)!r}")
     elif report.baseline is not None and report.uncovered:
         waiting = ", ".join(report.labels.get(u, u) for u in report.uncovered)
         lines.append(f"NOT PROVEN YET: the budget ran out before {len(report.uncovered)} "
@@ -215,7 +215,7 @@ def format_report(report: ContextBugReport) -> str:
     lines.append("")
     lines.append("RANKING (correlational proxy — aligned with the answer, not a cause):")
     for item in report.suspects:
-        sentence = f"  “{_clip(item.sentence, 70)}”" if item.sentence else ""
+        sentence = f"  “{clip_line(item.sentence, 70)}”" if item.sentence else ""
         lines.append(f"  {item.rank:2d}. {item.score:.3f}  {item.label}{sentence}")
     lines.append(f"  {_ranking_note(report, proven)}")
     lines.append("")
@@ -256,11 +256,6 @@ def _verdict_line(item: LocalizedSuspect, width: int) -> str:
             "INCONCLUSIVE": "INCONCLUSIVE"}[item.verdict]
     detail = item.why.split(": ", 1)[-1] if item.why else str(item.fraction)
     return f"{head:<14}{label}{detail}"
-
-
-def _clip(text: str, limit: int) -> str:
-    """``text`` on one line (whitespace runs made one space), clipped to ``limit``."""
-    return clip(" ".join(text.split()), limit)
 
 
 async def localize_context_bug(

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..flow._commitlog import CommitLog, CommitRecord
-from ..flow._display import clip
+from ..flow._display import clip_line
 from ..flow._values import MISSING
 from ..runs import trace
 from ..runs._view import CallView, Explainable, RunView, is_stage, log_of
@@ -90,7 +90,7 @@ class Paused:
     def describe(self) -> str:
         """What the run stopped at, in one sentence (without the step id)."""
         call = f" (tool call {self.tool_call_id})" if self.tool_call_id else ""
-        shown = _clip(_args_text(self.args), 160)
+        shown = clip_line(_args_text(self.args), 160)
         if self.kind == "check_in":
             return (f"check-in before tool {self.tool!r} {shown}{call}: it has not run; a "
                     "person approves or declines it")
@@ -236,8 +236,4 @@ def _args_text(args: Any) -> str:
 
 
 def _quote(text: str | None, limit: int = 120) -> str:
-    return '"' + _clip(text or "", limit) + '"'
-
-
-def _clip(text: str, limit: int) -> str:
-    return clip(" ".join(text.split()), limit)
+    return '"' + clip_line(text or "", limit) + '"'

@@ -23,6 +23,11 @@ def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:max(limit - 1, 0)] + "…"
 
 
+def clip_line(text: str, limit: int) -> str:
+    """``text`` on one line (whitespace runs made one space), clipped to ``limit``."""
+    return clip(" ".join(text.split()), limit)
+
+
 def terminal_text(text: str) -> str:
     """``text`` with every control character shown escaped (``\\x1b``, ``\\n``): what a
     recording holds (a run id, a name, an answer) never drives the terminal."""
