@@ -42,7 +42,7 @@ from ._checks import (
     model_for,
 )
 from ._display import result_html, result_repr
-from ._executor_option import AgentExecutor, executor_option, run_through
+from ._executor_option import AgentExecutor, executor_option, resume_through, run_through
 from ._journal import (
     RunJournal,
     check_agent_state,
@@ -329,6 +329,8 @@ class _Runner:
         without one it is not used up: resume it twice and the paused tool runs twice.
         ``deps`` are never kept in a checkpoint: pass the run's deps again.
         """
+        if getattr(self, "executor", None) is not None:  # its job too (_executor_option.py)
+            return await resume_through(self, checkpoint, answer, timeout=timeout, deps=deps)
         with bound_deps(deps):
             return await self._resume(checkpoint, answer, timeout=timeout)
 

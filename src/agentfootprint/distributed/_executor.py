@@ -5,6 +5,9 @@ A job crosses a process boundary, so it is data, never a live object:
 * :class:`RunJob` — an importable agent factory (``"module:attr"``, called once per run and
   returning a fresh ``Agent``), the user's message, the run id, the run store every worker
   writes to (a SQLite file path or a ``postgresql://`` URL) and JSON options.
+* a resume — a :class:`RunJob` whose ``resume`` (:class:`ResumeFrom`) carries the paused run's
+  checkpoint and the person's answer, both JSON (``agent.resume`` on an executor); its run id
+  is the paused run's, and the run store keeps one recording of the whole run.
 * an explanation re-run — ``explain/_fanout.py``'s ``RerunJob``: the factory, the explained
   run's recording, the removed suspect ids and the re-run's seed; "wrong" is a ``WrongIf``.
 
@@ -47,15 +50,29 @@ if TYPE_CHECKING:
     from ..explain._fanout import RerunJob, RerunOutcome
     from ..runs._store import RunStorePort
 
-__all__ = ["Executor", "InProcessExecutor", "RunJob", "RunOutcome", "execute", "open_run_store",
-           "run_many", "run_many_sync"]
+__all__ = ["Executor", "InProcessExecutor", "ResumeFrom", "RunJob", "RunOutcome", "continue_run",
+           "execute", "open_run_store", "open_statuses", "run_many", "run_many_sync"]
 
 RUN_OPTIONS = ("timeout", "continue_from")
 """The ``RunJob.options`` a run accepts (each is JSON): ``agent.run``'s keywords of that name."""
+RESUME_OPTIONS = ("timeout",)
+"""The ``RunJob.options`` a resume job accepts: ``agent.resume``'s JSON keywords."""
+
+
+class ResumeFrom(BaseModel):
+    """What a job continuing a run carries (``agent.resume`` on an executor), as JSON."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    checkpoint: dict[str, Any] | None = None
+    """The paused run's ``RunResult.checkpoint``; ``None``: a killed run, continued from its
+    run store's journal (``agent.resume(run_id)``)."""
+    answer: Any = None
+    """The person's answer (JSON: ``check_in_approved(by=...)``, a reply)."""
 
 
 class RunJob(BaseModel):
-    """One agent run as another process can start it (plain JSON)."""
+    """One agent run as another process can start (or continue) it (plain JSON)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -69,6 +86,9 @@ class RunJob(BaseModel):
     agent's own ``Tracing(run_store=...)``, if any; a re-delivered job then starts over)."""
     options: dict[str, Any] = Field(default_factory=dict)
     """``agent.run`` keywords that are JSON: ``timeout``, ``continue_from``."""
+    resume: ResumeFrom | None = None
+    """Set: the job continues run ``run_id`` (``agent.resume``) instead of starting it, and
+    ``message`` is unused; delivered twice, it continues the resumed part from its journal."""
 
 
 class RunOutcome(BaseModel):
@@ -86,6 +106,9 @@ class RunOutcome(BaseModel):
     """Where and in how many attempts it ran (``_placement.py``): host, pid, worker, attempts."""
     reused: bool = False
     """The run was finished already (a job delivered again): this is its stored result."""
+    checkpoint: dict[str, Any] | None = None
+    """A paused run's ``RunResult.checkpoint``, so any process can resume it (``None`` for a
+    stored result handed back again)."""
 
 
 @runtime_checkable
@@ -150,6 +173,14 @@ class InProcessExecutor:
 
         return await run_agent_on(self, agent, message, run_id=run_id, options=options)
 
+    async def resume_agent(self, agent: Any, checkpoint: Mapping[str, Any] | str,
+                           answer: object = None, *,
+                           options: Mapping[str, Any] | None = None) -> Any:
+        """``agent.resume(checkpoint, answer)`` as a job here, checkpoint and answer as JSON."""
+        from ._agent_runs import resume_agent_on
+
+        return await resume_agent_on(self, agent, checkpoint, answer, options=options)
+
     def close(self) -> None:
         """Nothing to let go of."""
 
@@ -213,11 +244,30 @@ async def _agent_of(factory: str) -> Any:
 
 
 def _check_options(job: RunJob) -> dict[str, Any]:
-    unknown = sorted(set(job.options) - set(RUN_OPTIONS))
+    allowed = RESUME_OPTIONS if job.resume is not None else RUN_OPTIONS
+    unknown = sorted(set(job.options) - set(allowed))
     if unknown:
+        kind = "resume" if job.resume is not None else "run"
         raise ConfigurationError(
-            f"RunJob options {unknown} are not run options; use {list(RUN_OPTIONS)}")
+            f"RunJob options {unknown} are not {kind} options; use {list(allowed)}")
     return dict(job.options)
+
+
+def open_statuses(job: RunJob) -> tuple[str, ...]:
+    """The stored statuses under which ``job`` does work (any other: its stored result is
+    the answer): a run under way (a job delivered again), and a paused run it resumes."""
+    return ("running", "paused") if job.resume is not None else ("running",)
+
+
+async def continue_run(agent: Any, job: RunJob, stored: str | None,
+                       options: Mapping[str, Any]) -> Any:
+    """Continue ``job``'s run with ``agent`` (the stored row's status ``stored``): a resume
+    job's checkpoint while the row is paused (or absent), else the journal of a run that was
+    under way when its process died (``agent.resume(run_id)``)."""
+    resume = job.resume
+    if resume is not None and resume.checkpoint is not None and stored in (None, "paused"):
+        return await agent.resume(resume.checkpoint, resume.answer, **options)
+    return await agent.resume(job.run_id, **options)
 
 
 async def execute(job: RunJob, *, worker: str, attempt_note: str | None = None) -> RunOutcome:
@@ -234,11 +284,12 @@ async def execute(job: RunJob, *, worker: str, attempt_note: str | None = None) 
         store = (open_run_store(job.store) if job.store is not None
                  else getattr(tracing, "run_store", None))
         if store is None:
-            result = await agent.run(job.message, run_id=job.run_id, **options)
+            result = (await continue_run(agent, job, None, options) if job.resume is not None
+                      else await agent.run(job.message, run_id=job.run_id, **options))
             hand_over(job.run_id, result)
             return _outcome(job.run_id, result, here.as_meta(attempts=1))
         stored = _stored(store, job.run_id)
-        if stored is not None and stored.status not in ("running",):
+        if stored is not None and stored.status not in open_statuses(job):
             return _reused(stored)
         wrapped = placed(store, here, factory=job.factory)
         from ..agent._executor_option import run_copy
@@ -246,8 +297,9 @@ async def execute(job: RunJob, *, worker: str, attempt_note: str | None = None) 
 
         agent = run_copy(agent, tracing=dataclasses.replace(tracing or Tracing(),
                                                             run_store=wrapped))
-        if stored is not None:  # it was under way when its worker died: continue it
-            result = await agent.resume(job.run_id, **options)
+        if stored is not None or job.resume is not None:  # paused, or its worker died
+            result = await continue_run(agent, job, None if stored is None else stored.status,
+                                        options)
         else:
             result = await agent.run(job.message, run_id=job.run_id, **options)
         hand_over(job.run_id, result)
@@ -290,8 +342,10 @@ def _reused(recording: Any) -> RunOutcome:
 
 
 def _outcome(run_id: str, result: Any, placement: dict[str, Any]) -> RunOutcome:
-    return RunOutcome(run_id=run_id, status="paused" if getattr(result, "paused", False)
-                      else "done", content=result.content, placement=placement)
+    paused = bool(getattr(result, "paused", False))
+    return RunOutcome(run_id=run_id, status="paused" if paused else "done",
+                      content=result.content, placement=placement,
+                      checkpoint=result.checkpoint if paused else None)
 
 
 # -- batches ---------------------------------------------------------------------------------
