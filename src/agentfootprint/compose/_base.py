@@ -109,9 +109,15 @@ def start(scope: Scope) -> None:
 
     It is kept under ``current``: ``message`` is the read-only input of a nested pipeline.
     ``original`` is the outermost pipeline's message, handed down to nested compositions.
+    The outermost pipeline also records the identity it was run under (``run(identity=...)``,
+    when it has memory members), so an explanation re-runs it under that one; a run without
+    one records nothing more than it did.
     """
     if "original" not in scope.args:  # nested: it arrived as a (read-only) input
         scope[trace.ORIGINAL] = scope.args[trace.MESSAGE]
+        given = scope.args.get(trace.IDENTITY)  # MemberRun.args(): the record, or None
+        if given is not None:
+            scope[trace.IDENTITY] = given
     scope[trace.CURRENT] = scope.args[trace.MESSAGE]
     scope[trace.FINAL_CONTENT] = scope.args[trace.MESSAGE]
 
@@ -204,8 +210,10 @@ class Composition:
         ``identity`` is whose conversation the member agents with memory read and write (a
         member's own ``Agent(identity=...)`` otherwise). Each member run resolves and claims
         its own turn over the stores it writes to; the result's ``turn`` is the highest a
-        member took (see ``compose/_members.py``). A member that pauses (a check-in)
-        pauses the whole: the result is ``paused`` and ``resume`` continues it.
+        member took (see ``compose/_members.py``). The recording keeps ``identity`` (in the
+        run's own state, beside ``original``), so an explanation re-runs the members under it.
+        A member that pauses (a check-in) pauses the whole: the result is ``paused`` and
+        ``resume`` continues it.
         """
         if not isinstance(message, str):
             raise ConfigurationError(f"run() takes the message as a str, got {message!r}")

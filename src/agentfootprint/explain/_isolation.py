@@ -19,7 +19,8 @@ Every agent of one re-run — a composition's members, side by side in a ``Paral
 the other, and agents used as tools — shares that re-run's private copy of each user store (one
 copy per backend, as ``distinct_stores`` counts them), so a later member recalls what an earlier
 one wrote and claims the next turn, as in the explained run; the user's store is never written.
-A composition is re-run under the identity its members recorded (:func:`run_identity`).
+A composition is re-run under the identity it recorded as run under (:func:`run_identity`);
+each agent used as a tool runs under its own, as it did.
 
 The agent itself comes from ``agent.without(ids)`` (or a user's ``rebuild``) and is then mapped
 through :meth:`RerunSandbox.isolate`, member by member for a composition.
@@ -194,17 +195,30 @@ def _turns_by_identity(log: CommitLog) -> dict[str, int]:
 
 
 def run_identity(log: CommitLog) -> MemoryIdentity | None:
-    """The identity to re-run the recorded run under: the agent's own, or a composition's.
+    """The identity to re-run the recorded run under: the one the run recorded in its state.
 
-    A composition does not record its ``run(identity=...)`` argument, but each memory member
-    records the identity it ran under (the run's, which wins, else its own). One identity
-    across every member: re-running under it runs each member as before. Several: the run had
-    none (it would have won everywhere), so the members run under their own again.
+    An agent with memory records the identity it ran under; a composition with memory members
+    run with ``identity=`` records that one (``compose/_base.py`` ``start``), which every
+    memory member ran and claimed its turn under. Re-running under it runs each member as
+    before, whichever members ran; agents used as tools are not handed it and keep their own.
+
+    Nothing recorded: a composition run without ``identity=`` (each member under its own), or
+    one recorded before compositions kept theirs. Only for such a recording is the identity
+    inferred, for the older ones' sake, from what the memory members recorded: one identity
+    across them all is re-run under (a run identity would have won everywhere, and members
+    that own it run the same either way); several, or none, mean no run identity. It is a
+    guess: a member that did not run (an untaken branch) recorded nothing to infer from.
     """
     last = len(log.records)
-    root = identity_from_record(log.value_at(trace.IDENTITY, last, default=None))
-    if root is not None:
-        return root
+    recorded = identity_from_record(log.value_at(trace.IDENTITY, last, default=None))
+    if recorded is not None:
+        return recorded
+    return _inferred_identity(log)
+
+
+def _inferred_identity(log: CommitLog) -> MemoryIdentity | None:
+    """The one identity the memory members of an older composition recording ran under."""
+    last = len(log.records)
     found: dict[str, MemoryIdentity] = {}
     for ns in dict.fromkeys(record.ns for record in log.records if record.ns):
         identity = identity_from_record(log.value_at(trace.IDENTITY, last, ns=ns, default=None))

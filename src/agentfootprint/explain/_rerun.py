@@ -176,7 +176,8 @@ class Rerunner:
     :class:`RerunSandbox` (its memory on a private copy, tools answered from the recording, no
     run store) when ``result`` carries a recording; the agents of one re-run (a composition's
     members, agents used as tools) share its copies. An agent is re-run under the identity it
-    recorded, a composition under the one its memory members recorded (``run_identity``).
+    recorded, a composition under the one it recorded as run under (``run_identity``); agents
+    used as tools under their own.
     """
 
     def __init__(self, *, rebuild: Rebuild | None, is_wrong: IsWrong, message: str,
@@ -230,7 +231,8 @@ class Rerunner:
         self.sandbox = RerunSandbox(log) if log is not None else None
         self.prior = prior_history(log) if log is not None else []
         self.identity = run_identity(log) if log is not None else None
-        """Whose memory the run read and wrote: its agent's, or its memory members'."""
+        """Whose memory the run read and wrote: its agent's, or its composition's
+        ``run(identity=...)`` (inferred from its members' only for an older recording)."""
         self.deterministic: bool | None = None
         self.base: Probe | None = None
         from ..agent._usage import UsageMeter
@@ -436,7 +438,7 @@ class Rerunner:
                     options["identity"] = self.identity
                 return await runner.run(self.message, **options)
             if self.identity is not None and _takes(runner.run, "identity"):
-                # a composition: its memory members run under the identity they recorded
+                # a composition: its memory members run under the identity it was run under
                 return await runner.run(self.message, identity=self.identity)
             return await runner.run(self.message)
 
