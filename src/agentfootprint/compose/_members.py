@@ -9,10 +9,10 @@ does (seed 000). So two members writing one conversation never share a turn numb
 A composition run hands each member the identity given to ``run(..., identity=...)``, else the
 member's own ``Agent(identity=...)``; a member with neither is refused before anything runs.
 The identity record is the composition's run argument too, so a paused run's checkpoint
-carries it and ``resume`` restores it in another process; the outermost start stage records it
-in the run's own state, so an explanation re-runs the members under the same one. When the run ends (not paused), each
-member run's claim is settled or given back, as an agent's own run does. Nothing here runs for
-a composition without memory members.
+carries it and ``resume`` restores it in another process; the outermost start stage records
+it in the run's own state, so an explanation re-runs the members under the same one. When the
+run ends (not paused), each member run's claim is settled or given back, as an agent's own run
+does. Nothing here runs for a composition without memory members.
 """
 
 from __future__ import annotations
