@@ -302,18 +302,21 @@ class _Runner:
             error.add_note(f"{self.run_store!r} could not record this failed run: {exc!r}")
 
     def _result(self, run: FlowRun) -> RunResult:
-        state = run.state
+        final = run.final  # the values read here, without copying the whole final state
+        spec_output = self.spec.output
         result = RunResult(
-            content=str(state.get(trace.FINAL_CONTENT, "")), run_id=run.run_id,
-            turn=int(state.get(trace.TURN, 1)), recording=run,
-            input_tokens=int(state.get(trace.INPUT_TOKENS, 0)),
-            output_tokens=int(state.get(trace.OUTPUT_TOKENS, 0)),
-            iterations=int(state.get(trace.ITERATION, 1)),
-            stopped_early=state.get(trace.STOPPED_EARLY),
-            history=list(state.get(trace.HISTORY, [])),
+            content=str(final(trace.FINAL_CONTENT, "")), run_id=run.run_id,
+            turn=int(final(trace.TURN, 1)), recording=run,
+            input_tokens=int(final(trace.INPUT_TOKENS, 0)),
+            output_tokens=int(final(trace.OUTPUT_TOKENS, 0)),
+            iterations=int(final(trace.ITERATION, 1)),
+            stopped_early=final(trace.STOPPED_EARLY),
+            history=copy_value(final(trace.HISTORY, [])),
             status="paused" if run.paused else "done",
             pause=copy_value(run.pause_data) if run.paused else None,
-            output=output_of(self.spec.output, state, paused=run.paused), source=self,
+            output=None if spec_output is None else output_of(spec_output, run.state,
+                                                              paused=run.paused),
+            source=self,
         )
         if not run.paused:
             self.last = result

@@ -15,7 +15,7 @@ import threading
 import time
 import uuid
 from collections.abc import Coroutine, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -60,24 +60,74 @@ class RunOptions:
 
 
 
-@dataclass(slots=True, eq=False, repr=False)
+@dataclass(slots=True, init=False, eq=False, repr=False)
 class FlowRun:
-    """The outcome of one run: its output, final state, and the complete commit log."""
+    """The outcome of one run: its output, final state, and the complete commit log.
+
+    ``state`` is a plain, independent copy of the final state, made on first read: a caller
+    that only needs a few values (the agent's result) reads them with ``final`` instead, so
+    a run does not deep-copy its whole state (a long history, every usage row) at its end.
+    """
 
     run_id: str
     chart: Chart
     status: Literal["done", "paused", "failed"]
     output: Any
-    state: dict[str, Any]
     log: CommitLog
-    checkpoint: Checkpoint | None = None
-    error: str | None = None
-    observer_errors: list[ObserverFailure] = field(default_factory=list)
-    observer_stats: dict[str, dict[str, int]] = field(default_factory=dict)
-    redaction: RedactionPolicy | None = None
+    checkpoint: Checkpoint | None
+    error: str | None
+    observer_errors: list[ObserverFailure]
+    observer_stats: dict[str, dict[str, int]]
+    redaction: RedactionPolicy | None
     """The policy the run was recorded under (a recording scrubs the output with it)."""
-    secrets: RunSecrets | None = None
+    secrets: RunSecrets | None
     """What the run masked, for whoever records more of it (the output, a checkpoint)."""
+    _state: dict[str, Any] | None
+    _final: Mapping[str, Any] | None
+
+    def __init__(self, run_id: str, chart: Chart, status: Literal["done", "paused", "failed"],
+                 output: Any, state: dict[str, Any] | None = None,
+                 log: CommitLog | None = None, checkpoint: Checkpoint | None = None,
+                 error: str | None = None, observer_errors: list[ObserverFailure] | None = None,
+                 observer_stats: dict[str, dict[str, int]] | None = None,
+                 redaction: RedactionPolicy | None = None, secrets: RunSecrets | None = None,
+                 *, final: Mapping[str, Any] | None = None) -> None:
+        self.run_id = run_id
+        self.chart = chart
+        self.status = status
+        self.output = output
+        self.log = CommitLog() if log is None else log
+        self.checkpoint = checkpoint
+        self.error = error
+        self.observer_errors = [] if observer_errors is None else observer_errors
+        self.observer_stats = {} if observer_stats is None else observer_stats
+        self.redaction = redaction
+        self.secrets = secrets
+        # ``final``: the engine's committed (frozen, never mutated again) state, copied on
+        # the first read of ``state``; else ``state`` as given
+        self._final = final if state is None else None
+        self._state = {} if state is None and final is None else state
+
+    @property
+    def state(self) -> dict[str, Any]:
+        """The final state: plain values, the caller's own to change."""
+        state = self._state
+        if state is None:
+            state = self._state = copy_value(self._final)
+            self._final = None
+        return state
+
+    @state.setter
+    def state(self, value: dict[str, Any]) -> None:
+        self._state, self._final = value, None
+
+    def final(self, key: str, default: Any = None) -> Any:
+        """The final value of ``key`` without copying the state: read-only (a committed
+        value: a list or dict in it refuses mutation); ``copy_value`` it to keep a copy."""
+        final = self._final
+        if final is None:
+            return self.state.get(key, default)
+        return final.get(key, default)
 
     def __repr__(self) -> str:  # the log can be megabytes: show what identifies the run
         return (f"FlowRun(run_id={self.run_id!r}, status={self.status!r}, "
@@ -152,7 +202,7 @@ def _result(engine: _Engine, status: Literal["done", "paused", "failed"], output
     engine.dispatch.flush()
     return FlowRun(
         run_id=engine.run_id, chart=engine.chart, status=status, output=output,
-        state=copy_value(root.state), log=engine.log, checkpoint=checkpoint,
+        final=root.state, log=engine.log, checkpoint=checkpoint,
         error=None if error is None else root.secrets.text(error),
         observer_errors=engine.dispatch.all_failures(),
         observer_stats={d.id: d.stats() for d in engine.dispatch.deferred},

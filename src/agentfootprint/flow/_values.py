@@ -523,28 +523,33 @@ def thaw(value: object) -> Any:
     return value
 
 
-def copy_value(value: object) -> Any:
+# Any, not object: narrowing each branch for mypy would cost an isinstance call per copied
+# container.
+def copy_value(value: Any) -> Any:
     """A plain, fully independent deep copy (frozen parts become ordinary lists and dicts).
 
     Each list or dict is copied once at C speed, then only its container elements are
-    replaced by their own copies (a run's final state is copied this way at every run's end).
+    replaced by their own copies (a run's history is copied this way for its result); a
+    container of scalars only is recognised without a Python step per element.
     """
     kind = type(value)
-    if (kind is list or kind is FrozenList or kind is DraftList) and isinstance(value, list):
+    if kind is FrozenDict or kind is dict:
+        copied = dict(value)
+        if _SCALARS.issuperset(map(type, copied.values())):
+            return copied
+        for key, item in copied.items():
+            if type(item) not in _SCALARS:
+                copied[key] = copy_value(item)
+        return copied
+    if kind is FrozenList or kind is list or kind is DraftList:
         out = list(value)
-        if len(out) >= _SHORT and _SCALARS.issuperset(map(type, out)):
+        if _SCALARS.issuperset(map(type, out)):
             return out
         for index, item in enumerate(out):
             if type(item) not in _SCALARS:
                 out[index] = copy_value(item)
         return out
-    if (kind is dict or kind is FrozenDict) and isinstance(value, dict):
-        copied = dict(value)
-        for key, item in copied.items():
-            if type(item) not in _SCALARS:
-                copied[key] = copy_value(item)
-        return copied
-    if kind is tuple and isinstance(value, tuple):
+    if kind is tuple:
         return [copy_value(x) for x in value]
     return value
 
