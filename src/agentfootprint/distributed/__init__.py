@@ -5,8 +5,8 @@
 * ``run_many(agent, messages, executor=..., store=...)`` — a batch of runs of an agent (a
   module-level one, found by reference on workers) or of an importable factory;
   ``localize_context_bug(..., executor=..., factory=...)`` fans out re-runs.
-* ``Agent(..., executor=dbos_executor())`` — every ``agent.run`` is the executor's job
-  (``_agent_runs.py``), handing back the usual ``RunResult``.
+* ``Agent(..., executor=dbos_executor())`` — every ``agent.run`` and ``agent.resume`` is the
+  executor's job (``_agent_runs.py``), handing back the usual ``RunResult``.
 * ``celery_executor(app)`` (or ``broker=..., backend=...``) — Celery workers on Redis; start
   them with ``celery -A agentfootprint.distributed.worker worker`` (see ``_celery.py``).
 * ``dbos_executor(system_database=...)`` — durable runs on DBOS: a killed run is recovered by

@@ -22,6 +22,11 @@ slow run is started twice). A task delivered twice runs ``_executor.execute`` tw
 same run id: the second returns the stored answer, or resumes the run from its journal, so a
 tool call with a recorded outcome is never repeated and an idempotent tool sees the same key.
 
+``Agent(..., executor=celery_executor(app))`` sends each ``agent.run`` and each
+``agent.resume(checkpoint, answer)`` to a worker the same way (a resume is a job carrying the
+checkpoint and the answer as JSON), so the part of a run after a person's approval runs on a
+worker too, and its result comes back through the run store the workers share.
+
 With ``seal_key`` (``AGENTFOOTPRINT_SEAL_KEY`` on the workers) every payload — the jobs, with
 the users' messages, and the outcomes, with the answers — crosses the broker and rests in the
 result backend as one Fernet token, never in the clear.
@@ -230,6 +235,17 @@ class CeleryExecutor:
         from ._agent_runs import run_agent_on
 
         return await run_agent_on(self, agent, message, run_id=run_id, options=options)
+
+    async def resume_agent(self, agent: Any, checkpoint: Mapping[str, Any] | str,
+                           answer: object = None, *,
+                           options: Mapping[str, Any] | None = None) -> Any:
+        """``agent.resume(checkpoint, answer)`` on a worker: the checkpoint and the answer
+        cross the broker as JSON (sealed with ``seal_key``), the worker continues the run in
+        the shared run store, and its result is read back from there (a task re-delivered
+        mid-resume continues from the run's journal, as a run's does)."""
+        from ._agent_runs import resume_agent_on
+
+        return await resume_agent_on(self, agent, checkpoint, answer, options=options)
 
     async def rerun_jobs(self, jobs: Sequence[RerunJob]) -> list[RerunOutcome]:
         from ..explain._fanout import RerunOutcome

@@ -21,6 +21,7 @@ process imports too)::
     agent = Agent(..., executor=dbos_executor())   # .agentfootprint/dbos.sqlite and runs.db
     agent.executor.launch()  # at start-up: recovers the runs a killed process left under way
     result = await agent.run("...")                # the usual RunResult
+    done = await agent.resume(paused.checkpoint, check_in_approved(by="ana"))  # durable too
 
 or a batch: ``await run_many(agent, messages, executor=executor, store="runs.sqlite")`` (a
 factory ``"myapp:make_agent"`` works as well). An agent defined in the script being run
@@ -31,8 +32,12 @@ module-level name.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import pickle
+import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -51,7 +56,7 @@ except ImportError as exc:  # pragma: no cover - the message is the contract
     raise ConfigurationError(
         'dbos_executor needs the dbos package: pip install "agentfootprint[dbos]"') from exc
 
-__all__ = ["DBOSExecutor", "DBOSSteps", "dbos_executor"]
+__all__ = ["DBOSExecutor", "DBOSSteps", "dbos_executor", "workflow_id_of"]
 
 T = TypeVar("T")
 DEFAULT_SYSTEM_DATABASE = "sqlite:///.agentfootprint/dbos.sqlite"
@@ -112,10 +117,23 @@ async def _publish(checkpoint: dict[str, Any]) -> None:
 
 @DBOS.workflow(name=WORKFLOW)
 async def _agent_run(job: dict[str, Any]) -> dict[str, Any]:
-    """One agent run as a DBOS workflow (registered at import, so every process has it)."""
+    """One agent run as a DBOS workflow (registered at import, so every process has it); a
+    job with ``resume`` is the resumed part of a paused run, a workflow of its own."""
     outcome = await execute_durable(RunJob.model_validate(job), DBOSSteps(), worker=_worker(),
-                                    on_pause=_publish)
+                                    on_pause=_publish, workflow=DBOS.workflow_id)
     return outcome.model_dump()
+
+
+def workflow_id_of(job: RunJob) -> str:
+    """The DBOS workflow id of ``job``: its run id for a run (and for a killed run continued
+    from its journal: that run's own workflow), ``{run_id}.resume-{digest}`` for the resumed
+    part of a paused run — the digest of its checkpoint, so the same checkpoint resumed again
+    (a caller retrying after a crash) joins the workflow already there instead of running
+    the paused tool a second time."""
+    if job.resume is None or job.resume.checkpoint is None:
+        return job.run_id
+    text = json.dumps(job.resume.checkpoint, sort_keys=True, separators=(",", ":"))
+    return f"{job.run_id}.resume-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
 
 
 @DBOS.workflow(name=WORKFLOW + ".resume")
@@ -125,7 +143,8 @@ async def _agent_resume(job: dict[str, Any], paused_in: str, answer: Any) -> dic
     run did not pause there, and its stored outcome or an error is the answer)."""
     checkpoint = await DBOS.get_event_async(paused_in, CHECKPOINT, timeout_seconds=0)
     outcome = await execute_durable(RunJob.model_validate(job), DBOSSteps(), worker=_worker(),
-                                    on_pause=_publish, resume=(checkpoint, answer))
+                                    on_pause=_publish, resume=(checkpoint, answer),
+                                    workflow=DBOS.workflow_id)
     return outcome.model_dump()
 
 
@@ -165,6 +184,7 @@ class DBOSExecutor:
             self.config["serializer"] = _SealedSerializer(seal_key)
         self._launched = False
         self._checked: dict[str, None] = {}
+        self._loops: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
 
     def __repr__(self) -> str:
         sealed = ", sealed" if self.seal_key is not None else ""
@@ -181,14 +201,16 @@ class DBOSExecutor:
         self._launched = True
 
     async def run_jobs(self, jobs: Sequence[RunJob]) -> list[RunOutcome]:
-        """Start one workflow per job (its id the run id: a job given again joins the
-        workflow already there) and wait for each; outcomes in ``jobs`` order."""
+        """Start one workflow per job (its id the run id, :func:`workflow_id_of` for a
+        resume: a job given again joins the workflow already there) and wait for each;
+        outcomes in ``jobs`` order."""
         self.launch()
+        self._loops.add(asyncio.get_running_loop())
         for job in jobs:
             await self._check_sealing(job.factory)
         handles: list[Any] = []
         for job in jobs:
-            with SetWorkflowID(job.run_id):
+            with SetWorkflowID(workflow_id_of(job)):
                 handles.append(await DBOS.start_workflow_async(_agent_run, job.model_dump()))
         done = await asyncio.gather(*(h.get_result() for h in handles))
         return [RunOutcome.model_validate(d) for d in done]
@@ -202,12 +224,26 @@ class DBOSExecutor:
         return await run_agent_on(self, agent, message, run_id=run_id, options=options,
                                   store=self.store)
 
+    async def resume_agent(self, agent: Any, checkpoint: Mapping[str, Any] | str,
+                           answer: object = None, *,
+                           options: Mapping[str, Any] | None = None) -> Any:
+        """``agent.resume(checkpoint, answer)`` as a durable workflow of its own
+        (:func:`workflow_id_of`, named in the attempt's placement): a process killed during
+        the resumed part is recovered like a run (finished steps answer from DBOS's records;
+        the paused tool, once run, is not run again), and the run store's recording goes on.
+        A killed run's id instead of a checkpoint joins that run's own workflow."""
+        from ._agent_runs import resume_agent_on
+
+        return await resume_agent_on(self, agent, checkpoint, answer, options=options,
+                                     store=self.store)
+
     async def resume(self, job: RunJob, answer: object) -> RunOutcome:
         """Continue the paused run ``job.run_id`` with ``answer`` (``check_in_approved(...)``,
         a reply): a workflow ``{run_id}.resume-{k}`` resumes it from the checkpoint the
         workflow that paused kept in DBOS — from any process, killed and recovered like a
         run — and the run store's recording of the run goes on (one recording)."""
         self.launch()
+        self._loops.add(asyncio.get_running_loop())
         await self._check_sealing(job.factory)
         k = 0
         while await DBOS.get_workflow_status_async(f"{job.run_id}.resume-{k}") is not None:
@@ -222,6 +258,7 @@ class DBOSExecutor:
         """The outcomes of runs already started (by this process or one that died), waiting
         for those under way — recovered ones included."""
         self.launch()
+        self._loops.add(asyncio.get_running_loop())
         handles: list[Any] = [await DBOS.retrieve_workflow_async(run_id) for run_id in run_ids]
         done = await asyncio.gather(*(h.get_result() for h in handles))
         return [RunOutcome.model_validate(d) for d in done]
@@ -234,10 +271,19 @@ class DBOSExecutor:
         return await InProcessExecutor().rerun_jobs(jobs)
 
     def close(self) -> None:
-        """Shut DBOS down in this process (idempotent)."""
+        """Shut DBOS down in this process (idempotent). The event loops it ran on get a
+        default executor of their own back: DBOS lends them its thread pool, which it shuts
+        down here, and a loop that lives on (``run_sync``'s, one per thread) would otherwise
+        fail every later ``to_thread`` (a sync tool's call) with "cannot schedule new
+        futures after shutdown"."""
         if self._launched:
             DBOS.destroy()
             self._launched = False
+        for loop in list(self._loops):
+            lent = getattr(loop, "_default_executor", None)
+            if not loop.is_closed() and type(lent).__name__ == "_SharedExecutor":
+                loop.set_default_executor(ThreadPoolExecutor(thread_name_prefix="asyncio"))
+        self._loops.clear()
 
     async def _check_sealing(self, factory: str) -> None:
         if self.seal_key is not None or factory in self._checked:

@@ -148,17 +148,19 @@ def _canonical(entry: Mapping[str, Any]) -> str:
 
 async def execute_durable(job: RunJob, runner: StepRunner, *, worker: str,
                           on_pause: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
-                          resume: tuple[Mapping[str, Any] | None, object] | None = None
-                          ) -> RunOutcome:
+                          resume: tuple[Mapping[str, Any] | None, object] | None = None,
+                          workflow: str | None = None) -> RunOutcome:
     """Do ``job`` as one attempt of a durable run whose steps go through ``runner``.
 
     A run the store holds finished (a workflow recovered after its run was saved) returns its
     stored result; a run the store holds ``running`` is replayed from its start (see the
-    module); otherwise it starts. ``resume=(checkpoint, answer)`` continues a paused run
-    instead (``agent.resume``: the same run id, one recording). A run that pauses hands its
-    checkpoint to ``on_pause`` (the engine keeps it for the resume). A failure is the outcome
-    (``status="failed"``), so the engine records the workflow as done either way and never
-    retries a run that failed.
+    module); otherwise it starts. ``resume=(checkpoint, answer)``, or the job's own
+    ``resume``, continues a paused run instead (``agent.resume``: the same run id, one
+    recording); a job's ``resume`` without a checkpoint continues a killed run from its
+    journal. A run that pauses hands its checkpoint to ``on_pause`` (the engine keeps it for
+    the resume). A failure is the outcome (``status="failed"``), so the engine records the
+    workflow as done either way and never retries a run that failed. ``workflow`` is the
+    engine's id of the workflow, kept in the attempt's placement.
     """
     from ._executor import (
         RunOutcome,
@@ -169,9 +171,10 @@ async def execute_durable(job: RunJob, runner: StepRunner, *, worker: str,
         _stored,
         hand_over,
         open_run_store,
+        open_statuses,
     )
 
-    here = Placement.here(worker)
+    here = Placement.here(worker, workflow=workflow)
     try:
         options = _check_options(job)
         agent = await _agent_of(job.factory)
@@ -185,8 +188,11 @@ async def execute_durable(job: RunJob, runner: StepRunner, *, worker: str,
                 "postgresql:// URL) or build the agent with Tracing(run_store=...)")
         with _lock_of(store):
             stored = _stored(store, job.run_id)
-        open_now = "paused" if resume is not None else "running"
-        if stored is not None and stored.status not in ("running", open_now):
+        if resume is None and job.resume is not None and job.resume.checkpoint is not None:
+            # a recovery replays from the checkpoint too: the same steps, in the same order
+            resume = (job.resume.checkpoint, job.resume.answer)
+        allowed = ("running", "paused") if resume is not None else open_statuses(job)
+        if stored is not None and stored.status not in allowed:
             return _reused(stored)
         if resume is not None and not isinstance(resume[0], Mapping):
             raise ConfigurationError(
@@ -205,6 +211,8 @@ async def execute_durable(job: RunJob, runner: StepRunner, *, worker: str,
                 timeout = options.get("timeout")
                 checkpoint = cast("Mapping[str, Any]", resume[0])  # checked above
                 result = await agent.resume(checkpoint, resume[1], timeout=timeout)
+            elif job.resume is not None:  # a killed run's id: continued from its journal
+                result = await agent.resume(job.run_id, **options)
             else:
                 result = await agent.run(job.message, run_id=job.run_id, **options)
         finally:

@@ -197,11 +197,12 @@ def open_run_store(where: str) -> RunStorePort:
     if not isinstance(where, str) or not where:
         raise ConfigurationError(f"store={where!r} must be a SQLite file path or a "
                                  "postgresql:// URL")
-    key = (os.getpid(), threading.get_ident(), where)
-    with _stores_lock:
+    url = where.startswith(("postgresql://", "postgres://"))
+    key = (os.getpid(), threading.get_ident(), where if url else os.path.abspath(where))
+    with _stores_lock:  # a relative path is the file it names now, not the first one it named
         found = _stores.get(key)
         if found is None:
-            if where.startswith(("postgresql://", "postgres://")):
+            if url:
                 from ..runs._postgres import PostgresRunStore
 
                 found = PostgresRunStore(where)

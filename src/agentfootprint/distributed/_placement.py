@@ -9,7 +9,8 @@ readers skip phases they do not know), and the recording saved at the end carrie
                          "where": [{"host": ..., "pid": ..., "worker": ..., "at": ...}, ...]}
     meta["factory"] = "module:attr"     # so `agentfootprint prove RUN_ID` can rebuild the agent
 
-``host``/``pid``/``worker`` are the attempt that finished it. An attempt killed before its run
+``host``/``pid``/``worker`` are the attempt that finished it; a DBOS attempt also names its
+``workflow`` (a resumed part runs in a workflow of its own). An attempt killed before its run
 reached the store leaves no trace and is not counted. Every executor (in-process, Celery, DBOS)
 writes the block with :func:`placed`; the normal form two recordings are compared in drops it.
 """
@@ -48,22 +49,31 @@ class Placement:
     executor id."""
     note: str | None = None
     """What the executor knows about this delivery (e.g. ``"redelivered"``)."""
+    workflow: str | None = None
+    """The durable engine's id of the workflow the attempt ran in (DBOS: the run id for the
+    run, ``{run_id}.resume-...`` for a resumed part)."""
 
     @classmethod
-    def here(cls, worker: str, *, note: str | None = None) -> Placement:
-        return cls(socket.gethostname(), os.getpid(), worker, note)
+    def here(cls, worker: str, *, note: str | None = None,
+             workflow: str | None = None) -> Placement:
+        return cls(socket.gethostname(), os.getpid(), worker, note, workflow)
 
     def entry(self) -> dict[str, Any]:
         found: dict[str, Any] = {"host": self.host, "pid": self.pid, "worker": self.worker,
                                  "at": time.time()}
         if self.note:
             found["note"] = self.note
+        if self.workflow:
+            found["workflow"] = self.workflow
         return found
 
     def as_meta(self, *, attempts: int | None,
                 where: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-        return {"host": self.host, "pid": self.pid, "worker": self.worker,
+        meta = {"host": self.host, "pid": self.pid, "worker": self.worker,
                 "attempts": attempts, "where": where if where is not None else [self.entry()]}
+        if self.workflow:
+            meta["workflow"] = self.workflow
+        return meta
 
 
 def placement_of(entries: list[dict[str, Any]], last: Placement) -> dict[str, Any]:
