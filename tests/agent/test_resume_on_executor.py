@@ -200,3 +200,52 @@ async def test_a_run_paused_elsewhere_comes_back_resumable(tmp_path: Path) -> No
     again = await agent.resume(paused.checkpoint, check_in_approved(by="alice@ops"))
     assert again.content == "refund done" and refunds == ["far-1:r1"]  # resumed once
     store.close()
+
+
+class Killed(BaseException):
+    """The process dying mid-tool: no handler of the agent or the executor sees it."""
+
+
+async def test_a_killed_run_resumed_by_id_continues_from_its_journal_on_the_executor(
+        tmp_path: Path) -> None:
+    """``agent.resume(run_id)`` (no checkpoint: a run whose process died) is a job too: the
+    executor's process continues it from the run store's journal, and the call that finished
+    before the crash is not run again."""
+    calls: list[str] = []
+    kill = {"hold": True}
+
+    @tool(side_effects=False)
+    async def pay(ctx: RunContext, amount: int) -> str:
+        """Pay an amount."""
+        calls.append(f"pay {ctx.idempotency_key}")
+        return f"paid {amount}"
+
+    @tool(idempotent=True)
+    async def hold(ctx: RunContext) -> str:
+        """Hold the order (where the process dies the first time)."""
+        calls.append(f"hold {ctx.idempotency_key}")
+        if kill.pop("hold", False):
+            raise Killed
+        return "held"
+
+    def respond(request: Any) -> Any:
+        done = sum(1 for m in request.messages if m["role"] == "tool")
+        if done == 0:
+            return {"tool_calls": [{"id": "p1", "name": "pay", "args": {"amount": 5}}]}
+        if done == 1:
+            return {"tool_calls": [{"id": "h1", "name": "hold", "args": {}}]}
+        return "paid and held"
+
+    store = RunStore(tmp_path / "runs.db")
+    executor = Watched()
+    agent = Agent(provider=mock(respond=respond), model="mock", tools=[pay, hold],
+                  tracing=Tracing(run_store=store), executor=executor)
+    with pytest.raises(Killed):
+        await agent.run("order", run_id="killed-1")
+    assert store.load("killed-1").status == "running"
+    done = await agent.resume("killed-1")
+    assert done.content == "paid and held" and done.run_id == "killed-1"
+    assert calls == ["pay killed-1:p1", "hold killed-1:h1", "hold killed-1:h1"]
+    assert executor.jobs[-1]["resume"] == {"checkpoint": None, "answer": None}
+    assert store.load("killed-1").status == "done"
+    store.close()
