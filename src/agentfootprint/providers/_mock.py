@@ -11,7 +11,6 @@ exception instance to raise (for testing failures). Every request received is ke
 from __future__ import annotations
 
 import inspect
-import math
 import re
 from collections.abc import AsyncIterator, Callable, Sequence
 from operator import itemgetter
@@ -19,7 +18,6 @@ from typing import Any
 
 from ..errors import ConfigurationError, listed
 from ._base import LLMRequest, LLMResponse, Provider, StreamChunk, ToolCall, Usage
-from ._construct import Constructor
 
 __all__ = ["MockProvider", "mock"]
 
@@ -63,13 +61,15 @@ class MockProvider(Provider):
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
         self.requests.append(request)
-        if self.script is not None:
-            if self._cursor >= len(self.script):
+        script = self.script
+        if script is not None:
+            cursor = self._cursor
+            if cursor >= len(script):
                 raise ConfigurationError(
                     f"mock provider {self.name!r} ran out of scripted replies after "
-                    f"{len(self.script)}; add replies to script= or lower max_iterations")
-            item: Any = self.script[self._cursor]
-            self._cursor += 1
+                    f"{len(script)}; add replies to script= or lower max_iterations")
+            item: Any = script[cursor]
+            self._cursor = cursor + 1
         elif self.reply is not None:
             item = self.reply
         elif self.respond is not None:
@@ -80,6 +80,8 @@ class MockProvider(Provider):
             last = next((m["content"] for m in reversed(request.messages)
                          if m["role"] == "user"), "")
             item = f"echo: {last}"
+        if type(item) is dict:  # the usual reply: no exception, nothing to convert
+            return self._response(item, request)
         if isinstance(item, BaseException):
             raise item
         return self._response(item, request)
@@ -117,8 +119,10 @@ class MockProvider(Provider):
                 raise ConfigurationError(
                     f"mock reply {item!r} must be a str, a dict with content/tool_calls, "
                     "an LLMResponse or an exception")
-        _check_keys(item, _REPLY_KEYS, "mock reply")
+        if not item.keys() <= _REPLY_SET:
+            _check_keys(item, _REPLY_KEYS, "mock reply")
         calls: list[ToolCall] = []
+        plain = True  # every value already what validation would make of it
         asked = item.get("tool_calls", ())
         if type(asked) is not list and type(asked) is not tuple:  # (a list needs no check)
             asked = listed(asked, argument="tool_calls",
@@ -127,50 +131,72 @@ class MockProvider(Provider):
             if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
                 raise ConfigurationError(
                     f"mock tool call {raw!r} must be a dict with a 'name' (and 'args')")
-            _check_keys(raw, _CALL_KEYS, "mock tool call")
-            self._call_ids += 1
-            calls.append({"id": raw.get("id") or f"call_{self._call_ids}", "name": raw["name"],
-                          "args": dict(raw.get("args", {}))})
+            if not raw.keys() <= _CALL_SET:
+                _check_keys(raw, _CALL_KEYS, "mock tool call")
+            self._call_ids = number = self._call_ids + 1
+            call_id = raw.get("id") or f"call_{number}"
+            args = dict(raw.get("args", ()))
+            if type(call_id) is not str or not _STR.issuperset(map(type, args)):
+                plain = False  # validation would refuse or convert it: it decides
+            calls.append({"id": call_id, "name": raw["name"], "args": args})
         content = item.get("content", "") or ""
         usage: Any = item.get("usage")
+        stop = item.get("stop_reason", "tool_use" if calls else "stop")
         if usage is None:
-            prompt = len(request.system or "") + self._characters(request.messages)
-            # validated with the response (the same Usage, one call into the validator)
-            usage = {"input": math.ceil(prompt / 4), "output": math.ceil(len(content) / 4)}
+            # ceil(characters / 4), in integers (exact: what math.ceil gives)
+            inputs = (len(request.system or "") + self._characters(request.messages) + 3) // 4
+            outputs = (len(content) + 3) // 4
+            if (plain and type(content) is str and type(stop) is str
+                    and type(request.model) is str):
+                # every value is already what validation would make of it: built as is, so
+                # a plain run never builds LLMResponse's and Usage's validators (cold start)
+                return _reply(content, calls, _usage(inputs, outputs), stop, request.model)
+            usage = {"input": inputs, "output": outputs}
         elif isinstance(usage, dict):
             usage = Usage(**usage)  # (its own errors: a misspelt usage key is named)
-        stop = item.get("stop_reason", "tool_use" if calls else "stop")
-        if (type(usage) is dict and type(content) is str and type(stop) is str
-                and type(request.model) is str and _well_formed(calls)):
-            # every value is already what validation would make of it: built as is, so a
-            # plain run never builds LLMResponse's and Usage's validators (cold start)
-            return _response(content=content, tool_calls=calls, usage=_usage(**usage),
-                             stop_reason=stop, model=request.model)
         return LLMResponse(content=content, tool_calls=calls, usage=usage, stop_reason=stop,
                            model=request.model)
 
 
 _REPLY_KEYS = ("content", "tool_calls", "usage", "stop_reason")
 _CALL_KEYS = ("id", "name", "args")
-_KNOWN = {_REPLY_KEYS: frozenset(_REPLY_KEYS), _CALL_KEYS: frozenset(_CALL_KEYS)}
+_REPLY_SET = frozenset(_REPLY_KEYS)
+_CALL_SET = frozenset(_CALL_KEYS)
+_STR = frozenset((str,))
 _CONTENT = itemgetter("content")
-_response = Constructor(LLMResponse)
-_usage = Constructor(Usage)
+_new = object.__new__
+_set = object.__setattr__
 
 
-def _well_formed(calls: list[ToolCall]) -> bool:
-    """Whether validating ``calls`` would return equal values: string ids (names are
-    checked already) and string argument keys."""
-    for call in calls:
-        if type(call["id"]) is not str or not all(type(key) is str for key in call["args"]):
-            return False
-    return True
+def _usage(input: int, output: int) -> Usage:
+    """``Usage.model_construct(input=input, output=output)`` (the same ``__dict__``, fields
+    set, no extra, no private values), in straight-line code: the mock answers every call."""
+    usage: Usage = _new(Usage)
+    _set(usage, "__dict__", {"input": input, "output": output, "cache_read": 0,
+                             "cache_write": 0})
+    _set(usage, "__pydantic_fields_set__", {"input", "output"})
+    _set(usage, "__pydantic_extra__", None)
+    _set(usage, "__pydantic_private__", None)
+    return usage
+
+
+def _reply(content: str, calls: list[ToolCall], usage: Usage, stop: str,
+           model: str) -> LLMResponse:
+    """``LLMResponse.model_construct(content=..., tool_calls=..., usage=..., stop_reason=...,
+    model=...)``, as ``_usage`` is Usage's (tests/providers/test_mock_fast_reply.py pins both)."""
+    response: LLMResponse = _new(LLMResponse)
+    _set(response, "__dict__", {"content": content, "tool_calls": calls, "usage": usage,
+                                "stop_reason": stop, "model": model, "provider_ref": None})
+    _set(response, "__pydantic_fields_set__",
+         {"content", "tool_calls", "usage", "stop_reason", "model"})
+    _set(response, "__pydantic_extra__", None)
+    _set(response, "__pydantic_private__", None)
+    return response
 
 
 def _check_keys(item: dict[str, Any], known: tuple[str, ...], what: str) -> None:
-    """A misspelt key would otherwise be dropped and the reply silently come out empty."""
-    if item.keys() <= _KNOWN[known]:
-        return
+    """A misspelt key would otherwise be dropped and the reply silently come out empty
+    (called for a dict whose keys are not all ``known``)."""
     unknown = sorted(set(item) - set(known))
     if unknown:
         raise ConfigurationError(
