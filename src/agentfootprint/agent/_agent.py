@@ -25,7 +25,6 @@ from ..flow._run import run_sync
 from ..flow._values import copy_value
 from ..providers._base import Message, Provider
 from ..runs import trace
-from ..runs._redaction import as_run_policy
 from ..tools._context import bound_deps
 from ..tools._registry import ToolRegistry
 from ..tools._script_keys import LEDGER_KEY
@@ -192,7 +191,11 @@ class _Runner:
         self.events: EventDispatcher = spec.dispatcher
         self.watch = list(tracing.watch)
         self.observer_delivery = observer_delivery
-        self.redaction = as_run_policy(tracing.redaction)  # with the contract's repeat rules
+        self.redaction = tracing.redaction
+        if self.redaction is not None:  # with the contract's repeat rules
+            from ..runs._redaction import as_run_policy
+
+            self.redaction = as_run_policy(self.redaction)
         self.observe = tracing.observe  # e.g. otel(): a recorder of its own for each run
         self.last: RunResult | None = None
 

@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from .._record import Shown
+
 __all__ = ["REDACTED", "RedactionPolicy", "RunSecrets", "redacted_values", "scrub"]
 
 MIN_SCRUBBED_CHARS: Final = 4
@@ -30,10 +32,13 @@ labels ("assistant", "balance") that would blank out ordinary words everywhere."
 REDACTED: Final = "[REDACTED]"
 
 
-@dataclass(slots=True, eq=False)
-class RedactionPolicy:
+@dataclass(slots=True, init=False, repr=False, eq=False)
+class RedactionPolicy(Shown):
     """Keys by exact name, keys by regular expression, emitted event names by expression, and
-    secret-shaped text by expression (``text_patterns``, masked in every recorded string)."""
+    secret-shaped text by expression (``text_patterns``, masked in every recorded string).
+
+    A dataclass whose ``__init__`` and ``__repr__`` are written once (``_record.py``); it
+    compares by identity, as ``eq=False`` does."""
 
     keys: Iterable[str] = ()
     patterns: Iterable[str] = ()
@@ -50,6 +55,17 @@ class RedactionPolicy:
     _emit: tuple[re.Pattern[str], ...] = field(init=False, repr=False)
     _text: tuple[re.Pattern[str], ...] = field(init=False, repr=False)
     _cache: dict[str, bool] = field(init=False, repr=False, default_factory=dict)
+
+    def __init__(self, keys: Iterable[str] = (), patterns: Iterable[str] = (),
+                 emit_patterns: Iterable[str] = (), text_patterns: Iterable[str] = (), *,
+                 seal_key: bytes | str | None = None) -> None:
+        self.keys = keys
+        self.patterns = patterns
+        self.emit_patterns = emit_patterns
+        self.text_patterns = text_patterns
+        self.seal_key = seal_key
+        self._cache = {}
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         self.keys = tuple(self.keys)

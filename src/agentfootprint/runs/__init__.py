@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 from .._lazy import lazy_names as _lazy_names
 from .._lazy import moved_names as _moved_names
-from ._redaction import RedactionPolicy
 
 if TYPE_CHECKING:
     from ._postgres import PostgresRunStore
     from ._recording import Recording
+    from ._redaction import RedactionPolicy
     from ._sqlite import RunStore
     from ._store import RunStorePort, RunSummary
 
@@ -36,7 +36,7 @@ __all__ = [
 
 _LAZY = {
     "RunStore": "_sqlite", "PostgresRunStore": "_postgres", "Recording": "_recording",
-    "RunStorePort": "_store", "RunSummary": "_store",
+    "RunStorePort": "_store", "RunSummary": "_store", "RedactionPolicy": "_redaction",
 }
 
 _MOVED = {
