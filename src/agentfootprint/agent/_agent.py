@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from types import UnionType
 from typing import TYPE_CHECKING, Any, Generic, Literal
 
+from .._record import assign
 from ..context._injection import Injection
 from ..context._skills import read_skill_tool, skip_step_tool
 from ..errors import AgentFootprintError, ConfigurationError, RunError, StageError
@@ -68,7 +69,7 @@ if TYPE_CHECKING:
 __all__ = ["Agent", "LLMCall", "RunResult"]
 
 
-@dataclass(slots=True, eq=False, repr=False)  # its own __repr__; no generated one (cold start)
+@dataclass(slots=True, init=False, eq=False, repr=False)  # methods written here (_record.py)
 class RunResult(Generic[OutputT]):
     """The outcome of one turn."""
 
@@ -93,6 +94,17 @@ class RunResult(Generic[OutputT]):
     then is the text; with one it is the JSON text). See ``agent/_output.py``."""
     source: Any = field(default=None, repr=False, compare=False)
     """The agent or composition that produced this run (what an explanation re-runs)."""
+
+    def __init__(self, content: str, run_id: str, turn: int, recording: FlowRun,
+                 input_tokens: int = 0, output_tokens: int = 0, iterations: int = 0,
+                 stopped_early: str | None = None, history: list[Message] | None = None,
+                 status: Literal["done", "paused"] = "done",
+                 pause: dict[str, Any] | None = None, output: OutputT = None,  # type: ignore[assignment]
+                 source: Any = None) -> None:
+        assign(self, content=content, run_id=run_id, turn=turn, recording=recording,
+               input_tokens=input_tokens, output_tokens=output_tokens, iterations=iterations,
+               stopped_early=stopped_early, history=[] if history is None else history,
+               status=status, pause=pause, output=output, source=source)
 
     @property
     def paused(self) -> bool:

@@ -10,7 +10,6 @@ with errors that name the stage and the fix.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal, NoReturn
 
 from ..errors import ChartBuildError
@@ -25,22 +24,33 @@ ParallelChild = (tuple[str, StageFn | Chart]
 """A ``parallel()`` child: ``(name, fn[, options])`` or ``(id, chart[, mount options])``."""
 
 
-@dataclass(slots=True, eq=False, repr=False)
 class _Draft:
-    id: str
-    name: str
-    kind: NodeKind
-    fn: StageFn | None = None
-    description: str | None = None
-    next: str | None = None
-    loop_to: str | None = None
-    branches: dict[str, str] = field(default_factory=dict)
-    default: str | None = None
-    children: list[str] = field(default_factory=list)
-    fail_fast: bool = False
-    resume: StageFn | None = None
-    mount: Mount | None = None
-    rules: Sequence[Rule] | None = None
+    """A stage being built (a plain slotted class: a dataclass costs exec'd methods at import,
+    and nothing compares, replaces or copies a draft)."""
+
+    __slots__ = ("branches", "children", "default", "description", "fail_fast", "fn", "id",
+                 "kind", "loop_to", "mount", "name", "next", "resume", "rules")
+
+    def __init__(self, *, id: str, name: str, kind: NodeKind, fn: StageFn | None = None,
+                 description: str | None = None, next: str | None = None,
+                 loop_to: str | None = None, branches: dict[str, str] | None = None,
+                 default: str | None = None, children: list[str] | None = None,
+                 fail_fast: bool = False, resume: StageFn | None = None,
+                 mount: Mount | None = None, rules: Sequence[Rule] | None = None) -> None:
+        self.id = id
+        self.name = name
+        self.kind = kind
+        self.fn = fn
+        self.description = description
+        self.next = next
+        self.loop_to = loop_to
+        self.branches: dict[str, str] = {} if branches is None else branches
+        self.default = default
+        self.children: list[str] = [] if children is None else children
+        self.fail_fast = fail_fast
+        self.resume = resume
+        self.mount = mount
+        self.rules = rules
 
 
 def flow_chart(
