@@ -25,10 +25,47 @@ This module imports nothing from the package, so every layer may use it.
 
 from __future__ import annotations
 
-from dataclasses import FrozenInstanceError, fields
-from typing import Any
+import inspect
+from collections.abc import Callable
+from dataclasses import Field, FrozenInstanceError, dataclass, field, fields
+from typing import Any, TypeVar, dataclass_transform, overload
 
-__all__ = ["Compared", "Frozen", "Shown", "Value", "assign"]
+__all__ = ["Compared", "Frozen", "Shown", "Value", "assign", "record_class"]
+
+_C = TypeVar("_C", bound=type)
+_SPECIAL = ("ClassVar", "InitVar", "KW_ONLY")
+
+
+@overload
+def record_class(cls: _C, /) -> _C: ...
+@overload
+def record_class(*, kw_only: bool = False) -> Callable[[_C], _C]: ...
+@dataclass_transform(field_specifiers=(field, Field))  # type checkers see the dataclass
+def record_class(cls: _C | None = None, /, *, kw_only: bool = False) -> _C | Callable[[_C], _C]:
+    """``@dataclass(slots=True, kw_only=kw_only, init=False, repr=False, eq=False)``, declared
+    at about half the cost.
+
+    Under ``from __future__ import annotations`` every annotation is a string, and
+    ``dataclass`` matches each one against regular expressions to tell ``ClassVar``,
+    ``InitVar`` and ``KW_ONLY`` apart: most of its work for a class whose methods are written
+    by hand. The strings are hidden from it while it runs and put back after (on the class and
+    on each field's ``type``), so the result is the same dataclass. A class that uses one of
+    those three forms gets the plain decorator."""
+
+    def build(cls: _C) -> _C:
+        declared = inspect.get_annotations(cls)
+        plain: Any = dataclass(slots=True, kw_only=kw_only, init=False, repr=False, eq=False)
+        if any(isinstance(t, str) and any(s in t for s in _SPECIAL) for t in declared.values()):
+            return plain(cls)  # type: ignore[no-any-return]
+        cls.__annotations__ = dict.fromkeys(declared, object)
+        made = plain(cls)
+        made.__annotations__ = declared
+        for f in made.__dataclass_fields__.values():
+            if f.name in declared:
+                f.type = declared[f.name]
+        return made  # type: ignore[no-any-return]
+
+    return build if cls is None else build(cls)
 
 
 def _shown(obj: object) -> str:

@@ -10,11 +10,11 @@ concurrent runs; ``agent.checkpoint()`` is the checkpoint of the last run that f
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import UnionType
 from typing import TYPE_CHECKING, Any, Generic, Literal
 
-from .._record import assign
+from .._record import assign, record_class
 from ..context._injection import Injection
 from ..context._skills import read_skill_tool, skip_step_tool
 from ..errors import AgentFootprintError, ConfigurationError, RunError, StageError
@@ -69,7 +69,7 @@ if TYPE_CHECKING:
 __all__ = ["Agent", "LLMCall", "RunResult"]
 
 
-@dataclass(slots=True, init=False, eq=False, repr=False)  # methods written here (_record.py)
+@record_class  # methods written here (_record.py)
 class RunResult(Generic[OutputT]):
     """The outcome of one turn."""
 

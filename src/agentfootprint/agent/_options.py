@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
-from .._record import Value, assign
+from .._record import Value, assign, record_class
 from ..errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ __all__ = ["Governance", "Limits", "ModelSettings", "Tracing", "grouped_options"
 # them per class cost a cold start ~1 ms each.
 
 
-@dataclass(slots=True, kw_only=True, init=False, repr=False, eq=False)
+@record_class(kw_only=True)
 class Limits(Value):
     """How far one turn may go."""
 
@@ -59,7 +59,7 @@ class Limits(Value):
                wrap_up=wrap_up)
 
 
-@dataclass(slots=True, kw_only=True, init=False, repr=False, eq=False)
+@record_class(kw_only=True)
 class ModelSettings(Value):
     """Sampling asked of the model on every call (None: the provider's default)."""
 
@@ -73,7 +73,7 @@ class ModelSettings(Value):
         assign(self, temperature=temperature, max_tokens=max_tokens, seed=seed)
 
 
-@dataclass(slots=True, kw_only=True, init=False, repr=False, eq=False)
+@record_class(kw_only=True)
 class Governance(Value):
     """The ``act(...)`` rules of the five moments, and a permission checker for tool calls."""
 
@@ -85,7 +85,7 @@ class Governance(Value):
         assign(self, act=act, permissions=permissions)
 
 
-@dataclass(slots=True, kw_only=True, init=False, repr=False, eq=False)
+@record_class(kw_only=True)
 class Tracing(Value):
     """What a run leaves behind and who watches it while it happens."""
 

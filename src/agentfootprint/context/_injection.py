@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal
 
-from .._record import Frozen, Shown, Value, assign
+from .._record import Frozen, Shown, Value, assign, record_class
 from ..errors import ConfigurationError, listed
 from ..tools._tool import Tool
 
@@ -40,7 +40,7 @@ DEFAULT_CACHE: dict[str, CachePolicy] = {
 }
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@record_class
 class InjectionContext(Shown):
     """What a rule sees when deciding whether its injection fires this iteration.
 
@@ -78,7 +78,7 @@ class InjectionContext(Shown):
 # generating them per class is paid by every cold start.
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@record_class
 class Trigger(Value):
     """When an injection fires."""
 
@@ -102,7 +102,7 @@ class Trigger(Value):
         return self.kind
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@record_class
 class Injection(Frozen):
     """One declared piece of context (see the module docstring)."""
 

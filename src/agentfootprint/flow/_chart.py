@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Literal
 
-from .._record import Frozen, assign
+from .._record import Frozen, assign, record_class
 
 if TYPE_CHECKING:
     from ._checkpoint import Checkpoint
@@ -69,7 +69,7 @@ class Mount:
 # generating them per class is paid by every cold start.
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@record_class
 class Node(Frozen):
     """One stage of a chart. ``kind`` says how the engine treats it."""
 
@@ -105,7 +105,7 @@ class Node(Frozen):
         return self.resume is not None
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@record_class
 class Chart(Frozen):
     """A built flowchart. Run it with ``await chart.run(args)``."""
 

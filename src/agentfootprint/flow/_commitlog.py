@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal
 
-from .._record import Compared, Value
+from .._record import Compared, Value, record_class
 from ._values import MISSING, copy_value
 
 __all__ = ["Change", "CommitLog", "CommitRecord", "apply_change", "new_change", "new_record"]
@@ -29,7 +29,7 @@ Op = Literal["set", "append", "delete"]
 # per class is paid by every cold start. Change is frozen, equal and hashed by its fields.
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@record_class
 class Change(Value):
     """One key's net change in one step."""
 
@@ -51,7 +51,7 @@ class Change(Value):
         return {"key": self.key, "op": self.op, "value": self.value}
 
 
-@dataclass(slots=True, kw_only=True, init=False, repr=False, eq=False)
+@record_class(kw_only=True)
 class CommitRecord(Compared):
     """Everything one executed step did: what it read, what it changed, what it decided."""
 
@@ -227,7 +227,7 @@ def apply_change(state: dict[str, Any], change: Change) -> None:
         state.pop(change.key, None)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@record_class
 class CommitLog(Compared):
     """Append-only list of records plus the initial state of each namespace.
 

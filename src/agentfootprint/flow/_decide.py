@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from .._record import Compared
+from .._record import Compared, record_class
 from ..errors import ChartBuildError, ConfigurationError, RunError
 from ._values import MISSING, summarize
 
@@ -59,7 +58,7 @@ OPERATORS: Final[dict[str, Callable[[Any, Any], bool]]] = {
 # generating them per class is paid by every cold start.
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@record_class
 class Decision(Compared):
     """What a decider chose, and why (``evidence`` is JSON, stored on the step's record)."""
 
@@ -71,7 +70,7 @@ class Decision(Compared):
         self.evidence = evidence
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@record_class
 class Selection(Compared):
     """What a selector chose, and why."""
 

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from .._record import Compared
+from .._record import Compared, record_class
 
 __all__ = ["Pause", "pause"]
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@record_class
 class Pause(Compared):
     """A request to pause, carrying JSON data for whoever resumes (a question, a form).
 

@@ -17,10 +17,10 @@ import asyncio
 import contextlib
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal, Protocol
 
-from .._record import Shown, Value, assign
+from .._record import Shown, Value, assign, record_class
 
 __all__ = [
     "EVENT_NAMES",
@@ -52,7 +52,7 @@ class Recorder(Protocol):
 # per class is paid by every cold start.
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@record_class
 class FlowEvent(Shown):
     """One thing that happened in a run. Values are redacted before the event is built."""
 
@@ -82,7 +82,7 @@ class FlowEvent(Shown):
         self.data = data
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@record_class
 class ObserverFailure(Value):
     """A recorder hook that raised; the run went on."""
 
@@ -94,7 +94,7 @@ class ObserverFailure(Value):
         assign(self, observer=observer, hook=hook, error=error)
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@record_class
 class Deferred(Shown):
     """Queues a recorder's events and delivers them later, in order.
 

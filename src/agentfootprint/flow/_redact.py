@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Final
 
-from .._record import Shown
+from .._record import Shown, record_class
 
 __all__ = ["REDACTED", "RedactionPolicy", "RunSecrets", "redacted_values", "scrub"]
 
@@ -32,7 +32,7 @@ labels ("assistant", "balance") that would blank out ordinary words everywhere."
 REDACTED: Final = "[REDACTED]"
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@record_class
 class RedactionPolicy(Shown):
     """Keys by exact name, keys by regular expression, emitted event names by expression, and
     secret-shaped text by expression (``text_patterns``, masked in every recorded string).

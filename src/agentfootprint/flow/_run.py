@@ -15,10 +15,10 @@ import threading
 import time
 import uuid
 from collections.abc import Coroutine, Iterable, Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from .._record import record_class
 from ..errors import CheckpointError, ConfigurationError, FlowTimeoutError, RunError
 from ._commitlog import CommitLog, CommitRecord
 from ._engine import Frame, _Engine, _frozen_state, _Paused
@@ -37,15 +37,20 @@ __all__ = ["FlowRun", "RunOptions", "resume_chart", "run_chart", "run_sync"]
 T = TypeVar("T")
 
 
-@dataclass(slots=True, eq=False, repr=False)
 class RunOptions:
-    """Per-run settings shared by ``run`` and ``resume``."""
+    """Per-run settings shared by ``run`` and ``resume`` (a plain slotted class: nothing
+    compares or replaces them, and a dataclass costs exec'd methods at import)."""
 
-    recorders: tuple[Recorder, ...] = ()
-    redaction: RedactionPolicy | None = None
-    timeout: float | None = None
-    max_loop_iterations: int = 1000
-    max_depth: int = 500
+    __slots__ = ("max_depth", "max_loop_iterations", "recorders", "redaction", "timeout")
+
+    def __init__(self, recorders: tuple[Recorder, ...] = (),
+                 redaction: RedactionPolicy | None = None, timeout: float | None = None,
+                 max_loop_iterations: int = 1000, max_depth: int = 500) -> None:
+        self.recorders = recorders
+        self.redaction = redaction
+        self.timeout = timeout
+        self.max_loop_iterations = max_loop_iterations
+        self.max_depth = max_depth
 
     @classmethod
     def make(cls, *, recorders: Iterable[Recorder], redaction: RedactionPolicy | None,
@@ -60,7 +65,7 @@ class RunOptions:
 
 
 
-@dataclass(slots=True, init=False, eq=False, repr=False)
+@record_class
 class FlowRun:
     """The outcome of one run: its output, final state, and the complete commit log.
 

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import contextvars
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from .._record import Value, assign
+from .._record import Value, assign, record_class
 
 __all__ = ["Report", "RetryPolicy", "resilience_reports"]
 
@@ -22,7 +21,7 @@ resilience_reports: contextvars.ContextVar[Callable[[Report], None] | None] = (
     contextvars.ContextVar("resilience_reports", default=None))
 
 
-@dataclass(slots=True, kw_only=True, init=False, repr=False, eq=False)
+@record_class(kw_only=True)
 class RetryPolicy(Value):
     """How a real adapter retries by default: ``openai(retry=RetryPolicy(max_attempts=5))``.
 
