@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import AsyncIterator, Sequence
+from itertools import repeat
+from operator import contains
 from typing import Any, Literal, NotRequired
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -242,20 +244,22 @@ class WireMemo:
         self._lock = threading.Lock()
 
     def __call__(self, messages: Sequence[Message]) -> list[Message]:
-        committed = committed_of(messages)
+        committed = messages if type(messages) is FrozenList else committed_of(messages)
         if committed is None:
             return wire_messages(messages)
         last = self._last
         if last is not None and extends(committed, last[0]):
-            source, wire, upto, done_cleaned = last
+            source, wire, upto, cleaned = last
             start = len(source)
-            tail = wire_messages(committed[start:])
+            tail = committed[start:]
+            if any(map(contains, tail, repeat("injected_by"))):  # (C speed when none is)
+                cleaned += tuple(
+                    start + i for i, m in enumerate(tail) if "injected_by" in m)
+                tail = wire_messages(tail)
             with self._lock:
                 if len(wire) != upto:  # another history grew this list: start a new one
                     wire = wire[:upto]
-                wire.extend(tail)
-            cleaned = done_cleaned + tuple(
-                start + i for i, m in enumerate(committed[start:]) if "injected_by" in m)
+                wire += tail
         else:
             wire = wire_messages(committed)
             cleaned = tuple(i for i, m in enumerate(committed) if "injected_by" in m)
