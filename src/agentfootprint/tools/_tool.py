@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, NoReturn, get_origin, get_type_hints, overload
 
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, create_model
 from typing_extensions import ParamSpec, TypeVar
 
 from ..errors import ConfigurationError
@@ -197,40 +197,15 @@ def _from_function(func: Callable[..., Any], *, name: str | None, description: s
 
         default = ... if param.default is inspect.Parameter.empty else param.default
         fields[param.name] = (annotation, Field(default, description=param_docs.get(param.name)))
+    from ._arguments import FunctionCall, arguments_schema
+
+    # declared now, built on the first call (its JSON Schema needs no validator: cold start)
     model: type[BaseModel] = create_model(
-        f"{tool_name}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
-    schema = _clean_schema(model.model_json_schema())
-
-    def validate(args: dict[str, Any]) -> list[ArgumentIssue]:
-        try:
-            model.model_validate(args if args is not None else {})
-        except ValidationError as exc:
-            return [_issue(e) for e in exc.errors()[:10]]
-        return []
-
-    def run(args: dict[str, Any], ctx: ToolContext) -> Any:
-        parsed = model.model_validate(args if args is not None else {})
-        kwargs = {key: getattr(parsed, key) for key in fields}
-        if context_param is not None:
-            kwargs[context_param] = ctx
-        return func(**kwargs)
-
-    return Tool(tool_name, text, schema, run, validate, check_in, blocking,
-                side_effects=side_effects, idempotent=idempotent, fn=func)
-
-
-def _issue(error: Any) -> ArgumentIssue:
-    path = ".".join(str(p) for p in error.get("loc", ()))
-    kind = error.get("type", "")
-    if kind == "missing":
-        return {"path": path, "expected": "a value", "got": "missing"}
-    if kind == "extra_forbidden":
-        return {"path": path, "expected": "no such field", "got": type(error.get("input")).__name__}
-    message = str(error.get("msg", kind))
-    for lead in ("Input should be ", "Value should be "):  # pydantic's phrasing, minus the lead
-        if message.startswith(lead):
-            message = message[len(lead):]
-    return {"path": path, "expected": message, "got": type(error.get("input")).__name__}
+        f"{tool_name}_arguments", __config__=ConfigDict(extra="forbid", defer_build=True),
+        **fields)
+    call = FunctionCall(func, model, context_param)
+    return Tool(tool_name, text, _clean_schema(arguments_schema(model)), call, call.issues,
+                check_in, blocking, side_effects=side_effects, idempotent=idempotent, fn=func)
 
 
 def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
