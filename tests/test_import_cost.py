@@ -45,6 +45,8 @@ NOT_FOR_A_PLAIN_RUN = [
     "agentfootprint.agent._as_tool", "difflib",
     # reading a killed run back to resume it
     "agentfootprint.agent._recovery",
+    # redaction by kind of content (and the trace contract's repeat rules) needs a policy
+    "agentfootprint.runs._redaction",
     # a plain run writes no JSON (importing json compiles six regexes)
     "json",
 ]
