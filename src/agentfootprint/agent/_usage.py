@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from .._record import Value, assign
 from ..errors import ConfigurationError
 from ..providers._base import CachePrefix, LLMResponse
-from ..providers._pricing import Price, call_cost, check_prices, price_for
+from ..providers._pricing import Price, built_in_price, call_cost, check_prices, price_for
 from ..runs import trace
 from ._spec import emit
 
@@ -173,14 +173,19 @@ def record_call(scope: Scope, spec: AgentSpec, response: LLMResponse, *, seconds
     judge the budget."""
     latency = round(seconds * 1000, 3)
     budget = spec.budget
-    prices = budget.prices if budget is not None else None
     model = response.model or spec.model
-    price = price_for(model, prices)
-    if price is None and model != spec.model:  # (the same name would find nothing again)
-        price = price_for(spec.model, prices)
+    if budget is None or not budget.prices:
+        price = built_in_price(model)
+        if price is None and model != spec.model:  # (the same name would find nothing again)
+            price = built_in_price(spec.model)
+    else:
+        price = price_for(model, budget.prices)
+        if price is None and model != spec.model:
+            price = price_for(spec.model, budget.prices)
     usage = response.usage
-    cost = call_cost(price, input=usage.input, output=usage.output,
-                     cache_read=usage.cache_read, cache_write=usage.cache_write)
+    cost = None if price is None else call_cost(
+        price, input=usage.input, output=usage.output, cache_read=usage.cache_read,
+        cache_write=usage.cache_write)
     row: dict[str, Any] = {  # one a call, so kept small: zero cache counts are left out
         "model": model, "provider": spec.provider.name, "input_tokens": usage.input,
         "output_tokens": usage.output,

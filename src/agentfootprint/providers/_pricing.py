@@ -28,7 +28,8 @@ from typing import Final
 from .._record import Value, assign
 from ..errors import ConfigurationError
 
-__all__ = ["PRICES", "PRICES_AS_OF", "Price", "call_cost", "check_prices", "price_for"]
+__all__ = ["PRICES", "PRICES_AS_OF", "Price", "built_in_price", "call_cost", "check_prices",
+           "price_for"]
 
 
 @dataclass(slots=True, kw_only=True, init=False, repr=False, eq=False)
@@ -116,6 +117,13 @@ def price_for(model: str | None, prices: Mapping[str, Price] | None = None) -> P
     if base != model:
         return price_for(base, prices)
     return None
+
+
+@functools.lru_cache(maxsize=256)
+def built_in_price(model: str | None) -> Price | None:
+    """``price_for(model)`` over the built-in table alone, remembered (the table never
+    changes, and a run asks for the same name at every call)."""
+    return price_for(model)
 
 
 @functools.lru_cache(maxsize=256)
