@@ -7,8 +7,9 @@ A provider implements one async method, ``complete``; streaming is an optional c
 so every provider can be used where a stream is expected.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations`` here: the wire models and TypedDicts below are
+# built at import from real annotations (a string one costs a compile each, and hid
+# ``NotRequired`` from the TypedDicts' optional keys).
 import threading
 from collections.abc import AsyncIterator, Sequence
 from itertools import repeat
@@ -186,7 +187,7 @@ class Provider:
     explanation then needs one re-run per probe and may answer a repeated call from a cache.
     A sampling model (every real one) leaves it False; its re-runs are independent draws."""
 
-    def fork(self) -> Provider:
+    def fork(self) -> "Provider":
         """A provider for an independent re-run: one with state (a script's cursor) starts
         afresh; a stateless one returns itself."""
         return self
