@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -60,3 +60,17 @@ def test_models_outside_the_shortcut_are_built_by_model_construct() -> None:
     built = Constructor(Mutable)()
     assert built.items == [1] and built.items is not Mutable.model_fields["items"].default
     _same(Constructor(Aliased)(n="x"), Aliased.model_construct(n="x"))
+
+
+def test_a_model_with_its_own_new_goes_to_model_construct() -> None:
+    class Counted(BaseModel):
+        made: ClassVar[list[str]] = []
+        x: int = 0
+
+        def __new__(cls, *args: Any, **kwargs: Any) -> Counted:
+            cls.made.append("new")
+            return super().__new__(cls)
+
+    built = Constructor(Counted)(x=2)
+    _same(built, Counted.model_construct(x=2))
+    assert Counted.made == ["new", "new"]  # both went through the model's own __new__

@@ -24,18 +24,21 @@ M = TypeVar("M", bound=BaseModel)
 _IMMUTABLE = frozenset((str, int, float, bool, type(None), bytes))
 """Plain defaults ``model_construct`` hands over as they are (its deep copy returns them)."""
 _set = object.__setattr__
+_new = object.__new__
+_NEVER = frozenset(("\0 not a field",))
 
 
 class Constructor(Generic[M]):
     """``Constructor(Model)(**values)`` is ``Model.model_construct(**values)``, faster."""
 
-    __slots__ = ("_cls", "_fields", "_must", "_plain", "_template")
+    __slots__ = ("_cls", "_fields", "_must", "_template")
 
     def __init__(self, cls: type[M]) -> None:
         self._cls = cls
         template: dict[str, Any] = {}
         must: set[str] = set()
-        plain = (cls.__pydantic_post_init__ is None and not cls.__private_attributes__
+        plain = (cls.__new__ is _new and cls.__pydantic_post_init__ is None
+                 and not cls.__private_attributes__
                  and not cls.__pydantic_root_model__
                  and cls.model_config.get("extra") != "allow")
         for name, field in cls.__pydantic_fields__.items():
@@ -49,19 +52,17 @@ class Constructor(Generic[M]):
             else:
                 plain = False
         self._template = template
-        self._fields = frozenset(template)
-        self._must = frozenset(must)
-        self._plain = plain
+        # a model this shortcut does not cover gets an impossible ``_must``: one test a call
+        self._fields = frozenset(template) if plain else frozenset()
+        self._must = frozenset(must) if plain else _NEVER
 
     def __call__(self, **values: Any) -> M:
-        keys = values.keys()
-        if not (self._plain and self._must <= keys <= self._fields):
+        if not self._must <= values.keys() <= self._fields:
             return self._cls.model_construct(**values)
-        model = self._cls.__new__(self._cls)
-        data = self._template.copy()  # the fields' order, as model_construct fills them
-        data.update(values)
+        model = _new(self._cls)
+        data = {**self._template, **values}  # the fields' order, as model_construct fills them
         _set(model, "__dict__", data)
-        _set(model, "__pydantic_fields_set__", set(keys))
+        _set(model, "__pydantic_fields_set__", set(values))
         _set(model, "__pydantic_extra__", None)
         _set(model, "__pydantic_private__", None)
         return model
