@@ -18,7 +18,10 @@ import inspect
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from types import CoroutineType
+from typing import TYPE_CHECKING, Any, Final, cast
+
+from pydantic_core import ValidationError
 
 from .._record import Compared
 from ..errors import ConfigurationError
@@ -27,8 +30,16 @@ from ._pause import PauseRequest
 from ._tool import Tool, ToolContext
 
 if TYPE_CHECKING:
+    from ._arguments import FunctionCall
     from ._replay import ToolReplay
     from ._validate import ArgumentIssue
+
+    _Plan = tuple[Tool, Callable[[object], list[ArgumentIssue]],
+                  Callable[[dict[str, Any]], list[ArgumentIssue]] | None,
+                  Callable[[Any], Any] | None, FunctionCall | None]
+    """A tool's calls, worked out once (``ToolRegistry._plan``): the tool, its schema check,
+    its own ``validate`` while still needed, and for a ``@tool`` its model's validator and
+    its call."""
 
 __all__ = ["ToolOutcome", "ToolRegistry", "cap_result", "origin_clash", "result_text"]
 
@@ -81,7 +92,7 @@ class ToolRegistry:
                 "use 64 or more")
         self.max_result_chars = max_result_chars
         self._schemas: list[ToolSchema] = [t.schema() for t in self.tools.values()]
-        self._checks: dict[str, tuple[Tool, Callable[[object], list[ArgumentIssue]]]] = {}
+        self._plans: dict[str, _Plan] = {}
         self.replay: ToolReplay | None = None
         """Set on an explanation's re-run only: calls are answered from the recording
         (``tools/_replay.py``), and a tool runs for real only when that is safe."""
@@ -92,38 +103,79 @@ class ToolRegistry:
     def __bool__(self) -> bool:
         return bool(self.tools)
 
-    def _check(self, found: Tool) -> Callable[[object], list[ArgumentIssue]]:
-        """``found``'s schema check, compiled on its first call (see ``argument_checker``)."""
-        kept = self._checks.get(found.name)
-        if kept is None or kept[0] is not found:
-            from ._validate import argument_checker  # (loads with the first call: cold start)
+    def _plan(self, found: Tool) -> _Plan:
+        """How calls of ``found`` are checked and run, worked out on its first call.
 
-            kept = self._checks[found.name] = (found, argument_checker(found.input_schema))
-        return kept[1]
+        Its schema check (``argument_checker``; a ``define_tool``'s ``validate`` is that very
+        check, so it is not run twice); for a ``@tool`` (``tools/_arguments.py``) its model's
+        validator, whose one validation per call gives the function's keyword arguments;
+        else the tool's own ``validate``.
+        """
+        from ._arguments import function_call
+        from ._validate import argument_checker, checks_schema  # (the first call: cold start)
+
+        own = found.validate
+        check: Callable[[object], list[ArgumentIssue]]
+        validate: Callable[[dict[str, Any]], list[ArgumentIssue]] | None = own
+        if checks_schema(own, found.input_schema):
+            check, validate = cast("Callable[[object], list[ArgumentIssue]]", own), None
+        else:
+            check = argument_checker(found.input_schema)
+        function = function_call(found.execute, own)
+        if function is not None:
+            plan: _Plan = (found, check, None, function.validator(), function)
+        else:
+            plan = (found, check, validate, None, None)
+        self._plans[found.name] = plan
+        return plan
 
     async def dispatch(self, call: ToolCall, ctx: ToolContext) -> ToolOutcome:
-        found = self.tools.get(call["name"])
-        if found is None:
-            names = ", ".join(self.tools) or "none"
-            return ToolOutcome(f"Unknown tool '{call['name']}'. Available tools: {names}.",
-                               error=True, status="unknown")
+        name = call["name"]
+        found = self.tools.get(name)
+        plan = self._plans.get(name)
+        if plan is None or plan[0] is not found:
+            if found is None:
+                names = ", ".join(self.tools) or "none"
+                return ToolOutcome(f"Unknown tool '{name}'. Available tools: {names}.",
+                                   error=True, status="unknown")
+            plan = self._plan(found)
+        _, check, validate, validator, function = plan
         args = call.get("args") or {}
-        issues = self._check(found)(args) or found.validate(args)
+        issues = check(args)
+        kwargs: dict[str, Any] | None = None
+        if issues:
+            pass
+        elif validator is not None:  # a @tool: its one validation gives the function's kwargs
+            try:
+                kwargs = validator(args).__dict__  # (this call's own model: its fields)
+            except ValidationError as exc:
+                from ._arguments import issues_of
+
+                issues = issues_of(exc)
+        elif validate is not None:
+            issues = validate(args)
         if issues:
             from ._validate import describe_issues
 
-            return ToolOutcome(describe_issues(found.name, issues), error=True, status="invalid",
+            return ToolOutcome(describe_issues(name, issues), error=True, status="invalid",
                                issues=tuple(issues))
         if self.replay is not None:
             answered = self.replay.answer(found, args)
             if answered is not None:
                 return answered
         try:
-            if found.blocking:
+            if function is not None and kwargs is not None:
+                if function.context_param is not None:
+                    kwargs[function.context_param] = ctx
+                value = (await asyncio.to_thread(function.func, **kwargs) if found.blocking
+                         else function.func(**kwargs))
+            elif found.blocking:
                 value = await asyncio.to_thread(found.execute, args, ctx)
             else:
                 value = found.execute(args, ctx)
-            if inspect.isawaitable(value):
+            kind = type(value)
+            if kind is CoroutineType or (kind not in _NEVER_AWAITABLE
+                                         and inspect.isawaitable(value)):
                 value = await value
         except PauseRequest:
             raise  # a person must answer: the loop pauses the run at this call
@@ -132,10 +184,16 @@ class ToolRegistry:
                 raise  # the run fails naming the tool (tools/_context.py), not a tool error
             # the type, never the message: it may hold a secret the run's redaction masks
             logger.warning("tool %r raised %s (call %s of run %s); the model was given the "
-                           "error text, and the run's recording holds it", found.name,
+                           "error text, and the run's recording holds it", name,
                            type(exc).__name__, call.get("id"), ctx.run_id)
             return ToolOutcome(f"Error: {type(exc).__name__}: {exc}", error=True, status="error")
-        return ToolOutcome(cap_result(found.name, result_text(value), self.max_result_chars))
+        text = value if type(value) is str else result_text(value)
+        cap = self.max_result_chars
+        return ToolOutcome(text if cap is None or len(text) <= cap else cap_result(name, text, cap))
+
+
+_NEVER_AWAITABLE = frozenset((str, int, float, bool, type(None), dict, list, tuple))
+"""Exact result types that are never awaitable (``inspect.isawaitable`` is not asked)."""
 
 
 def origin_clash(first: Tool, second: Tool) -> str:

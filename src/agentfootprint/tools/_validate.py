@@ -14,12 +14,14 @@ but it is not a core dependency; ``@tool`` functions get Pydantic validation aft
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from typing_extensions import TypedDict
 
-__all__ = ["ArgumentIssue", "argument_checker", "check_arguments", "describe_issues"]
+__all__ = ["ArgumentIssue", "argument_checker", "check_arguments", "checks_schema",
+           "describe_issues"]
 
 MAX_ISSUES = 10
 
@@ -86,7 +88,11 @@ def argument_checker(schema: Mapping[str, Any]) -> Callable[[object], list[Argum
     """
     plan = _flat_plan(schema)
     if plan is None:
-        return lambda value: check_arguments(schema, value)
+        def general(value: object) -> list[ArgumentIssue]:
+            return check_arguments(schema, value)
+
+        _SCHEMA_OF[general] = schema
+        return general
     required, kinds, closed = plan
     needed = frozenset(required)
     # by property: the Python types its ``type`` surely accepts, and its type names
@@ -111,7 +117,23 @@ def argument_checker(schema: Mapping[str, Any]) -> Callable[[object], list[Argum
             else:
                 return []
         return check_arguments(schema, value)
+
+    _SCHEMA_OF[check] = schema
     return check
+
+
+_SCHEMA_OF: weakref.WeakKeyDictionary[Callable[[object], list[ArgumentIssue]],
+                                      Mapping[str, Any]] = weakref.WeakKeyDictionary()
+"""The schema each ``argument_checker`` check was compiled from (``checks_schema``)."""
+
+
+def checks_schema(check: object, schema: Mapping[str, Any]) -> bool:
+    """Whether ``check`` is ``argument_checker(schema)`` for this very ``schema`` object (a
+    ``define_tool``'s ``validate``): the registry then runs it once per call, not twice."""
+    try:
+        return _SCHEMA_OF.get(check) is schema  # type: ignore[call-overload]
+    except TypeError:  # not weakly referable (a bound method of a slotted class, ...)
+        return False
 
 
 _SURE: dict[str, tuple[type, ...]] = {
