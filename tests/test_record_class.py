@@ -8,6 +8,8 @@ import dataclasses
 import typing
 from typing import Any, ClassVar
 
+import pytest
+
 from agentfootprint._record import Shown, record_class
 from agentfootprint.flow._builder import _Draft
 from agentfootprint.flow._run import RunOptions
@@ -60,3 +62,23 @@ def test_plain_private_classes_keep_their_constructors() -> None:
     draft = _Draft(id="a", name="A", kind="stage")
     assert draft.branches == {} and draft.children == [] and draft.rules is None
     assert _Draft(id="b", name="B", kind="stage").children is not draft.children
+
+
+def test_a_frozen_record_class_refuses_assignment_and_frozen_dataclasses_extend_it() -> None:
+    @record_class(frozen=True)
+    class Base(Shown):
+        name: str
+
+        def __init__(self, name: str) -> None:
+            object.__setattr__(self, "name", name)
+
+    @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+    class Child(Base):
+        extra: int = 0
+
+    base = Base("a")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        base.name = "b"  # type: ignore[misc]
+    child = Child("c", extra=2)
+    assert (child.name, child.extra) == ("c", 2)
+    assert [f.name for f in dataclasses.fields(child)] == ["name", "extra"]

@@ -39,11 +39,13 @@ _SPECIAL = ("ClassVar", "InitVar", "KW_ONLY")
 @overload
 def record_class(cls: _C, /) -> _C: ...
 @overload
-def record_class(*, kw_only: bool = False) -> Callable[[_C], _C]: ...
+def record_class(*, kw_only: bool = False, frozen: bool = False) -> Callable[[_C], _C]: ...
 @dataclass_transform(field_specifiers=(field, Field))  # type checkers see the dataclass
-def record_class(cls: _C | None = None, /, *, kw_only: bool = False) -> _C | Callable[[_C], _C]:
-    """``@dataclass(slots=True, kw_only=kw_only, init=False, repr=False, eq=False)``, declared
-    at about half the cost.
+def record_class(cls: _C | None = None, /, *, kw_only: bool = False,
+                 frozen: bool = False) -> _C | Callable[[_C], _C]:
+    """``@dataclass(slots=True, kw_only=kw_only, frozen=frozen, init=False, repr=False,
+    eq=False)``, declared at about half the cost. (``frozen=True`` is for a class that frozen
+    dataclasses subclass: ``dataclass`` then writes its ``__setattr__``/``__delattr__``.)
 
     Under ``from __future__ import annotations`` every annotation is a string, and
     ``dataclass`` matches each one against regular expressions to tell ``ClassVar``,
@@ -54,7 +56,8 @@ def record_class(cls: _C | None = None, /, *, kw_only: bool = False) -> _C | Cal
 
     def build(cls: _C) -> _C:
         declared = inspect.get_annotations(cls)
-        plain: Any = dataclass(slots=True, kw_only=kw_only, init=False, repr=False, eq=False)
+        plain: Any = dataclass(slots=True, kw_only=kw_only, frozen=frozen, init=False,
+                               repr=False, eq=False)
         if any(isinstance(t, str) and any(s in t for s in _SPECIAL) for t in declared.values()):
             return plain(cls)  # type: ignore[no-any-return]
         cls.__annotations__ = dict.fromkeys(declared, object)
