@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 from agentfootprint import ConfigurationError
 from agentfootprint.providers import LLMRequest, LLMResponse, mock
 from agentfootprint.providers._base import Usage
-from agentfootprint.providers._mock import _reply, _usage
+from agentfootprint.providers._mock import _reply
 
 
 def _same(a: BaseModel, b: BaseModel) -> None:
@@ -25,20 +25,20 @@ def _same(a: BaseModel, b: BaseModel) -> None:
     assert a == b
 
 
-def test_usage_builder_is_model_construct() -> None:
-    _same(_usage(7, 3), Usage.model_construct(input=7, output=3))
-
-
 def test_reply_builder_is_model_construct() -> None:
     calls: list[Any] = [{"id": "call_1", "name": "add", "args": {"a": 1}}]
-    usage = _usage(2, 1)
-    built = _reply("hi", calls, usage, "tool_use", "m")
+    built = _reply("hi", calls, 7, 3, "tool_use", "m")
+    usage = Usage.model_construct(input=7, output=3)
+    _same(built.usage, usage)
     _same(built, LLMResponse.model_construct(content="hi", tool_calls=calls, usage=usage,
                                              stop_reason="tool_use", model="m"))
-    assert built.tool_calls is calls and built.usage is usage
+    assert built.tool_calls is calls
     assert LLMResponse.model_validate(built.model_dump()) == built
     built.provider_ref = "r"  # a fresh fields set per response: one change stays its own
-    assert "provider_ref" not in _reply("x", [], _usage(0, 0), "stop", "m").model_fields_set
+    built.usage.cache_read = 1
+    other = _reply("x", [], 0, 0, "stop", "m")
+    assert "provider_ref" not in other.model_fields_set
+    assert "cache_read" not in other.usage.model_fields_set
 
 
 def _run(reply: Any, **request: Any) -> LLMResponse:

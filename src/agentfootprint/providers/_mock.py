@@ -86,21 +86,6 @@ class MockProvider(Provider):
             raise item
         return self._response(item, request)
 
-    def _characters(self, messages: list[Any]) -> int:
-        """The characters of every message's content, counting only what the last request
-        did not send: an agent's next call resends its messages and adds to their end.
-
-        The earlier messages are compared with ``==`` (identical objects at once, at C
-        speed), so equal messages have equal counts and the answer is always the full sum.
-        """
-        seen, count = self._counted
-        start = len(seen)
-        if not (start and len(messages) >= start and messages[:start] == seen):
-            start, count = 0, 0
-        count += sum(map(len, map(_CONTENT, messages[start:])))  # (C speed, no Python step)
-        self._counted = (list(messages), count)
-        return count
-
     async def stream(self, request: LLMRequest) -> AsyncIterator[StreamChunk]:
         response = await self.complete(request)
         index = 0
@@ -143,14 +128,25 @@ class MockProvider(Provider):
         usage: Any = item.get("usage")
         stop = item.get("stop_reason", "tool_use" if calls else "stop")
         if usage is None:
-            # ceil(characters / 4), in integers (exact: what math.ceil gives)
-            inputs = (len(request.system or "") + self._characters(request.messages) + 3) // 4
+            # The prompt's characters, counting only what the last request did not send: an
+            # agent's next call resends its messages and adds to their end. The earlier ones
+            # are compared with ``==`` (identical objects at once, at C speed), so equal
+            # messages have equal counts and the answer is always the full sum.
+            messages = request.messages
+            seen, count = self._counted
+            start = len(seen)
+            if not (start and len(messages) >= start and messages[:start] == seen):
+                start, count = 0, 0
+            count += sum(map(len, map(_CONTENT, messages[start:])))  # (C speed)
+            self._counted = (list(messages), count)
+            # tokens: ceil(characters / 4), in integers (exactly what math.ceil gives)
+            inputs = (len(request.system or "") + count + 3) // 4
             outputs = (len(content) + 3) // 4
             if (plain and type(content) is str and type(stop) is str
                     and type(request.model) is str):
                 # every value is already what validation would make of it: built as is, so
                 # a plain run never builds LLMResponse's and Usage's validators (cold start)
-                return _reply(content, calls, _usage(inputs, outputs), stop, request.model)
+                return _reply(content, calls, inputs, outputs, stop, request.model)
             usage = {"input": inputs, "output": outputs}
         elif isinstance(usage, dict):
             usage = Usage(**usage)  # (its own errors: a misspelt usage key is named)
@@ -168,22 +164,18 @@ _new = object.__new__
 _set = object.__setattr__
 
 
-def _usage(input: int, output: int) -> Usage:
-    """``Usage.model_construct(input=input, output=output)`` (the same ``__dict__``, fields
-    set, no extra, no private values), in straight-line code: the mock answers every call."""
+def _reply(content: str, calls: list[ToolCall], inputs: int, outputs: int, stop: str,
+           model: str) -> LLMResponse:
+    """``LLMResponse.model_construct(content=..., tool_calls=..., usage=Usage.model_construct(
+    input=inputs, output=outputs), stop_reason=..., model=...)`` — the same ``__dict__``s,
+    fields sets, no extra, no private values — in straight-line code: the mock answers every
+    call (tests/providers/test_mock_fast_reply.py pins it against ``model_construct``)."""
     usage: Usage = _new(Usage)
-    _set(usage, "__dict__", {"input": input, "output": output, "cache_read": 0,
+    _set(usage, "__dict__", {"input": inputs, "output": outputs, "cache_read": 0,
                              "cache_write": 0})
     _set(usage, "__pydantic_fields_set__", {"input", "output"})
     _set(usage, "__pydantic_extra__", None)
     _set(usage, "__pydantic_private__", None)
-    return usage
-
-
-def _reply(content: str, calls: list[ToolCall], usage: Usage, stop: str,
-           model: str) -> LLMResponse:
-    """``LLMResponse.model_construct(content=..., tool_calls=..., usage=..., stop_reason=...,
-    model=...)``, as ``_usage`` is Usage's (tests/providers/test_mock_fast_reply.py pins both)."""
     response: LLMResponse = _new(LLMResponse)
     _set(response, "__dict__", {"content": content, "tool_calls": calls, "usage": usage,
                                 "stop_reason": stop, "model": model, "provider_ref": None})
