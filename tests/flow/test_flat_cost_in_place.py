@@ -106,13 +106,23 @@ def test_the_agent_copies_its_history_once_per_tool_iteration(
     copies: list[int] = []
     real_thaw = _values.thaw
 
-    def counting_thaw(value: object) -> Any:
+    def count(value: object) -> None:
         if isinstance(value, list) and value and isinstance(value[0], dict) \
                 and "role" in value[0]:
             copies.append(len(value))
+
+    def counting_thaw(value: object) -> Any:
+        count(value)
         return real_thaw(value)
 
+    real_draft = _values.DraftList
+
+    def counting_draft(value: Any) -> Any:  # the scope's reads build a DraftList inline
+        count(value)
+        return real_draft(value)
+
     monkeypatch.setattr(_scope, "thaw", counting_thaw)
+    monkeypatch.setattr(_scope, "DraftList", counting_draft)
     n = 12
     script: list[Any] = [{"tool_calls": [{"name": "add", "args": {"a": k, "b": 1}}]}
                          for k in range(1, n)]

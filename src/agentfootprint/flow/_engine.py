@@ -23,29 +23,23 @@ from types import CoroutineType
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 from ..errors import FlowTimeoutError, LoopLimitError, RunError, StageError
-from ._commitlog import Change, CommitLog, CommitRecord, new_change, new_record
+from ._changes import apply_staged
+from ._commitlog import Change, CommitLog, CommitRecord
 from ._decide import Decision, Selection
 from ._frame import Frame, Step
 from ._pause import Pause
 from ._recorders import Dispatcher, FlowEvent, Hooks
 from ._redact import RunSecrets
-from ._scope import ReadView, Scope, _set_break_reason, frozen_mapping, open_scope
-from ._values import (
-    MISSING,
-    SCALAR_TYPES,
-    Appended,
-    FrozenList,
-    commit_append,
-    copy_value,
-    freeze,
-    settle,
-)
+from ._scope import ReadView, Scope, _ScopeState, _set_break_reason, frozen_mapping, open_scope
+from ._values import MISSING, copy_value, freeze
 
 if TYPE_CHECKING:
     from ._chart import Chart, Node, StageFn
     from ._checkpoint import Checkpoint
 
 __all__ = ["EngineOptions", "Frame", "Step"]
+
+_new = object.__new__
 
 
 
@@ -93,32 +87,78 @@ class _Engine:
                    control: str | None = None) -> Any:
         output: Any = None
         nodes = self.nodes
+        dispatch = self.dispatch
+        visits = self.visits
         while node_id is not None:
             node = nodes[node_id]
             kind = node.kind
-            if kind == "stage":
-                output, rid = await self.stage(node, frame, parent, control)
-                if frame.break_reason is not None:
-                    return output
-                if node.children:
-                    output = await self.parallel(node, node.children, frame, rid, None)
-            elif kind == "decider":
-                branch, rid = await self.decider(node, frame, parent, control)
-                if frame.break_reason is not None:
-                    return branch
-                target = node.branches[branch] if branch in node.branches else \
-                    node.branches[node.default]  # type: ignore[index]
-                if (node.next is None and node.loop_to is None) or nodes[target].loop_to:
-                    # a branch that loops back never returns to the decider's next: hop flat
-                    node_id, parent, control = target, rid, rid
-                    continue
+            if kind == "stage" or kind == "decider":
+                # one step, inline (``begin``, the function, ``ended``/``decided``): a plain
+                # stage costs no coroutine of the engine's own, and most steps are plain
+                deadline = self.deadline
+                if deadline is not None and time.monotonic() > deadline:
+                    self.timed_out(node)
+                counter = self.counter
+                self.counter = counter + 1
+                nid = node.id
+                rid = f"{nid}#{counter}"
+                passes = visits.get(nid, 0)
+                visits[nid] = passes + 1
+                # ``open_scope``, inlined, its ``__init__`` too (the fields of ``_ScopeState``)
+                scope: Any = _new(_ScopeState)
+                scope._frame = frame
+                scope._rid = rid
+                scope._stage_id = nid
+                scope._stage = node.name
+                scope._break_reason = None
+                scope._staged = {}
+                scope._reads = {}
+                scope._emits = []
+                scope._watcher = None
+                scope.__class__ = Scope
+                if dispatch.h_stage_start:
+                    self.fire(dispatch.h_stage_start, "stage_start", rid, node)
+                fn = node.fn
                 try:
-                    output = await self.nested(target, frame, rid, rid)
-                except _Paused as paused:
-                    paused.frames.append(("after", node.id, rid, None))
-                    raise
-                if frame.break_reason is not None:
-                    return output
+                    if fn is None:  # the builder gives every stage and decider a function
+                        raise TypeError(f"{kind} {node.name!r} has no function to run")
+                    out = fn(scope)
+                    if out is not None and (type(out) is CoroutineType
+                                            or hasattr(type(out), "__await__")):
+                        out = await out
+                except BaseException as exc:
+                    self.failed(exc, scope, node, frame, kind, parent, control, passes)
+                if dispatch.h_stage_end:
+                    self.fire(dispatch.h_stage_end, "stage_end", rid, node)
+                if kind == "stage":
+                    if type(out) is Pause:
+                        self.ended(scope, node, frame, parent, control, passes, out, "stage")
+                    self.commit(scope, node, frame, "stage", parent, control, passes)
+                    if dispatch.h_stage_executed or (scope._break_reason is not None
+                                                     and dispatch.h_break):
+                        self.executed(node, rid, frame, scope)
+                    output = out
+                    if frame.break_reason is not None:
+                        return output
+                    if node.children:
+                        output = await self.parallel(node, node.children, frame, rid, None)
+                else:
+                    branch = self.decided(scope, node, frame, parent, control, passes, out)
+                    if frame.break_reason is not None:
+                        return branch
+                    target = node.branches[branch] if branch in node.branches else \
+                        node.branches[node.default]  # type: ignore[index]
+                    if (node.next is None and node.loop_to is None) or nodes[target].loop_to:
+                        # a branch that loops back never returns to the decider's next: hop
+                        node_id, parent, control = target, rid, rid
+                        continue
+                    try:
+                        output = await self.nested(target, frame, rid, rid)
+                    except _Paused as paused:
+                        paused.frames.append(("after", node.id, rid, None))
+                        raise
+                    if frame.break_reason is not None:
+                        return output
             elif kind == "selector":
                 chosen, rid = await self.selector(node, frame, parent, control)
                 if frame.break_reason is not None:
@@ -130,7 +170,7 @@ class _Engine:
                 output, rid = await self.subflow(node, frame, parent, control)
                 if frame.break_reason is not None:
                     return output
-            if node.loop_to is None and not self.dispatch.h_next:  # ``follow``'s plain hop
+            if node.loop_to is None and not dispatch.h_next:  # ``follow``'s plain hop
                 node_id = node.next
             else:
                 node_id = self.follow(node, frame, rid)
@@ -225,7 +265,7 @@ class _Engine:
                    ) -> tuple[Any, Scope, int]:
         """Run ``fn`` as one step. On failure its writes are committed, then it raises.
 
-        (``stage`` runs the same steps inline: one coroutine less for every stage.)"""
+        (``walk`` runs the same steps inline for plain stages and deciders.)"""
         scope, passes = self.begin(node, frame)
         try:
             if fn is None:  # the builder gives every stage, decider and selector a function
@@ -244,23 +284,18 @@ class _Engine:
     async def stage(self, node: Node, frame: Frame, parent: str | None,
                     control: str | None, fn: StageFn | None = None, extra: tuple[Any, ...] = (),
                     kind: str = "stage") -> tuple[Any, str]:
-        scope, passes = self.begin(node, frame)  # from here to stage_end: ``call``, inlined
-        if fn is None:
-            fn = node.fn
-        try:
-            if fn is None:  # the builder gives every stage a function
-                raise TypeError(f"{kind} {node.name!r} has no function to run")
-            out = fn(scope, *extra) if extra else fn(scope)
-            if out is not None and (type(out) is CoroutineType
-                                    or hasattr(type(out), "__await__")):
-                out = await out
-        except BaseException as exc:
-            self.failed(exc, scope, node, frame, kind, parent, control, passes)
-        dispatch = self.dispatch
-        if dispatch.h_stage_end:
-            self.fire(dispatch.h_stage_end, "stage_end", scope._rid, node)
-        rid = scope._rid
+        """One stage step (``walk`` runs the plain ones inline; a resume runs its ``fn``)."""
+        out, scope, passes = await self.call(node, frame, parent, control,
+                                             node.fn if fn is None else fn, kind, extra)
+        self.ended(scope, node, frame, parent, control, passes, out, kind)
+        return out, scope._rid
+
+    def ended(self, scope: Scope, node: Node, frame: Frame, parent: str | None,
+              control: str | None, passes: int, out: Any, kind: str) -> None:
+        """A stage's function returned ``out``: commit the step (a ``pause()`` pauses).
+        (``walk`` commits a plain stage's step the same way, inline.)"""
         if type(out) is Pause:
+            rid = scope._rid
             if node.resume is None:
                 self.commit(scope, node, frame, kind, parent, control, passes,
                             error="ConfigurationError: returned pause() without resume=")
@@ -269,30 +304,18 @@ class _Engine:
                     "declare it with resume=<fn(scope, input)> to make it pausable",
                     stage_id=node.id, runtime_stage_id=rid)
             self.commit(scope, node, frame, kind, parent, control, passes, paused=True)
-            if dispatch.h_pause:
-                self.fire(dispatch.h_pause, "pause", rid, node,
+            if self.dispatch.h_pause:
+                self.fire(self.dispatch.h_pause, "pause", rid, node,
                           value=frame.secrets.scrub(out.data))
             raise _Paused(node.id, rid, out.data)
         self.commit(scope, node, frame, kind, parent, control, passes)
+        dispatch = self.dispatch
         if dispatch.h_stage_executed or (scope._break_reason is not None and dispatch.h_break):
-            self.executed(node, rid, frame, scope)
-        return out, rid
+            self.executed(node, scope._rid, frame, scope)
 
-    async def decider(self, node: Node, frame: Frame, parent: str | None,
-                      control: str | None) -> tuple[str, str]:
-        scope, passes = self.begin(node, frame)  # ``call``, inlined
-        fn = node.fn
-        try:
-            if fn is None:  # the builder gives every decider a function
-                raise TypeError(f"decider {node.name!r} has no function to run")
-            out = fn(scope)
-            if out is not None and (type(out) is CoroutineType
-                                    or hasattr(type(out), "__await__")):
-                out = await out
-        except BaseException as exc:
-            self.failed(exc, scope, node, frame, "decider", parent, control, passes)
-        if self.dispatch.h_stage_end:
-            self.fire(self.dispatch.h_stage_end, "stage_end", scope._rid, node)
+    def decided(self, scope: Scope, node: Node, frame: Frame, parent: str | None,
+                control: str | None, passes: int, out: Any) -> str:
+        """A decider's function returned ``out``: record its choice; the branch taken."""
         rid = scope._rid
         if isinstance(out, Decision):
             branch, evidence = out.branch, out.evidence
@@ -316,7 +339,7 @@ class _Engine:
             self.fire(self.dispatch.h_decision, "decision", rid, node,
                       data=frame.secrets.scrub(decision))
         self.executed(node, rid, frame, scope)
-        return branch, rid
+        return branch
 
     async def selector(self, node: Node, frame: Frame, parent: str | None,
                        control: str | None) -> tuple[list[str], str]:
@@ -363,81 +386,42 @@ class _Engine:
                reads: tuple[str, ...] | None = None) -> CommitRecord:
         """Apply the scope's staged writes to state and log their net change as one record."""
         staged = scope._staged
-        changes = self.changes(staged, frame) if staged else []
+        changes = apply_staged(staged, frame) if staged else None
         secrets = frame.secrets
         if secrets.active:  # no recorded string repeats what the policy masks
-            changes = [c if c.op == "delete" else _scrubbed(c, secrets) for c in changes]
+            if changes:
+                changes = [c if c.op == "delete" else _scrubbed(c, secrets) for c in changes]
             decision = secrets.scrub(decision)
             error = secrets.scrub(error)
-        rid = scope._rid
         if reads is None:
             found = scope._reads
             reads = tuple(found) if found else ()
         emits = scope._emits
-        record = new_record(
-            rid, node.id, node.name, kind, frame.ns, read_ns, reads,
-            tuple(changes) if changes else (), parent, control, passes, decision,
-            tuple(emits) if emits else (), error, scope._break_reason, paused)
-        records = self.log.records  # ``CommitLog.append``, inlined
+        records = self.log.records
+        # ``new_record`` and ``CommitLog.append``, inlined: one record for every step
+        record: CommitRecord = _new(CommitRecord)
         record.idx = len(records)
+        record.runtime_stage_id = rid = scope._rid
+        record.stage_id = node.id
+        record.stage = node.name
+        record.kind = kind
+        record.ns = frame.ns
+        record.read_ns = read_ns
+        record.reads = reads
+        record.changes = tuple(changes) if changes else ()
+        record.parent = parent
+        record.control = control
+        record.loop_pass = passes
+        record.decision = decision
+        record.emits = tuple(emits) if emits else ()
+        record.error = error
+        record.break_reason = scope._break_reason
+        record.paused = paused
         records.append(record)
         hooks = self.dispatch.h_commit
         if hooks:
             self.fire(hooks, "commit", rid, node, value=record)
         return record
-
-    def changes(self, staged: dict[str, Any], frame: Frame) -> list[Change]:
-        """Apply ``staged`` to ``frame.state``; the net changes, in first-write order."""
-        changes: list[Change] = []
-        state = frame.state
-        policy = frame.redaction
-        for key, new in staged.items():
-            base = state.get(key, MISSING)
-            if new is base:  # written back as read (a scalar, or a list read with ``peek``)
-                continue
-            kind = type(new)
-            if kind in SCALAR_TYPES:  # ``settle`` of a scalar, inlined: most writes are one
-                if (type(base) is kind and (
-                        base == new or (kind is float and base != base and new != new))):
-                    continue
-                grown = 0
-            elif new is MISSING:
-                if base is not MISSING:
-                    del state[key]
-                    changes.append(new_change(key, "delete"))
-                continue
-            elif kind is Appended and new.base is base and (
-                    policy is None or not policy.is_redacted(key)):
-                # ``Scope.append`` to the committed list: the same append, without a copy
-                new.base = None  # (so the list may be extended in place: see commit_append)
-                grown = len(base)
-                state[key] = new = commit_append(base, new.items)
-                changes.append(new_change(key, "append", FrozenList(new[grown:])))
-                continue
-            else:
-                if kind is Appended:  # the state moved on, or a masked key: as a plain write
-                    new = new.draft()
-                settled = settle(base, new)
-                if settled is None:  # the same value: nothing changed
-                    continue
-                new, grown = settled  # state and log share one read-only value from here on
-            state[key] = new
-            if policy is not None and policy.is_redacted(key):
-                secrets = frame.secrets
-                if grown and policy.keeps_shape(key):
-                    fresh = list(new[grown:])
-                    tail = policy.redact_value(key, fresh)
-                    secrets.learn(fresh, tail)
-                    changes.append(new_change(key, "append", freeze(tail)))
-                else:
-                    shown = policy.redact_value(key, new)
-                    secrets.learn(new, shown)
-                    changes.append(new_change(key, "set", freeze(shown)))
-            elif grown:
-                changes.append(new_change(key, "append", FrozenList(new[grown:])))
-            else:
-                changes.append(new_change(key, "set", new))
-        return changes
 
     def fire(self, hooks: Hooks, name: str, rid: str, node: Node, *,
              value: object = None, data: Mapping[str, Any] | None = None) -> None:

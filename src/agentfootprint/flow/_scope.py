@@ -15,7 +15,16 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ._recorders import FlowEvent
 from ._redact import REDACTED
-from ._values import MISSING, Appended, FrozenList, copy_value, freeze, summarize, thaw
+from ._values import (
+    MISSING,
+    Appended,
+    DraftList,
+    FrozenList,
+    copy_value,
+    freeze,
+    summarize,
+    thaw,
+)
 
 if TYPE_CHECKING:
     from ._frame import Frame
@@ -30,7 +39,8 @@ class _ScopeState:
 
     ``Scope`` reserves ``__setattr__`` for state writes, so its ``__init__`` sets its fields
     through their slot descriptors, which costs about twice as much; the engine opens a scope
-    for every step, so it builds this and makes it a ``Scope`` (``open_scope``).
+    for every step, so it builds this and makes it a ``Scope`` (``open_scope``; the engine's
+    ``walk`` sets these same fields inline, so a field added here is added there too).
     """
 
     __slots__ = ("_break_reason", "_emits", "_frame", "_reads", "_rid", "_stage", "_stage_id",
@@ -87,8 +97,13 @@ class Scope(_ScopeState):
             else:
                 value = self._frame.state.get(key, MISSING)
                 self._reads[key] = None
-            if type(value) in _SCALARS:
+            kind = type(value)
+            if kind in _SCALARS:
                 return value
+            if kind is FrozenList:  # ``thaw``, inlined: the common read of a list
+                out = DraftList(value)
+                out._base, out._clean = value, len(value)
+                return out
         else:
             value = self._read(key, False)
         if value is MISSING:
@@ -111,8 +126,13 @@ class Scope(_ScopeState):
                 self._reads[key] = None
         else:
             value = self._read(key, False)
-        if type(value) in _SCALARS:
+        kind = type(value)
+        if kind in _SCALARS:
             return value
+        if kind is FrozenList:  # ``thaw``, inlined
+            out = DraftList(value)
+            out._base, out._clean = value, len(value)
+            return out
         return default if value is MISSING else thaw(value)
 
     def __contains__(self, key: object) -> bool:
@@ -246,17 +266,9 @@ class Scope(_ScopeState):
     def emit(self, name: str, payload: object = None) -> None:
         """Record a named event on this step and deliver it to ``on_emit`` recorders."""
         frame = self._frame
-        policy = frame.redaction
         shown = payload
-        if policy is not None:
-            if policy.is_redacted_emit(name):
-                shown = REDACTED
-            elif policy.has_key_rules and payload is not REDACTED:
-                # state's redacted values were learned as they were committed: only this
-                # step's own writes are new
-                frame.secrets.learn_state(policy, {
-                    k: v.draft() if type(v) is Appended else v
-                    for k, v in self._staged.items() if v is not MISSING})
+        if frame.redaction is not None:
+            shown = self._masked_emit(name, payload)
         secrets = frame.secrets
         if secrets.active or secrets.masks_numbers:  # else scrub is identity: skip the call
             shown = secrets.scrub(shown, numbers=True)
@@ -273,20 +285,35 @@ class Scope(_ScopeState):
                 hook(event)
             return
         built: FlowEvent | None = None  # built for the first hook that wants this emit
-        for index, hook in enumerate(hooks):
+        index = 0
+        for hook in hooks:
             gate = gates[index]
+            index += 1
             if gate is not None:
                 try:
-                    wanted = gate(name)
+                    if not gate(name):
+                        continue
                 except Exception as exc:
-                    dispatch.gate_failed(index, exc)
-                    wanted = True
-                if not wanted:
-                    continue
+                    dispatch.gate_failed(index - 1, exc)
             if built is None:
                 built = FlowEvent("emit", frame.run_id, self._rid, self._stage_id, self._stage,
                                   name, shown)
             hook(built)
+
+    def _masked_emit(self, name: str, payload: object) -> object:
+        """``payload`` as a run with a redaction policy records it (before scrubbing)."""
+        frame = self._frame
+        policy = frame.redaction
+        assert policy is not None
+        if policy.is_redacted_emit(name):
+            return REDACTED
+        if policy.has_key_rules and payload is not REDACTED:
+            # state's redacted values were learned as they were committed: only this
+            # step's own writes are new
+            frame.secrets.learn_state(policy, {
+                k: v.draft() if type(v) is Appended else v
+                for k, v in self._staged.items() if v is not MISSING})
+        return payload
 
     def redacts(self, key: str) -> bool:
         """Whether this run records ``key`` masked (its redaction policy names it)."""
@@ -328,7 +355,12 @@ def peek(scope: Scope, key: str, default: object = None) -> Any:
     the read costs nothing per element. The read is recorded exactly as ``scope.get``'s.
     A value the stage wrote itself is its own and comes back as it is.
     """
-    value = scope._read(key, False)
+    staged = scope._staged
+    if key not in staged and scope._watcher is None and not scope._frame.dispatch.h_read:
+        value = scope._frame.state.get(key, MISSING)  # ``_read`` of a committed value, inlined
+        scope._reads[key] = None
+    else:
+        value = scope._read(key, False)
     return default if value is MISSING else value
 
 
