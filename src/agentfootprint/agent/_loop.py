@@ -37,7 +37,7 @@ from ..tools._script_keys import LEDGER_KEY
 from ._cache import cache_prefix
 from ._memo import NO_INJECTIONS, SystemMemo
 from ._memory_mount import MemoryStages, mount_memories
-from ._spec import AgentSpec, emit_turn_end
+from ._spec import ITERATION_START, LLM_END, LLM_START, ROUTE_DECIDED, AgentSpec, emit_turn_end
 from ._spec import emit as _emit
 from ._stream import stream_pace
 from ._tool_batch import ToolBatchStages
@@ -333,8 +333,8 @@ class _Stages(MemoryStages, ToolBatchStages):
             tool_choice=None, seed=spec.seed, cache=cache_prefix(spec, scope, messages, tools))
         if spec.output is not None:
             spec.output.prepare(scope, request)
-        _emit(scope, "agent.iteration_start", {"iteration": iteration})
-        _emit(scope, "stream.llm_start", {
+        scope.emit(ITERATION_START, {"iteration": iteration})
+        scope.emit(LLM_START, {
             "iteration": iteration, "provider": spec.provider.name, "model": spec.model,
             "system_prompt_chars": len(system or ""), "messages_count": len(history),
             "tools_count": len(tools)})
@@ -352,7 +352,7 @@ class _Stages(MemoryStages, ToolBatchStages):
         scope[trace.STOP_REASON] = response.stop_reason
         scope[trace.INPUT_TOKENS] = scope[trace.INPUT_TOKENS] + response.usage.input
         scope[trace.OUTPUT_TOKENS] = scope[trace.OUTPUT_TOKENS] + response.usage.output
-        _emit(scope, "stream.llm_end", {
+        scope.emit(LLM_END, {
             "iteration": iteration, "content": response.content,
             "tool_call_count": len(response.tool_calls),
             "usage": {"input": response.usage.input, "output": response.usage.output,
@@ -402,7 +402,9 @@ class _Stages(MemoryStages, ToolBatchStages):
     def route(self, scope: Scope) -> Decision:
         spec = self.spec
         iteration = scope[trace.ITERATION]
-        calls = scope[trace.LLM_TOOL_CALLS]
+        calls = peek(scope, trace.LLM_TOOL_CALLS, MISSING)  # only counted: no copy
+        if calls is MISSING:
+            calls = scope[trace.LLM_TOOL_CALLS]  # (raises, naming the key)
         limit = scope[trace.MAX_ITERATIONS]
         wrapped = bool(scope.get(trace.WRAP_UP_ASKED))
         out_of_budget = iteration >= limit
@@ -436,8 +438,8 @@ class _Stages(MemoryStages, ToolBatchStages):
             chosen, rationale = "final", stop[1]  # a crossed budget ends the run, no wrap-up
             scope[trace.STOPPED_EARLY] = stop[0]
         self.note_decision(scope, chosen, rationale)
-        _emit(scope, "agent.route_decided",
-              {"iteration": iteration, "chosen": chosen, "rationale": rationale})
+        scope.emit(ROUTE_DECIDED,
+                   {"iteration": iteration, "chosen": chosen, "rationale": rationale})
         inputs = [{"key": "llm_tool_calls", "value": f"({len(calls)} requested)"},
                   {"key": "iteration", "value": f"{iteration} of {limit}"}]
         if wrapped:

@@ -7,7 +7,7 @@ It lives apart from the stages so the stage groups (``loop.py``, ``tool_batch.py
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from ..context._injection import Injection
 from ..events._dispatcher import PREFIX, EventDispatcher
@@ -76,6 +76,17 @@ class AgentSpec:
             if injection.id == skill_id and injection.flavor == "skill":
                 return list(injection.metadata.get("steps", ()))
         return []
+
+
+# The full names of the events every iteration emits: their stages call ``scope.emit``
+# with them directly (``emit`` below adds the prefix, at the cost of a call per event).
+ITERATION_START: Final = PREFIX + "agent.iteration_start"
+ITERATION_END: Final = PREFIX + "agent.iteration_end"
+LLM_START: Final = PREFIX + "stream.llm_start"
+LLM_END: Final = PREFIX + "stream.llm_end"
+ROUTE_DECIDED: Final = PREFIX + "agent.route_decided"
+TOOL_START: Final = PREFIX + "stream.tool_start"
+TOOL_END: Final = PREFIX + "stream.tool_end"
 
 
 def emit(scope: Scope, name: str, payload: dict[str, Any]) -> None:

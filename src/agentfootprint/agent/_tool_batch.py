@@ -18,14 +18,16 @@ from ..context._skills import READ_SKILL, SKIP_STEP, step_sentence
 from ..flow import Scope, pause
 from ..flow._durable import durable_step, step_runner
 from ..flow._pause import Pause
+from ..flow._scope import peek
+from ..flow._values import MISSING
 from ..providers._base import Message, ToolCall
 from ..runs import trace
 from ..tools._context import RunContext, ToolContext, deps_error, run_deps
 from ..tools._pause import PauseRequest
 from ..tools._registry import ToolOutcome, result_text
 from ._journal import run_journal
+from ._spec import ITERATION_END, TOOL_END, TOOL_START, emit_turn_end
 from ._spec import emit as _emit
-from ._spec import emit_turn_end
 from ._sub_runs import end_sub_runs, report_sub_runs
 
 if TYPE_CHECKING:
@@ -42,7 +44,10 @@ class ToolBatchStages:
 
     async def tool_calls(self, scope: Scope) -> Pause | None:
         iteration = scope[trace.ITERATION]
-        calls: list[ToolCall] = scope[trace.LLM_TOOL_CALLS]
+        # the committed calls themselves (only read here): the assistant message shares them
+        calls: list[ToolCall] = peek(scope, trace.LLM_TOOL_CALLS, MISSING)
+        if calls is MISSING:
+            calls = scope[trace.LLM_TOOL_CALLS]  # (raises, naming the key)
         history: list[Message] = scope[trace.HISTORY]
         history.append({"role": "assistant", "content": scope.get(trace.LLM_CONTENT) or "",
                         "tool_calls": calls})
@@ -98,10 +103,8 @@ class ToolBatchStages:
         journal = run_journal.get()
         for index in range(start, len(calls)):
             call = calls[index]
-            _emit(scope, "stream.tool_start", {"tool_name": call["name"],
-                                               "tool_call_id": call["id"],
-                                               "args": call.get("args") or {},
-                                               "iteration": iteration})
+            scope.emit(TOOL_START, {"tool_name": call["name"], "tool_call_id": call["id"],
+                                    "args": call.get("args") or {}, "iteration": iteration})
             gated = await spec.act.gate_call(scope, call, iteration) \
                 if spec.act is not None and spec.act.gates_tools else None
             if gated is not None and gated.ask is not None:
@@ -133,8 +136,7 @@ class ToolBatchStages:
         scope[trace.HISTORY] = history
         scope[trace.TOOL_RESULTS] = results
         scope[trace.ITERATION] = iteration + 1
-        _emit(scope, "agent.iteration_end", {"iteration": iteration,
-                                             "tool_call_count": len(calls)})
+        scope.emit(ITERATION_END, {"iteration": iteration, "tool_call_count": len(calls)})
         return None
 
     async def _recover(self, scope: Scope, known: ToolReplay) -> Pause | None:
@@ -190,7 +192,7 @@ class ToolBatchStages:
             _emit(scope, "validation.args_invalid", {
                 "tool_name": call["name"], "tool_call_id": call["id"],
                 "iteration": iteration, "issues": [dict(i) for i in outcome.issues]})
-        _emit(scope, "stream.tool_end", {
+        scope.emit(TOOL_END, {
             "tool_name": call["name"], "tool_call_id": call["id"], "result": outcome.content,
             "error": outcome.error, "status": outcome.status, "iteration": iteration})
         history.append({"role": "tool", "content": outcome.content,

@@ -62,6 +62,30 @@ class AgentEvent(Shown):
 Listener = Callable[[AgentEvent], Any]
 
 
+class _Wanted(dict[str, bool]):
+    """Whether an emit of each name has a listener now: asked once per name, then answered by
+    the dict itself (its ``__getitem__`` is the run's emit gate: no Python call per emit).
+    Emptied whenever a listener comes or goes."""
+
+    __slots__ = ("_dispatcher",)
+
+    def __init__(self, dispatcher: EventDispatcher) -> None:
+        super().__init__()
+        self._dispatcher = dispatcher
+
+    def __missing__(self, name: str) -> bool:
+        dispatcher = self._dispatcher
+        wanted = (bool(dispatcher._listeners) and name.startswith(PREFIX)
+                  and dispatcher.wants(name))
+        if len(self) >= _WANTED_NAMES:  # emits of ever new names: start over
+            self.clear()
+        self[name] = wanted
+        return wanted
+
+
+_WANTED_NAMES: Final = 1024
+
+
 class EventDispatcher:
     """Holds listeners for the lifetime of an agent; runs deliver to it."""
 
@@ -69,6 +93,7 @@ class EventDispatcher:
         self._listeners: dict[str, list[Listener]] = {}
         self.errors: list[tuple[str, str]] = []
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._wanted = _Wanted(self)
 
     def on(self, pattern: str, listener: Listener) -> Callable[[], None]:
         """Subscribe; returns a function that unsubscribes."""
@@ -84,11 +109,13 @@ class EventDispatcher:
         if key != "*" and not key.endswith(".*") and key not in EVENTS:
             payload_model(pattern)  # raises with the list of names
         self._listeners.setdefault(key, []).append(listener)
+        self._wanted.clear()
 
         def off() -> None:
             found = self._listeners.get(key, [])
             if listener in found:
                 found.remove(listener)
+                self._wanted.clear()
 
         return off
 
@@ -136,12 +163,9 @@ class EventBridge:
     def __init__(self, dispatcher: EventDispatcher, *, id: str = "agent-events") -> None:
         self.id = id
         self.dispatcher = dispatcher
-
-    def wants_emit(self, name: str) -> bool:
+        self.wants_emit: Callable[[str], bool] = dispatcher._wanted.__getitem__
         """Whether ``on_emit`` would deliver an emit named ``name`` now: the engine asks
         first, so a run nobody listens to builds no event per emit."""
-        dispatcher = self.dispatcher
-        return bool(dispatcher._listeners) and name.startswith(PREFIX) and dispatcher.wants(name)
 
     def on_emit(self, event: FlowEvent) -> None:
         name = event.key or ""
