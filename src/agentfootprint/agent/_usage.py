@@ -35,10 +35,10 @@ import contextvars
 import logging
 import math
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Literal
 
-from .._record import Value, assign
+from .._record import Value, assign, record_class
 from ..errors import ConfigurationError
 from ..providers._base import CachePrefix, LLMResponse
 from ..providers._pricing import Price, built_in_price, call_cost, check_prices, price_for
@@ -57,7 +57,7 @@ log = logging.getLogger("agentfootprint.usage")
 _LIMITS = ("max_input_tokens", "max_output_tokens", "max_total_tokens", "max_cost_usd")
 
 
-@dataclass(slots=True, kw_only=True, init=False, repr=False, eq=False)
+@record_class(kw_only=True)
 class Budget(Value):
     """Token and cost limits for one run, and the prices its cost is computed with.
 

@@ -21,18 +21,17 @@ import functools
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final
 
-from .._record import Value, assign
+from .._record import Value, assign, record_class
 from ..errors import ConfigurationError
 
 __all__ = ["PRICES", "PRICES_AS_OF", "Price", "built_in_price", "call_cost", "check_prices",
            "price_for"]
 
 
-@dataclass(slots=True, kw_only=True, init=False, repr=False, eq=False)
+@record_class(kw_only=True)
 class Price(Value):
     """USD per million tokens. A cache price left ``None`` bills those tokens as input.
 

@@ -17,13 +17,12 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from types import CoroutineType
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from pydantic_core import ValidationError
 
-from .._record import Compared
+from .._record import Compared, record_class
 from ..errors import ConfigurationError
 from ..providers._base import ToolCall, ToolSchema
 from ._pause import PauseRequest
@@ -51,7 +50,7 @@ OUTCOME_UNKNOWN: Final = "outcome-unknown"
 defined here so the run journal reads it without loading the replay: cold start)."""
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@record_class
 class ToolOutcome(Compared):
     """What one call produced, as the model will read it.
 
