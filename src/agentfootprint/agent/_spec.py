@@ -6,9 +6,10 @@ It lives apart from the stages so the stage groups (``loop.py``, ``tool_batch.py
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+from .._record import record_class
 from ..context._injection import Injection
 from ..events._dispatcher import PREFIX, EventDispatcher
 from ..flow import Scope
@@ -27,9 +28,12 @@ if TYPE_CHECKING:
 __all__ = ["AgentSpec", "emit"]
 
 
-@dataclass(slots=True, eq=False, repr=False)
+@record_class
 class AgentSpec:
-    """Everything the loop's stages need that is not run state (and so not in the log)."""
+    """Everything the loop's stages need that is not run state (and so not in the log).
+
+    A dataclass whose ``__init__`` is written once (``_record.py``): the generated one, for
+    this many fields, was a sizeable part of a cold start."""
 
     provider: Provider
     model: str
@@ -57,6 +61,40 @@ class AgentSpec:
     """The structured output asked for (``output.py``); ``None``: the answer is text."""
     budget: Budget | None = None
     """Token and cost limits and prices (``usage.py``); ``None``: built-in prices, no limit."""
+
+    def __init__(self, provider: Provider, model: str, system: str, registry: ToolRegistry,
+                 max_iterations: int, react_mode: Literal["dynamic", "classic"] = "dynamic",
+                 temperature: float | None = None, max_tokens: int | None = None,
+                 seed: int | None = None, wrap_up: bool = True, stream: bool = False,
+                 dispatcher: EventDispatcher | None = None, with_tools: bool = True,
+                 injections: tuple[Injection, ...] = (), static_tools: tuple[Tool, ...] = (),
+                 read_skill: Tool | None = None, skip_step: Tool | None = None,
+                 system_cache: str = "always", memories: tuple[MemoryDefinition, ...] = (),
+                 act: ActRules | None = None, window: WindowStrategy | None = None,
+                 output: OutputSpec | None = None, budget: Budget | None = None) -> None:
+        self.provider = provider
+        self.model = model
+        self.system = system
+        self.registry = registry
+        self.max_iterations = max_iterations
+        self.react_mode = react_mode
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.seed = seed
+        self.wrap_up = wrap_up
+        self.stream = stream
+        self.dispatcher = EventDispatcher() if dispatcher is None else dispatcher
+        self.with_tools = with_tools
+        self.injections = injections
+        self.static_tools = static_tools
+        self.read_skill = read_skill
+        self.skip_step = skip_step
+        self.system_cache = system_cache
+        self.memories = memories
+        self.act = act
+        self.window = window
+        self.output = output
+        self.budget = budget
 
     @property
     def tracks_context(self) -> bool:

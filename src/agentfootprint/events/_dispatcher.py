@@ -13,12 +13,12 @@ import inspect
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Final
 
 from pydantic import BaseModel
 
-from .._record import Shown
+from .._record import Shown, record_class
 from ..flow import FlowEvent
 
 logger = logging.getLogger("agentfootprint.events")
@@ -30,7 +30,7 @@ PREFIX: Final = "agentfootprint."
 so a run that emits events never loads the catalogue's payload models (cold start)."""
 
 
-@dataclass(slots=True, init=False, repr=False, eq=False)
+@record_class
 class AgentEvent(Shown):
     """One event: its name, JSON payload, and where in which run it happened.
 
