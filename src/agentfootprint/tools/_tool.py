@@ -13,12 +13,13 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Generic, NoReturn, get_origin, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, create_model
 from typing_extensions import ParamSpec, TypeVar
 
+from .._record import Shown, assign, record_class
 from ..errors import ConfigurationError
 from ..providers._base import ToolSchema
 from ._context import RunContext, ToolContext
@@ -44,12 +45,14 @@ P = ParamSpec("P", default=...)
 R = TypeVar("R", default=Any)
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class Tool(Generic[P, R]):
+@record_class(frozen=True)
+class Tool(Shown, Generic[P, R]):
     """A callable the model can ask for, with the schema it is shown.
 
     Generic in the function it was made from (``Tool[(a: int, b: int), int]`` for ``@tool``
     on ``def add(a: int, b: int) -> int``), so calling the tool type-checks like the function.
+    A frozen dataclass (identity eq) whose ``__init__`` and ``__repr__`` are written once
+    (``_record.py``).
     """
 
     name: str
@@ -74,6 +77,15 @@ class Tool(Generic[P, R]):
     fn: Callable[P, R] = field(default=_no_function, repr=False, compare=False)
     """The function the tool was made from (``@tool``'s function, ``define_tool``'s
     ``execute``); calling the tool calls it."""
+
+    def __init__(self, name: str, description: str, input_schema: Mapping[str, Any],
+                 execute: Callable[[dict[str, Any], ToolContext], Any],
+                 validate: Callable[[dict[str, Any]], list[ArgumentIssue]],
+                 check_in: CheckIn = None, blocking: bool = False, side_effects: bool = True,
+                 idempotent: bool = False, fn: Callable[P, R] = _no_function) -> None:
+        assign(self, name=name, description=description, input_schema=input_schema,
+               execute=execute, validate=validate, check_in=check_in, blocking=blocking,
+               side_effects=side_effects, idempotent=idempotent, fn=fn)
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         """Call the function the tool was made from, as itself (a unit test needs no agent)."""
@@ -225,6 +237,8 @@ def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
 def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
     summary = doc.split("\n\n", 1)[0].strip()
     params: dict[str, str] = {}
+    if not any(head in doc for head in ("Args:", "Arguments:", "Parameters:")):
+        return " ".join(summary.split()), params  # (no section: no regex compiled, cold start)
     match = re.search(r"^(?:Args|Arguments|Parameters):\s*$(.*?)(?:^\S|\Z)", doc, re.M | re.S)
     if match:
         for line in match.group(1).splitlines():
