@@ -238,7 +238,9 @@ _SHORT: Final = 16
 # the type has decided a branch, the isinstance after it always holds: it narrows for mypy.
 
 
-def freeze(value: object) -> Any:
+# Any, not object: narrowing each branch for mypy would cost an isinstance call per frozen
+# container, on every commit.
+def freeze(value: Any) -> Any:
     """The committed form: lists and dicts frozen all the way down (frozen parts reused).
 
     A ``DraftList`` freezes only what follows the prefix it still shares with the committed
@@ -249,15 +251,15 @@ def freeze(value: object) -> Any:
     kind = type(value)
     if kind in _DONE:
         return value
-    if kind is dict and isinstance(value, dict):
+    if kind is dict:
         frozen = FrozenDict(value)
         for key, item in value.items():
             if type(item) not in _DONE:
                 _put_key(frozen, key, freeze(item))
         return frozen
-    if kind is DraftList and isinstance(value, DraftList):
+    if kind is DraftList:
         return _freeze_after(value, value._clean, value._base)
-    if (kind is list and isinstance(value, list)) or (kind is tuple and isinstance(value, tuple)):
+    if kind is list or kind is tuple:
         out = FrozenList(value)
         if len(value) >= _SHORT and _DONE.issuperset(map(type, value)):
             return out
@@ -529,21 +531,19 @@ def copy_value(value: Any) -> Any:
     """A plain, fully independent deep copy (frozen parts become ordinary lists and dicts).
 
     Each list or dict is copied once at C speed, then only its container elements are
-    replaced by their own copies (a run's history is copied this way for its result); a
-    container of scalars only is recognised without a Python step per element.
+    replaced by their own copies (a run's history is copied this way for its result); a long
+    list of scalars only is recognised without a Python step per element.
     """
     kind = type(value)
     if kind is FrozenDict or kind is dict:
         copied = dict(value)
-        if _SCALARS.issuperset(map(type, copied.values())):
-            return copied
         for key, item in copied.items():
             if type(item) not in _SCALARS:
                 copied[key] = copy_value(item)
         return copied
     if kind is FrozenList or kind is list or kind is DraftList:
         out = list(value)
-        if _SCALARS.issuperset(map(type, out)):
+        if len(out) >= _SHORT and _SCALARS.issuperset(map(type, out)):
             return out
         for index, item in enumerate(out):
             if type(item) not in _SCALARS:
