@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import contextvars
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from ..flow import Scope
 from ..runs import trace
 
-__all__ = ["Report", "end_sub_runs", "report_sub_runs", "reporter"]
+__all__ = ["Report", "end_sub_runs", "file_sub_run", "report_sub_runs", "reporter"]
 
 Report = Callable[[str, str, str, dict[str, Any]], None]
 """``report(tool name, tool call id, inner run id, inner recording as JSON)``."""
@@ -25,22 +26,16 @@ reporter: contextvars.ContextVar[Report | None] = contextvars.ContextVar(
 """Set by the ToolCalls step around one dispatch: where an agent-tool files its inner run."""
 
 
-class _SubRunReport:
-    """Files an agent-tool's inner run into the step of ``scope`` (its links and recording)."""
-
-    __slots__ = ("scope",)
-
-    def __init__(self, scope: Scope) -> None:
-        self.scope = scope
-
-    def __call__(self, tool: str, call_id: str, run_id: str, recording: dict[str, Any]) -> None:
-        scope = self.scope
-        links = dict(scope.get(trace.SUB_RUNS) or {})
-        links[call_id] = {"tool": tool, "run_id": run_id}
-        scope[trace.SUB_RUNS] = links
-        kept = dict(scope.get(trace.SUB_RECORDINGS) or {})
-        kept[run_id] = recording
-        scope[trace.SUB_RECORDINGS] = kept
+def file_sub_run(scope: Scope, tool: str, call_id: str, run_id: str,
+                 recording: dict[str, Any]) -> None:
+    """Files an agent-tool's inner run into the step of ``scope`` (its links and recording);
+    the reporter is this, bound to the step's scope (``partial``: no Python call per tool)."""
+    links = dict(scope.get(trace.SUB_RUNS) or {})
+    links[call_id] = {"tool": tool, "run_id": run_id}
+    scope[trace.SUB_RUNS] = links
+    kept = dict(scope.get(trace.SUB_RECORDINGS) or {})
+    kept[run_id] = recording
+    scope[trace.SUB_RECORDINGS] = kept
 
 
 def report_sub_runs(scope: Scope) -> contextvars.Token[Report | None]:
@@ -49,7 +44,7 @@ def report_sub_runs(scope: Scope) -> contextvars.Token[Report | None]:
     The caller ends it with :func:`end_sub_runs` (in a ``finally``) when the call is done; a
     plain set and reset, as a tool call is the hot path.
     """
-    return reporter.set(_SubRunReport(scope))
+    return reporter.set(partial(file_sub_run, scope))
 
 
 def end_sub_runs(token: contextvars.Token[Report | None]) -> None:

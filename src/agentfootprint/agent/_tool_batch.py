@@ -12,6 +12,7 @@ their original order, so every call still gets exactly one result.
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..context._skills import READ_SKILL, SKIP_STEP, step_sentence
@@ -28,7 +29,8 @@ from ..tools._registry import ToolOutcome, result_text
 from ._journal import run_journal
 from ._spec import ITERATION_END, TOOL_END, TOOL_START, emit_turn_end
 from ._spec import emit as _emit
-from ._sub_runs import end_sub_runs, report_sub_runs
+from ._sub_runs import file_sub_run
+from ._sub_runs import reporter as sub_run_reporter
 
 if TYPE_CHECKING:
     from ..tools._replay import ToolReplay
@@ -303,7 +305,8 @@ class ToolBatchStages:
         ctx = RunContext(call["id"], iteration, scope.run_id, tool_name=call["name"],
                          deps=run_deps())  # live, never in run state: never recorded
         turn = scope[trace.TURN]  # read for every call, as the turn's script rows need it
-        reporting = report_sub_runs(scope)  # an agent used as a tool links its run here
+        # an agent used as a tool links its run here (``report_sub_runs``, inlined)
+        reporting = sub_run_reporter.set(partial(file_sub_run, scope))
         try:
             if getattr(tool, "script", None) is None:
                 # no code runs: no script row to file, so neither the script ledger nor the
@@ -316,7 +319,7 @@ class ToolBatchStages:
                 outcome = await self._dispatch_script(scope, call, ctx, turn, tool,
                                                       proposed_by)
         finally:
-            end_sub_runs(reporting)
+            sub_run_reporter.reset(reporting)  # (``end_sub_runs``)
         missing = deps_error(ctx)
         if missing is not None:  # a programming error: the run fails, the model never reads it
             raise missing
