@@ -3,8 +3,8 @@
 ``FlowRun.state`` used to be a deep copy made at every run's end; now it is made on the first
 read of ``state``, and ``FlowRun.final`` reads single values without copying. These tests pin
 that the copy is still the same plain, independent value, that ``final`` never hands out
-something a caller could change behind the log's back, and (Hypothesis) that ``copy_value``'s
-scalar-only shortcut returns exactly what a naive deep copy does.
+something a caller could change behind the log's back, and (Hypothesis) that ``copy_value``
+returns exactly what a naive deep copy does.
 """
 
 from __future__ import annotations

@@ -72,6 +72,9 @@ class _Stages(MemoryStages, ToolBatchStages):
         self._schemas: tuple[list[Any], Any] | None = None  # the registry's, frozen once
         self._keys = KeysMemo()  # delivery keys in the history, scanned as it grows
         self._system = SystemMemo(spec.system, spec.system_cache)  # the prompt per pieces
+        # fixed for the spec (its agent's injections and memories), asked at every iteration
+        self._tracks = spec.tracks_context
+        self._delivers = spec.delivers_messages
 
     def seed(self, scope: Scope) -> None:
         self._seed(scope, self._host_turn(scope))
@@ -132,7 +135,7 @@ class _Stages(MemoryStages, ToolBatchStages):
     def injections(self, scope: Scope) -> None:
         """Judge every declared injection against this iteration and the previous tool batch."""
         spec = self.spec
-        if not spec.tracks_context:
+        if not self._tracks:
             scope[trace.ACTIVE_INJECTIONS] = NO_INJECTIONS  # the committed one: no compare
             return
         iteration = scope[trace.ITERATION]
@@ -183,14 +186,14 @@ class _Stages(MemoryStages, ToolBatchStages):
             return
         text, rows = self._system(self._active(scope))  # frozen: unchanged, not compared
         scope[trace.SYSTEM_PROMPT] = text
-        if spec.tracks_context:
+        if self._tracks:
             scope[trace.SYSTEM_SLOT] = rows
             self._landed(scope, rows, "system")
 
     def messages_slot(self, scope: Scope) -> None:
         """The messages slot is the history; injected messages are delivered into it here."""
         spec = self.spec
-        if not spec.delivers_messages:
+        if not self._delivers:
             peek(scope, trace.HISTORY)  # read as ever, without copying a long history
             return
         history = scope[trace.HISTORY]

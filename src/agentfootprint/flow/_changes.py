@@ -50,7 +50,11 @@ def apply_staged(staged: dict[str, Any], frame: Frame) -> list[Change]:
             new.base = None  # (so the list may be extended in place: see commit_append)
             grown = len(base)
             state[key] = new = commit_append(base, new.items)
-            changes.append(new_change(key, "append", FrozenList(new[grown:])))
+            change = _new(Change)  # ``new_change``, inlined
+            _set_key(change, key)
+            _set_op(change, "append")
+            _set_value(change, FrozenList(new[grown:]))
+            changes.append(change)
             continue
         else:
             if kind is Appended:  # the state moved on, or a masked key: as a plain write
