@@ -293,3 +293,30 @@ async def test_a_sync_function_returning_an_awaitable_is_awaited() -> None:
     got = [await registry.dispatch({"id": "c", "name": name, "args": {"n": 1}},
                                    ToolContext("c")) for name in ("later", "now")]
     assert [o.content for o in got] == ["2", "[1]"]
+
+
+def test_the_flat_check_answers_fitting_arguments_itself(monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    """A flat schema's check accepts exact fitting scalars (an unnamed one too, unless the
+    schema is closed; any scalar for an untyped property) without the general walk; a NaN, a
+    float for an integer or an unnamed key of a closed schema take the walk, which answers."""
+    from agentfootprint.tools import _validate
+
+    walked: list[object] = []
+    general = _validate.check_arguments
+
+    def counting(schema: Any, value: object) -> Any:
+        walked.append(value)
+        return general(schema, value)
+
+    monkeypatch.setattr(_validate, "check_arguments", counting)
+    schema = {"type": "object", "required": ["n"], "properties": {
+        "n": {"type": "integer"}, "x": {"type": "number"}, "any": {}}}
+    check = _validate.argument_checker(schema)
+    closed = _validate.argument_checker({**schema, "additionalProperties": False})
+    assert check({"n": 1, "x": 0.5, "any": "s", "extra": True}) == [] and walked == []
+    assert check({"n": 2.0}) == [] and walked == [{"n": 2.0}]
+    assert check({"n": 1, "x": float("nan")})[0]["expected"] == "a finite number"
+    assert closed({"n": 1, "extra": 1}) == [
+        {"path": "extra", "expected": "no such field", "got": "integer"}]
+    assert len(walked) == 3

@@ -95,24 +95,18 @@ def argument_checker(schema: Mapping[str, Any]) -> Callable[[object], list[Argum
         return general
     required, kinds, closed = plan
     needed = frozenset(required)
-    # by property: the Python types its ``type`` surely accepts, and its type names
-    fits = {key: (frozenset(t for k in kind for t in _SURE.get(k, ())), kind)
+    # by property: the exact Python types its ``type`` surely accepts (an untyped one: any
+    # scalar); a property the schema does not name takes any scalar unless it is closed
+    fits = {key: frozenset(t for k in kind for t in _SURE.get(k, ())) if kind else _FLAT_SCALARS
             for key, kind in kinds.items()}
+    other = frozenset() if closed else _FLAT_SCALARS
+    isfinite = math.isfinite
 
     def check(value: object) -> list[ArgumentIssue]:
-        if value is None:
-            value = {}
         if isinstance(value, dict) and value.keys() >= needed:
             for key, item in value.items():
                 held = type(item)
-                if held not in _FLAT_SCALARS or (held is float and not math.isfinite(item)):
-                    break
-                fit = fits.get(key)
-                if fit is None:
-                    if closed:
-                        break
-                elif fit[1] and held not in fit[0] and not any(
-                        _matches(item, k) for k in fit[1]):
+                if held not in fits.get(key, other) or (held is float and not isfinite(item)):
                     break
             else:
                 return []
