@@ -14,7 +14,16 @@ import inspect
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import field
-from typing import TYPE_CHECKING, Any, Generic, NoReturn, get_origin, get_type_hints, overload
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Final,
+    Generic,
+    NoReturn,
+    get_origin,
+    get_type_hints,
+    overload,
+)
 
 from pydantic import BaseModel, ConfigDict, create_model
 from typing_extensions import ParamSpec, TypeVar
@@ -189,7 +198,7 @@ def _from_function(func: Callable[..., Any], *, name: str | None, description: s
         raise ConfigurationError(
             f"tool {tool_name!r} needs a description: add a docstring or pass description=")
     try:
-        hints = get_type_hints(func)
+        hints = get_type_hints(func, include_extras=True)  # Annotated[int, Field(ge=1)] kept
     except Exception as exc:
         raise ConfigurationError(f"tool {tool_name!r}: cannot read its type hints ({exc})") from exc
     fields: dict[str, Any] = {}
@@ -208,7 +217,9 @@ def _from_function(func: Callable[..., Any], *, name: str | None, description: s
         from pydantic import Field
 
         default = ... if param.default is inspect.Parameter.empty else param.default
-        fields[param.name] = (annotation, Field(default, description=param_docs.get(param.name)))
+        doc = param_docs.get(param.name)  # (None would override an Annotated description)
+        fields[param.name] = (annotation, Field(default) if doc is None
+                              else Field(default, description=doc))
     from ._arguments import FunctionCall, arguments_schema
 
     # declared now, built on the first call (its JSON Schema needs no validator: cold start)
@@ -220,11 +231,19 @@ def _from_function(func: Callable[..., Any], *, name: str | None, description: s
                 check_in, blocking, side_effects=side_effects, idempotent=idempotent, fn=func)
 
 
+_NAMED: Final = frozenset({"properties", "patternProperties", "$defs", "definitions"})
+"""Schema keywords whose keys are names (a parameter may be called ``title``), not keywords."""
+
+
 def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """Drop Pydantic's titles: the model needs names and types, not echoes of them."""
+    """Drop Pydantic's titles: the model needs names and types, not echoes of them.
+
+    Only the ``title`` keyword goes; a parameter or definition named ``title`` stays."""
     def strip(node: object) -> Any:
         if isinstance(node, dict):
-            return {k: strip(v) for k, v in node.items() if k != "title"}
+            return {k: ({n: strip(s) for n, s in v.items()} if k in _NAMED and isinstance(v, dict)
+                        else strip(v))
+                    for k, v in node.items() if k != "title"}
         if isinstance(node, list):
             return [strip(v) for v in node]
         return node
