@@ -24,15 +24,14 @@ import random
 import re
 import signal
 import sqlite3
-import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _killable import run_child
 
 pytestmark = pytest.mark.e2e
 pytest.importorskip("dbos")
@@ -48,35 +47,8 @@ ROUNDS = 3  # processes per backend: two are killed, the third finishes
 # -- the test -----------------------------------------------------------------------------
 
 
-def _child(env: dict[str, str]) -> tuple[str, int]:
-    """Run one child process; SIGKILL its process group when it says KILLME."""
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "import dbos_kill_app as a; a.child_main()"], env=env,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        assert proc.stdout is not None
-        deadline = time.monotonic() + 60
-        for line in proc.stdout:
-            if line.startswith("KILLME"):
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(10)
-                return "killed", proc.returncode
-            if line.startswith("DONE "):
-                proc.wait(10)
-                return line[5:], proc.returncode
-            if time.monotonic() > deadline:
-                break
-        proc.wait(10)
-        err = proc.stderr.read() if proc.stderr is not None else ""
-        raise AssertionError(f"child ended without an answer (rc {proc.returncode}): "
-                             f"{err[-3000:]}")
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
-        for pipe in (proc.stdout, proc.stderr):
-            if pipe is not None:
-                pipe.close()
+def _child(env: dict[str, str]) -> tuple[str, int | None]:
+    return run_child("dbos_kill_app", env)
 
 
 def _normal(recording: Any) -> Any:

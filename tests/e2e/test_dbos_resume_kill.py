@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sqlite3
-import subprocess
-import sys
-import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from _killable import run_child
 
 pytestmark = pytest.mark.e2e
 pytest.importorskip("dbos")
@@ -26,34 +23,7 @@ HERE = Path(__file__).resolve().parent
 
 
 def _child(env: dict[str, str]) -> str:
-    """Run one child; SIGKILL its process group when it says KILLME; what it printed last."""
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "import dbos_resume_app as a; a.child_main()"], env=env,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        assert proc.stdout is not None
-        deadline = time.monotonic() + 60
-        for line in proc.stdout:
-            if line.startswith("KILLME"):
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(10)
-                return "killed"
-            if line.startswith("DONE "):
-                proc.wait(10)
-                return line[5:]
-            if time.monotonic() > deadline:
-                break
-        proc.wait(10)
-        err = proc.stderr.read() if proc.stderr is not None else ""
-        raise AssertionError(f"child ended without an answer (rc {proc.returncode}): "
-                             f"{err[-3000:]}")
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
-        for pipe in (proc.stdout, proc.stderr):
-            if pipe is not None:
-                pipe.close()
+    return run_child("dbos_resume_app", env)[0]
 
 
 def test_a_resumed_part_killed_mid_tool_is_recovered_by_another_process(
