@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from _consent_refund import refund, refunds, respond_refund
 from agentfootprint import Agent, RunContext, RunResult, Tracing, check_in_approved, tool
 from agentfootprint.distributed import InProcessExecutor, RunJob, RunOutcome
 from agentfootprint.errors import ConfigurationError
@@ -23,24 +24,8 @@ from agentfootprint.providers import mock
 from agentfootprint.runs import RunStore
 
 FIX = "define the agent in an importable module or pass a factory 'module:make_agent'"
-refunds: list[str] = []
-
-
-@tool(check_in=True)
-async def refund(ctx: RunContext, amount: int) -> str:
-    """Refund an amount (a person consents first)."""
-    refunds.append(ctx.idempotency_key)
-    return f"refunded {amount}"
-
-
-def _respond(request: Any) -> Any:
-    if not any(m["role"] == "tool" for m in request.messages):
-        return {"tool_calls": [{"id": "r1", "name": "refund", "args": {"amount": 50}}]}
-    return "refund done"
-
-
 def _agent(executor: Any = None, **options: Any) -> Agent:
-    return Agent(provider=mock(respond=_respond), model="mock", tools=[refund],
+    return Agent(provider=mock(respond=respond_refund), model="mock", tools=[refund],
                  executor=executor, **options)
 
 
@@ -153,7 +138,7 @@ async def test_an_agent_other_processes_cannot_import_gets_the_fix_on_resume() -
     executor = celery_executor(broker="redis://127.0.0.1:1/0")  # never reached
     checkpoint = await _paused_checkpoint()
     scope: dict[str, Any] = {"__name__": "__main__", "Agent": Agent, "mock": mock,
-                             "refund": refund, "respond": _respond, "executor": executor}
+                             "refund": refund, "respond": respond_refund, "executor": executor}
     exec("agent = Agent(provider=mock(respond=respond), model='mock', tools=[refund], "
          "name='bot', executor=executor)", scope)
     try:

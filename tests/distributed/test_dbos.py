@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from _consent_refund import refund, refunds, respond_refund
 from agentfootprint import Agent, RunContext, Tracing, define_fact, tool
 from agentfootprint.distributed import RunJob, normal_form, run_many
 from agentfootprint.errors import ConfigurationError
@@ -235,24 +236,8 @@ def test_the_system_database_holds_no_secret_the_run_store_masks(
     assert [f for f in _forms(SECRET) if f in _system_db_bytes(control.path)]
 
 
-refunds: list[str] = []
-
-
-@tool(check_in=True)
-async def refund(ctx: RunContext, amount: int) -> str:
-    """Refund an amount (a person consents first)."""
-    refunds.append(ctx.idempotency_key)
-    return f"refunded {amount}"
-
-
-def _respond_refund(request: Any) -> Any:
-    if not any(m["role"] == "tool" for m in request.messages):
-        return {"tool_calls": [{"id": "r1", "name": "refund", "args": {"amount": 50}}]}
-    return "refund done"
-
-
 def make_refund_agent() -> Agent:
-    return Agent(provider=mock(respond=_respond_refund), model="mock", tools=[refund])
+    return Agent(provider=mock(respond=respond_refund), model="mock", tools=[refund])
 
 
 def test_a_check_in_pause_waits_in_dbos_and_the_resume_is_durable_too(

@@ -13,29 +13,14 @@ from typing import Any
 
 import pytest
 
-from agentfootprint import Agent, RunContext, RunResult, check_in_approved, tool
+from _consent_refund import refund, refunds, respond_refund
+from agentfootprint import Agent, RunResult, check_in_approved, tool
 from agentfootprint.providers import mock
 from agentfootprint.runs import RunStore
 
 pytest.importorskip("dbos")
 
-refunds: list[str] = []
-
-
-@tool(check_in=True)
-async def refund(ctx: RunContext, amount: int) -> str:
-    """Refund an amount (a person consents first)."""
-    refunds.append(ctx.idempotency_key)
-    return f"refunded {amount}"
-
-
-def _respond(request: Any) -> Any:
-    if not any(m["role"] == "tool" for m in request.messages):
-        return {"tool_calls": [{"id": "r1", "name": "refund", "args": {"amount": 50}}]}
-    return "refund done"
-
-
-AGENT = Agent(provider=mock(respond=_respond), model="mock", tools=[refund], name="refunds")
+AGENT = Agent(provider=mock(respond=respond_refund), model="mock", tools=[refund], name="refunds")
 
 
 def test_a_resume_on_a_dbos_executor_is_a_workflow_of_its_own(
