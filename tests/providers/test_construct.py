@@ -4,19 +4,11 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from _same_model import same_model
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentfootprint.providers._base import LLMRequest, LLMResponse, Usage
 from agentfootprint.providers._construct import Constructor
-
-
-def _same(a: BaseModel, b: BaseModel) -> None:
-    assert type(a) is type(b)
-    assert list(a.__dict__.items()) == list(b.__dict__.items())  # values and field order
-    assert a.model_fields_set == b.model_fields_set
-    assert a.__pydantic_extra__ == b.__pydantic_extra__
-    assert a.__pydantic_private__ == b.__pydantic_private__
-    assert a == b
 
 
 def test_a_request_is_what_model_construct_makes() -> None:
@@ -25,7 +17,7 @@ def test_a_request_is_what_model_construct_makes() -> None:
         "tools": [], "temperature": 0.5, "max_tokens": None, "stop": None,
         "tool_choice": None, "seed": 3, "cache": {"system": 1, "tools": 0, "messages": 1}}
     fast = Constructor(LLMRequest)(**values)
-    _same(fast, LLMRequest.model_construct(**values))
+    same_model(fast, LLMRequest.model_construct(**values))
     assert fast.messages is values["messages"]  # trusted values are kept, not copied
     assert "output_schema" not in fast.model_fields_set
     assert fast.model_dump() == LLMRequest.model_validate(values).model_dump()
@@ -33,20 +25,20 @@ def test_a_request_is_what_model_construct_makes() -> None:
 
 def test_a_response_and_its_usage_are_what_model_construct_makes() -> None:
     usage = Constructor(Usage)(input=3, output=1)
-    _same(usage, Usage.model_construct(input=3, output=1))
+    same_model(usage, Usage.model_construct(input=3, output=1))
     values: dict[str, Any] = {"content": "ok", "tool_calls": [], "usage": usage,
                               "stop_reason": "stop", "model": "m"}
-    _same(Constructor(LLMResponse)(**values), LLMResponse.model_construct(**values))
+    same_model(Constructor(LLMResponse)(**values), LLMResponse.model_construct(**values))
     assert Constructor(LLMResponse)(**values) == LLMResponse(**values)
 
 
 def test_a_call_without_a_required_or_factory_field_goes_to_model_construct() -> None:
     no_tools = {"model": "m", "messages": []}  # tools has a default factory
     fast = Constructor(LLMRequest)(**no_tools)
-    _same(fast, LLMRequest.model_construct(**no_tools))
+    same_model(fast, LLMRequest.model_construct(**no_tools))
     assert fast.tools == []
     extra = {"model": "m", "messages": [], "tools": [], "nonsense": 1}
-    _same(Constructor(LLMRequest)(**extra), LLMRequest.model_construct(**extra))
+    same_model(Constructor(LLMRequest)(**extra), LLMRequest.model_construct(**extra))
 
 
 def test_models_outside_the_shortcut_are_built_by_model_construct() -> None:
@@ -59,7 +51,7 @@ def test_models_outside_the_shortcut_are_built_by_model_construct() -> None:
 
     built = Constructor(Mutable)()
     assert built.items == [1] and built.items is not Mutable.model_fields["items"].default
-    _same(Constructor(Aliased)(n="x"), Aliased.model_construct(n="x"))
+    same_model(Constructor(Aliased)(n="x"), Aliased.model_construct(n="x"))
 
 
 def test_a_model_with_its_own_new_goes_to_model_construct() -> None:
@@ -72,5 +64,5 @@ def test_a_model_with_its_own_new_goes_to_model_construct() -> None:
             return super().__new__(cls)
 
     built = Constructor(Counted)(x=2)
-    _same(built, Counted.model_construct(x=2))
+    same_model(built, Counted.model_construct(x=2))
     assert Counted.made == ["new", "new"]  # both went through the model's own __new__

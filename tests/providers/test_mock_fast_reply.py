@@ -8,7 +8,8 @@ import math
 from typing import Any
 
 import pytest
-from pydantic import BaseModel, ValidationError
+from _same_model import same_model
+from pydantic import ValidationError
 
 from agentfootprint import ConfigurationError
 from agentfootprint.providers import LLMRequest, LLMResponse, mock
@@ -16,21 +17,12 @@ from agentfootprint.providers._base import Usage
 from agentfootprint.providers._mock import _reply
 
 
-def _same(a: BaseModel, b: BaseModel) -> None:
-    assert type(a) is type(b)
-    assert list(a.__dict__.items()) == list(b.__dict__.items())  # values and field order
-    assert a.model_fields_set == b.model_fields_set
-    assert a.__pydantic_extra__ == b.__pydantic_extra__
-    assert a.__pydantic_private__ == b.__pydantic_private__
-    assert a == b
-
-
 def test_reply_builder_is_model_construct() -> None:
     calls: list[Any] = [{"id": "call_1", "name": "add", "args": {"a": 1}}]
     built = _reply("hi", calls, 7, 3, "tool_use", "m")
     usage = Usage.model_construct(input=7, output=3)
-    _same(built.usage, usage)
-    _same(built, LLMResponse.model_construct(content="hi", tool_calls=calls, usage=usage,
+    same_model(built.usage, usage)
+    same_model(built, LLMResponse.model_construct(content="hi", tool_calls=calls, usage=usage,
                                              stop_reason="tool_use", model="m"))
     assert built.tool_calls is calls
     assert LLMResponse.model_validate(built.model_dump()) == built
