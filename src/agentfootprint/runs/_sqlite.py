@@ -43,6 +43,7 @@ from ._store import (
     recording_of,
 )
 from ._tables import QueryRows, query_rows
+from ._wal import enter_wal
 from ._writer import close_writer
 
 __all__ = ["DEFAULT_RUN_STORE", "RunStore"]
@@ -114,7 +115,7 @@ class RunStore(SQLListing):
             # one thread at a time (self._lock): the caller's, or the run writer's
             self._lock = threading.RLock()
             self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
+            enter_wal(self._db)  # a fresh file other processes open at once, too
             # a commit survives the process being killed; only a power cut may lose the last
             # few (never a corrupt file): the price of one fsync per progress entry is not paid
             self._db.execute("PRAGMA synchronous=NORMAL")
