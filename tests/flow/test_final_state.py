@@ -73,7 +73,10 @@ def test_final_reads_without_copying_and_refuses_mutation() -> None:
     assert run.final("absent", "default") == "default"
     assert run.state["items"] == items  # copied from the same committed value
     run.state["count"] = 7
-    assert run.final("count") == 7  # once copied, ``final`` reads the caller's state
+    run.state["items"].append({"n": 3})
+    assert run.final("count") == 1  # the caller's copy is theirs: ``final`` is what committed
+    assert run.final("items") is items
+    assert run.state["count"] == 7 and len(run.state["items"]) == 3
 
 
 def test_state_can_be_assigned() -> None:

@@ -69,6 +69,9 @@ if TYPE_CHECKING:
 __all__ = ["Agent", "LLMCall", "RunResult"]
 
 
+_FROM_RECORDING: Any = object()  # ``RunResult(history=...)``: read it from the recording
+
+
 @record_class  # methods written here (_record.py)
 class RunResult(Generic[OutputT]):
     """The outcome of one turn."""
@@ -103,8 +106,19 @@ class RunResult(Generic[OutputT]):
                  source: Any = None) -> None:
         assign(self, content=content, run_id=run_id, turn=turn, recording=recording,
                input_tokens=input_tokens, output_tokens=output_tokens, iterations=iterations,
-               stopped_early=stopped_early, history=[] if history is None else history,
-               status=status, pause=pause, output=output, source=source)
+               stopped_early=stopped_early, status=status, pause=pause, output=output,
+               source=source)
+        if history is not _FROM_RECORDING:
+            self.history = [] if history is None else history
+
+    if not TYPE_CHECKING:  # (a ``__getattr__`` mypy saw would accept any attribute name)
+        def __getattr__(self, name: str) -> Any:
+            # ``history`` left unset is copied from the recording on first read: a run that
+            # never reads it does not copy its whole conversation
+            if name == "history":
+                history = self.history = copy_value(self.recording.final(trace.HISTORY, []))
+                return history
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @property
     def paused(self) -> bool:
@@ -326,7 +340,7 @@ class _Runner:
             output_tokens=int(final(trace.OUTPUT_TOKENS, 0)),
             iterations=int(final(trace.ITERATION, 1)),
             stopped_early=final(trace.STOPPED_EARLY),
-            history=copy_value(final(trace.HISTORY, [])),
+            history=_FROM_RECORDING,
             status="paused" if run.paused else "done",
             pause=copy_value(run.pause_data) if run.paused else None,
             output=None if spec_output is None else output_of(spec_output, run.state,

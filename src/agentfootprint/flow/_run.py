@@ -117,9 +117,8 @@ class FlowRun:
     def state(self) -> dict[str, Any]:
         """The final state: plain values, the caller's own to change."""
         state = self._state
-        if state is None:
+        if state is None:  # (``_final`` stays: ``final`` reads the committed values)
             state = self._state = copy_value(self._final)
-            self._final = None
         return state
 
     @state.setter
@@ -128,7 +127,8 @@ class FlowRun:
 
     def final(self, key: str, default: Any = None) -> Any:
         """The final value of ``key`` without copying the state: read-only (a committed
-        value: a list or dict in it refuses mutation); ``copy_value`` it to keep a copy."""
+        value: a list or dict in it refuses mutation); ``copy_value`` it to keep a copy.
+        Changing the copy ``state`` hands out does not change it; assigning ``state`` does."""
         final = self._final
         if final is None:
             return self.state.get(key, default)
