@@ -4,7 +4,10 @@ Workers find this module on ``PYTHONPATH`` and read their set-up from the enviro
 
 * ``AF_FLEET_DIR`` — a directory shared by the test and its workers: ``effects.db`` counts each
   side effect by the idempotency key the tool receives (``applied`` holds one row per time
-  the effect was applied, so a doubled effect shows as two rows for one key);
+  the effect was applied, so a doubled effect shows as two rows for one key); the model
+  answers ``done: <message>`` only when the tool answered ``applied <message>``, else
+  ``effect failed: <what the tool said>`` (a tool's error is given to the model, so a
+  failed effect must not look like an applied one);
   a ``block`` run's tool applies its effect, writes ``entered-<run id>`` (with the worker
   process's pid) and waits for the file ``release`` before it returns.
 * ``make_suspect_agent`` — ``AF_FLEET_SUSPECTS`` facts (default 20), of which ``f7`` carries
@@ -23,6 +26,7 @@ from typing import Any
 
 from agentfootprint import Agent, ToolContext, define_fact, tool
 from agentfootprint.providers import LLMRequest, mock
+from agentfootprint.runs._wal import enter_wal
 
 TOKEN = "override-zq"
 CULPRIT = "f7"
@@ -33,17 +37,22 @@ def _dir() -> Path:
 
 
 def effects_db(where: Path | None = None) -> sqlite3.Connection:
+    """The effects file, opened by every pool process at once for its first run: the WAL
+    switch of the fresh file is asked again while another process holds its lock (SQLite
+    answers that at once, without the busy timeout; ``runs/_wal.py``), never given up on."""
     db = sqlite3.connect((where or _dir()) / "effects.db", timeout=30, isolation_level=None)
-    db.execute("PRAGMA journal_mode=WAL")
-    db.executescript("CREATE TABLE IF NOT EXISTS applied (key TEXT NOT NULL, label TEXT, "
-                     "pid INTEGER)")
+    enter_wal(db, timeout=30)
+    db.execute("CREATE TABLE IF NOT EXISTS applied (key TEXT NOT NULL, label TEXT, pid INTEGER)")
     return db
 
 
 def applied(where: Path) -> list[tuple[str, str]]:
     """Every application of the side effect: (idempotency key, label)."""
-    with effects_db(where) as db:
+    db = effects_db(where)
+    try:
         return [(r[0], r[1]) for r in db.execute("SELECT key, label FROM applied")]
+    finally:
+        db.close()
 
 
 async def _latency() -> None:
@@ -55,8 +64,11 @@ async def _latency() -> None:
 async def _respond(request: LLMRequest) -> Any:
     await _latency()
     user = next(m["content"] for m in request.messages if m["role"] == "user")
-    if not any(m["role"] == "tool" for m in request.messages):
+    said = [m["content"] for m in request.messages if m["role"] == "tool"]
+    if not said:
         return {"tool_calls": [{"id": "c1", "name": "effect", "args": {"label": user}}]}
+    if said != [f"applied {user}"]:  # a tool error must not pass for an applied effect
+        return f"effect failed: {said[-1]}"
     return f"done: {user}"
 
 

@@ -60,6 +60,16 @@ def _once_each(workdir: Path, run_ids: list[str]) -> None:
     assert set(mine.values()) == {1}, {k: n for k, n in mine.items() if n != 1}  # none doubled
 
 
+def _recorded_applied(store: Path, run_ids: list[str], messages: list[str]) -> None:
+    """Each run's recording shows its effect tool answering ``applied <message>`` to the
+    model's last call (a tool error there is no applied effect, whatever the answer says)."""
+    with RunStore(store) as runs:
+        said = {run_id: [m["content"] for m in runs.load(run_id).requests()[-1]["messages"]
+                         if m["role"] == "tool"] for run_id in run_ids}
+    assert said == {run_id: [f"applied {m}"] for run_id, m in zip(run_ids, messages,
+                                                                     strict=True)}
+
+
 async def test_a_batch_of_100_runs_gives_the_in_process_results(
         fleet: Fleet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     messages = [f"task {i}" for i in range(100)]
@@ -78,6 +88,7 @@ async def test_a_batch_of_100_runs_gives_the_in_process_results(
     workers = Counter(o.placement["worker"] for o in remote)
     assert set(workers) == {f"w1@{os.uname().nodename}", f"w2@{os.uname().nodename}"}, workers
     _once_each(fleet.workdir, ids)
+    _recorded_applied(store, ids, messages)
     with RunStore(store) as runs:  # every worker recorded to the one store
         listed = {s.run_id for s in runs.list(limit=500)}
         assert set(ids) <= listed
@@ -97,6 +108,7 @@ async def test_a_batch_of_100_runs_gives_the_in_process_results(
                                                       timeout=60, chunk=8))
     assert [o.content for o in chunked] == [o.content for o in remote[:20]]
     _once_each(fleet.workdir, chunk_ids)
+    _recorded_applied(store, chunk_ids, messages[:20])
 
 
 async def test_a_localize_over_20_suspects_gives_the_in_process_verdicts(fleet: Fleet) -> None:
@@ -142,6 +154,7 @@ async def test_a_pool_process_killed_mid_task_is_redelivered_without_a_double_ef
     assert [o.content for o in outcomes] == [f"done: {m}" for m in messages]
     assert fleet.workers[owner].poll() is None  # the worker itself lived on
     _once_each(fleet.workdir, ids)
+    _recorded_applied(store, ids, messages)
     placement = outcomes[0].placement
     assert placement["attempts"] == 2
     assert placement["where"][0]["pid"] == pid != placement["pid"]
@@ -178,6 +191,7 @@ async def test_a_whole_worker_killed_mid_batch_loses_and_doubles_nothing(
     assert [o.status for o in outcomes] == ["done"] * 20
     assert [o.content for o in outcomes] == [f"done: {m}" for m in messages]
     _once_each(fleet.workdir, ids)
+    _recorded_applied(store, ids, messages)
     for outcome in outcomes[:2]:
         where = outcome.placement["where"]
         assert outcome.placement["attempts"] == 2

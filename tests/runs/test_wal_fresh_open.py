@@ -10,39 +10,21 @@ process is a connection holding that lock, released shortly after.
 from __future__ import annotations
 
 import sqlite3
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
+from _sqlite_lock import another_opener
 from agentfootprint.errors import ConfigurationError
 from agentfootprint.runs import RunStore
 from agentfootprint.runs._wal import enter_wal
 
 
-@contextmanager
-def _another_opener(path: Path, hold: float) -> Iterator[None]:
-    """A connection in the middle of creating ``path``: the write lock on the rollback-mode
-    file, let go after ``hold`` seconds."""
-    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    other.execute("BEGIN IMMEDIATE")
-    other.execute("CREATE TABLE IF NOT EXISTS other_side (a)")
-    timer = threading.Timer(hold, lambda: other.execute("COMMIT"))
-    timer.start()
-    try:
-        yield
-    finally:
-        timer.join()
-        other.close()
-
-
 def test_a_fresh_store_another_process_is_creating_opens_once_that_one_lets_go(
         tmp_path: Path) -> None:
     path = tmp_path / "runs.db"
-    with _another_opener(path, 0.2):
+    with another_opener(path, 0.2):
         began = time.monotonic()
         store = RunStore(path)  # before: ConfigurationError "database is locked", at once
         waited = time.monotonic() - began
@@ -57,7 +39,7 @@ def test_a_fresh_store_another_process_is_creating_opens_once_that_one_lets_go(
 def test_a_lock_never_let_go_still_fails_after_the_timeout_naming_the_error(
         tmp_path: Path) -> None:
     path = tmp_path / "held.db"
-    with _another_opener(path, 0.5):
+    with another_opener(path, 0.5):
         db = sqlite3.connect(path, isolation_level=None)
         began = time.monotonic()
         with pytest.raises(sqlite3.OperationalError, match="locked"):

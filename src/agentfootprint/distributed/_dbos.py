@@ -312,9 +312,11 @@ def _write_ahead(url: str) -> None:
     if path in ("", ":memory:"):
         return
     Path(path).parent.mkdir(parents=True, exist_ok=True)
+    from ..runs._wal import enter_wal
+
     conn = sqlite3.connect(path)
     try:
-        conn.execute("PRAGMA journal_mode=WAL")
+        enter_wal(conn)  # processes launched at once on a fresh file: each waits its turn
     finally:
         conn.close()
 
