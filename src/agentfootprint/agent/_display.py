@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from ..flow._display import html_summary, short_repr
 
 if TYPE_CHECKING:
-    from ._agent import RunResult
+    from ._result import RunResult
 
 __all__ = ["result_html", "result_repr"]
 
