@@ -39,7 +39,7 @@ def _dir() -> Path:
 def effects_db(where: Path | None = None) -> sqlite3.Connection:
     """The effects file, opened by every pool process at once for its first run: the WAL
     switch of the fresh file is asked again while another process holds its lock (SQLite
-    answers that at once, without the busy timeout; ``runs/_wal.py``), never given up on."""
+    answers that at once, without the busy timeout; ``runs/_wal.py``) for up to 30 s."""
     db = sqlite3.connect((where or _dir()) / "effects.db", timeout=30, isolation_level=None)
     enter_wal(db, timeout=30)
     db.execute("CREATE TABLE IF NOT EXISTS applied (key TEXT NOT NULL, label TEXT, pid INTEGER)")
