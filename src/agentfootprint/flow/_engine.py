@@ -1,8 +1,9 @@
 """The traverser: walks a chart, runs stages, commits their net changes, fires events.
 
 This module owns one traversal: ``_Engine`` walks nodes, calls stages, deciders, selectors,
-parallel children and subflows in their ``Frame`` (``frame.py``), commits each step to the log
-(no recorded string repeating what the run's redaction masked), and resumes a paused level.
+parallel children and subflows (``_subflows.py``) in their ``Frame`` (``frame.py``), commits
+each step to the log (no recorded string repeating what the run's redaction masked), and
+resumes a paused level.
 Starting and finishing a run (options, ``FlowRun``, checkpoints, timeouts) is ``run.py``, which
 imports this module, never the other way round.
 
@@ -27,11 +28,12 @@ from ._changes import apply_staged
 from ._commitlog import Change, CommitLog, CommitRecord
 from ._decide import Decision, Selection
 from ._frame import Frame, Step
-from ._pause import Pause
+from ._pause import Pause, _Paused
 from ._recorders import Dispatcher, FlowEvent, Hooks
 from ._redact import RunSecrets
-from ._scope import ReadView, Scope, _ScopeState, _set_break_reason, frozen_mapping, open_scope
-from ._values import MISSING, copy_value, freeze
+from ._scope import KeyedScope, Scope, _ScopeState, frozen_mapping, open_scope
+from ._subflows import enter_subflow, finish_subflow
+from ._values import freeze
 
 if TYPE_CHECKING:
     from ._chart import Chart, Node, StageFn
@@ -54,18 +56,6 @@ class EngineOptions(Protocol):
     def max_loop_iterations(self) -> int: ...
     @property
     def max_depth(self) -> int: ...
-
-
-class _Paused(Exception):
-    """Internal: unwinds from a paused stage, collecting the unfinished levels."""
-
-    def __init__(self, node: str, rid: str, data: object) -> None:
-        super().__init__(node)
-        self.node = node
-        self.rid = rid
-        self.data = data
-        self.frames: list[tuple[str, str, str, Frame | None]] = []  # innermost first
-
 
 
 class _Engine:
@@ -115,7 +105,7 @@ class _Engine:
                 scope._reads = {}
                 scope._emits = []
                 scope._watcher = None
-                scope.__class__ = Scope
+                scope.__class__ = KeyedScope if node.keyed_scope else Scope
                 if dispatch.h_stage_start:
                     self.fire(dispatch.h_stage_start, "stage_start", rid, node)
                 fn = node.fn
@@ -167,7 +157,7 @@ class _Engine:
                     output = await self.parallel(node, [node.branches[b] for b in chosen],
                                                  frame, rid, rid)
             else:
-                output, rid = await self.subflow(node, frame, parent, control)
+                output, rid = await enter_subflow(self, node, frame, parent, control)
                 if frame.break_reason is not None:
                     return output
             if node.loop_to is None and not dispatch.h_next:  # ``follow``'s plain hop
@@ -484,92 +474,6 @@ class _Engine:
             raise first_pause
         return results
 
-    # -- subflows ---------------------------------------------------------------------------
-
-    async def subflow(self, node: Node, frame: Frame, parent: str | None,
-                      control: str | None) -> tuple[Any, str]:
-        mount = node.mount
-        assert mount is not None
-        rid, passes = self.stamp(node)
-        view = ReadView(frame.state)
-        scope = Scope(frame, rid, node.id, node.name)
-        try:
-            mapped = dict(mount.input(view) or {}) if mount.input is not None else {}
-            for key in mapped:
-                if not isinstance(key, str):
-                    raise TypeError(f"input mapper returned non-string key {key!r}")
-        except Exception as exc:
-            message = frame.secrets.scrub(f"{type(exc).__name__}: {exc}")
-            self.commit(scope, node, frame, "subflow-enter", parent, control, passes,
-                        error=message, reads=tuple(view._reads))
-            raise StageError(f"subflow {node.name!r} ({rid}) input mapper raised {message}",
-                             stage_id=node.id, runtime_stage_id=rid) from exc
-        inner = Frame(ns=rid, state={}, args=frozen_mapping(mapped), env=frame.env,
-                      readonly=frozenset(mapped), dispatch=self.dispatch,
-                      redaction=frame.redaction, run_id=self.run_id, depth=frame.depth + 1,
-                      secrets=frame.secrets)
-        seed = Scope(inner, rid, node.id, node.name)
-        seed._staged.update(copy_value(mapped))
-        self.commit(seed, node, inner, "subflow-enter", parent, control, passes,
-                    read_ns=frame.ns, reads=tuple(view._reads))
-        if self.dispatch.h_subflow_entry:
-            self.fire(self.dispatch.h_subflow_entry, "subflow_entry", rid, node,
-                      value=copy_value({k: frame.shown(k, v) for k, v in mapped.items()}))
-        if inner.depth > self.options.max_depth:
-            raise RunError(f"subflow {node.name!r} exceeds max_depth={self.options.max_depth}",
-                           run=None)
-        try:
-            out = await self.walk(mount.root, inner, rid)
-        except _Paused as paused:
-            paused.frames.append(("subflow", node.id, rid, inner))
-            raise
-        except StageError as exc:
-            scope = Scope(frame, rid, node.id, node.name)
-            self.commit(scope, node, frame, "subflow-exit", rid, None, passes,
-                        error=f"StageError: {exc}", read_ns=inner.ns, reads=())
-            if self.dispatch.h_subflow_exit:
-                self.fire(self.dispatch.h_subflow_exit, "subflow_exit", rid, node,
-                          data={"error": frame.secrets.scrub(str(exc))})
-            raise
-        return await self.finish_subflow(node, frame, rid, passes, inner, out), rid
-
-    async def finish_subflow(self, node: Node, frame: Frame, rid: str, passes: int,
-                             inner: Frame, out: object) -> object:
-        mount = node.mount
-        assert mount is not None
-        scope = Scope(frame, rid, node.id, node.name)
-        if inner.break_reason is not None and mount.propagate_break:
-            _set_break_reason(scope, inner.break_reason)
-            if frame.break_reason is None:
-                frame.break_reason = inner.break_reason
-            if self.dispatch.h_break:
-                self.fire(self.dispatch.h_break, "break", rid, node,
-                          data={"reason": inner.break_reason, "propagated_from": node.id})
-        view = ReadView(inner.state)
-        try:
-            written = dict(mount.output(view) or {}) if mount.output is not None else {}
-            for key, value in written.items():
-                current = frame.state.get(key, MISSING)
-                if (isinstance(value, list) and mount.array_merge == "concat"
-                        and isinstance(current, list)):
-                    value = current + value
-                elif isinstance(value, dict) and isinstance(current, dict):
-                    value = {**current, **value}
-                scope[key] = value
-        except Exception as exc:
-            message = frame.secrets.scrub(f"{type(exc).__name__}: {exc}")
-            self.commit(scope, node, frame, "subflow-exit", rid, None, passes, error=message,
-                        read_ns=inner.ns, reads=tuple(view._reads))
-            raise StageError(f"subflow {node.name!r} ({rid}) output mapper raised {message}",
-                             stage_id=node.id, runtime_stage_id=rid) from exc
-        self.commit(scope, node, frame, "subflow-exit", rid, None, passes, read_ns=inner.ns,
-                    reads=tuple(view._reads))
-        if self.dispatch.h_subflow_exit:
-            self.fire(self.dispatch.h_subflow_exit, "subflow_exit", rid, node,
-                      value=copy_value({k: inner.shown(k, v) for k, v in inner.state.items()}))
-        self.executed(node, rid, frame, scope)
-        return out
-
     # -- resume -----------------------------------------------------------------------------
 
     async def resume_level(self, cp: Checkpoint, level: int, frame: Frame, answer: object
@@ -602,7 +506,7 @@ class _Engine:
                 paused.frames.append(("subflow", node.id, spec.rid, inner))
                 raise
             passes = max(self.visits.get(node.id, 1) - 1, 0)
-            out = await self.finish_subflow(node, frame, spec.rid, passes, inner, out)
+            out = await finish_subflow(self, node, frame, spec.rid, passes, inner, out)
         else:
             inner_frame = frame if spec.kind == "after" else frame.child()
             try:

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from .._record import record_class
 from ..errors import CheckpointError, ConfigurationError, FlowTimeoutError, RunError
 from ._commitlog import CommitLog, CommitRecord
-from ._engine import Frame, _Engine, _frozen_state, _Paused
+from ._engine import Frame, _Engine, _frozen_state
+from ._pause import _Paused
 from ._recorders import FlowEvent, ObserverFailure, Recorder
 from ._redact import RedactionPolicy, RunSecrets
 from ._scope import frozen_mapping
