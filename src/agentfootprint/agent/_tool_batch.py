@@ -301,7 +301,22 @@ class ToolBatchStages:
         ``proposed_by`` is the call as the model made it, before the rules (the ledger's
         proposal), when it may differ from ``call``."""
         spec = self.spec
-        tool = spec.registry.tools.get(call["name"])
+        registry = spec.registry
+        tool = registry.tools.get(call["name"])
+        if tool is not None and registry.context_free.get(call["name"]) is tool:
+            # a @tool without a context parameter (the common call): it is given no
+            # RunContext, and as only a tool given one can run an agent used as a tool (its
+            # ``ctx`` names the inner run), no sub-run reporter is set around it either
+            scope[trace.TURN]  # (read for every call, as below)
+            dispatch = registry.dispatch
+            run_id = scope.run_id
+            outcome = (await dispatch(call, None, run_id) if step_runner.get() is None
+                       else await durable_step("tool", lambda: dispatch(call, None, run_id)))
+            if spec.skip_step is not None:
+                outcome = self._follow_steps(scope, call, outcome, iteration)
+            if spec.act is None:
+                return outcome
+            return await spec.act.judge_result(scope, call, outcome, iteration)
         ctx = RunContext(call["id"], iteration, scope.run_id, tool_name=call["name"],
                          deps=run_deps())  # live, never in run state: never recorded
         turn = scope[trace.TURN]  # read for every call, as the turn's script rows need it

@@ -92,6 +92,11 @@ class ToolRegistry:
         self.max_result_chars = max_result_chars
         self._schemas: list[ToolSchema] = [t.schema() for t in self.tools.values()]
         self._plans: dict[str, _Plan] = {}
+        self.context_free: dict[str, Tool] = {}
+        """By name, the tools whose calls need no ``RunContext``: ``@tool`` functions without
+        a context parameter (and no script), once planned. ``dispatch`` may be given
+        ``ctx=None`` for a call of such a tool (``context_free.get(name) is tool``), so the hot
+        path builds no context for a call that never sees it."""
         self.replay: ToolReplay | None = None
         """Set on an explanation's re-run only: calls are answered from the recording
         (``tools/_replay.py``), and a tool runs for real only when that is safe."""
@@ -123,12 +128,18 @@ class ToolRegistry:
         function = function_call(found.execute, own)
         if function is not None:
             plan: _Plan = (found, check, None, function.validator(), function)
+            if function.context_param is None and getattr(found, "script", None) is None:
+                self.context_free[found.name] = found
         else:
             plan = (found, check, validate, None, None)
         self._plans[found.name] = plan
         return plan
 
-    async def dispatch(self, call: ToolCall, ctx: ToolContext) -> ToolOutcome:
+    async def dispatch(self, call: ToolCall, ctx: ToolContext | None,
+                       run_id: str = "") -> ToolOutcome:
+        """Run ``call``; its one result. ``ctx`` may be ``None`` only for a tool in
+        ``context_free`` (it never sees one); ``run_id`` then names the run in the warning
+        a raising tool logs."""
         name = call["name"]
         found = self.tools.get(name)
         plan = self._plans.get(name)
@@ -168,14 +179,15 @@ class ToolRegistry:
                     kwargs[function.context_param] = ctx
                 value = (await asyncio.to_thread(function.func, **kwargs) if found.blocking
                          else function.func(**kwargs))
-            elif found.blocking:
-                value = await asyncio.to_thread(found.execute, args, ctx)
             else:
-                value = found.execute(args, ctx)
+                assert ctx is not None  # (a tool outside ``context_free`` is always given one)
+                value = (await asyncio.to_thread(found.execute, args, ctx) if found.blocking
+                         else found.execute(args, ctx))
             kind = type(value)
             if kind is CoroutineType or (kind not in _NEVER_AWAITABLE
                                          and inspect.isawaitable(value)):
                 value = await value
+                kind = type(value)
         except PauseRequest:
             raise  # a person must answer: the loop pauses the run at this call
         except Exception as exc:
@@ -184,9 +196,12 @@ class ToolRegistry:
             # the type, never the message: it may hold a secret the run's redaction masks
             logger.warning("tool %r raised %s (call %s of run %s); the model was given the "
                            "error text, and the run's recording holds it", name,
-                           type(exc).__name__, call.get("id"), ctx.run_id)
+                           type(exc).__name__, call.get("id"),
+                           run_id if ctx is None else ctx.run_id)
             return ToolOutcome(f"Error: {type(exc).__name__}: {exc}", error=True, status="error")
-        text = value if type(value) is str else result_text(value)
+        # ``result_text``, inlined for the common str and int results
+        text = (value if kind is str else int.__repr__(value) if kind is int
+                else result_text(value))
         cap = self.max_result_chars
         return ToolOutcome(text if cap is None or len(text) <= cap else cap_result(name, text, cap))
 
