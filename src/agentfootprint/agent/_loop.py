@@ -525,7 +525,8 @@ def build_agent_chart(spec: AgentSpec, *, name: str = "Agent") -> Chart:
     )
     if not spec.with_tools and spec.output is None:
         return builder.then("Finalize", stages.finalize, id=trace.FINALIZE,
-                            description="Hand back the answer").build(description=name)
+                            description="Hand back the answer").build(description=name,
+                                                                      keyed_scope=True)
     route: Callable[[Scope], Decision] = stages.route
     branches = (
         builder.decide("Route", route, id=trace.ROUTE, description="Route on the model's answer")
@@ -548,5 +549,5 @@ def build_agent_chart(spec: AgentSpec, *, name: str = "Agent") -> Chart:
             description="Send the answer's validation errors back to the model",
             loop_to="injections")
     routed = branches.end()
-    return mount_memories(routed, spec, side="write").build(description=name)
+    return mount_memories(routed, spec, side="write").build(description=name, keyed_scope=True)
 

@@ -190,9 +190,14 @@ class FlowBuilder:
     # -- build ------------------------------------------------------------------------------
 
     def build(
-        self, *, description: str | None = None, input_schema: Mapping[str, Any] | None = None
+        self, *, description: str | None = None, input_schema: Mapping[str, Any] | None = None,
+        keyed_scope: bool = False,
     ) -> Chart:
-        """Freeze the graph into a ``Chart``; the builder cannot be used afterwards."""
+        """Freeze the graph into a ``Chart``; the builder cannot be used afterwards.
+
+        ``keyed_scope=True`` promises that no stage of this chart reads or writes state as
+        ``scope.key`` (only ``scope["key"]``): its stages then get a ``KeyedScope``, whose
+        attribute loads CPython can specialise (a faster step; see ``flow/_scope.py``)."""
         if self._built:
             raise ChartBuildError(
                 f"chart {self._name!r} was already built; start a new flow_chart()")
@@ -209,6 +214,7 @@ class FlowBuilder:
                 id=d.id, name=d.name, kind=d.kind, fn=d.fn, description=d.description,
                 next=d.next, loop_to=d.loop_to, branches=dict(d.branches), default=d.default,
                 children=tuple(d.children), fail_fast=d.fail_fast, resume=d.resume, mount=d.mount,
+                keyed_scope=keyed_scope,
             )
             for d in self._drafts.values()
         }

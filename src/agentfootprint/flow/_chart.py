@@ -88,17 +88,19 @@ class Node(Frozen):
     fail_fast: bool = False
     resume: StageFn | None = None
     mount: Mount | None = None
+    keyed_scope: bool = False
+    """Its function reads state by key only: it gets a ``KeyedScope`` (see ``flow/_scope.py``)."""
 
     def __init__(self, id: str, name: str, kind: NodeKind, fn: StageFn | None = None,
                  description: str | None = None, next: str | None = None,
                  loop_to: str | None = None, branches: Mapping[str, str] | None = None,
                  default: str | None = None, children: tuple[str, ...] = (),
                  fail_fast: bool = False, resume: StageFn | None = None,
-                 mount: Mount | None = None) -> None:
+                 mount: Mount | None = None, keyed_scope: bool = False) -> None:
         assign(self, id=id, name=name, kind=kind, fn=fn, description=description, next=next,
                loop_to=loop_to, branches={} if branches is None else branches,
                default=default, children=children, fail_fast=fail_fast, resume=resume,
-               mount=mount)
+               mount=mount, keyed_scope=keyed_scope)
 
     @property
     def pausable(self) -> bool:

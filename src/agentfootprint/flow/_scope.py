@@ -29,7 +29,7 @@ from ._values import (
 if TYPE_CHECKING:
     from ._frame import Frame
 
-__all__ = ["ReadView", "Scope", "open_scope", "peek"]
+__all__ = ["KeyedScope", "ReadView", "Scope", "open_scope", "peek"]
 
 _SCALARS: Final = frozenset((str, int, float, bool, type(None)))
 
@@ -58,8 +58,14 @@ class _ScopeState:
         self._watcher: list[tuple[str, Any]] | None = None
 
 
-class Scope(_ScopeState):
-    """State access for one executing stage."""
+class KeyedScope(_ScopeState):
+    """State access for one executing stage, by key only (``scope["k"]``, not ``scope.k``).
+
+    ``Scope`` adds the attribute form. A class with ``__getattr__`` is one CPython cannot
+    specialise any attribute load for, so each ``scope._field`` the engine and these methods
+    read would take the slow lookup; a chart built with ``keyed_scope=True`` (the agent's,
+    whose stages never use the attribute form) gives its stages this class instead.
+    """
 
     __slots__ = ()
 
@@ -72,18 +78,6 @@ class Scope(_ScopeState):
     _reads: dict[str, None]
     _emits: list[tuple[str, Any]]
     _watcher: list[tuple[str, Any]] | None
-
-    def __init__(self, frame: Frame, rid: str, stage_id: str, stage: str) -> None:
-        # slot descriptors directly: __setattr__ is reserved for state writes
-        _set_frame(self, frame)
-        _set_rid(self, rid)
-        _set_stage_id(self, stage_id)
-        _set_stage(self, stage)
-        _set_break_reason(self, None)
-        _set_staged(self, {})
-        _set_reads(self, {})
-        _set_emits(self, [])
-        _set_watcher(self, None)
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -220,29 +214,6 @@ class Scope(_ScopeState):
             for hook in hooks:
                 hook(event)
 
-    # -- attribute access -------------------------------------------------------------------
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        value = self._read(name)
-        if value is MISSING:
-            raise AttributeError(
-                f"state has no key {name!r} at stage {self._stage!r}; "
-                f"use scope.get({name!r}) when it may be absent"
-            )
-        return value
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name.startswith("_") or hasattr(type(self), name):
-            raise AttributeError(
-                f"{name!r} is reserved on Scope; write it as scope[{name!r}] = ..."
-            )
-        self[name] = value
-
-    def __delattr__(self, name: str) -> None:
-        del self[name]
-
     # -- everything else --------------------------------------------------------------------
 
     @property
@@ -347,7 +318,46 @@ class Scope(_ScopeState):
         return f"<Scope {self._rid}>"
 
 
-def peek(scope: Scope, key: str, default: object = None) -> Any:
+class Scope(KeyedScope):
+    """State access for one executing stage: ``scope.key`` reads, writes and deletes too."""
+
+    __slots__ = ()
+
+    def __init__(self, frame: Frame, rid: str, stage_id: str, stage: str) -> None:
+        # slot descriptors directly: __setattr__ is reserved for state writes
+        _set_frame(self, frame)
+        _set_rid(self, rid)
+        _set_stage_id(self, stage_id)
+        _set_stage(self, stage)
+        _set_break_reason(self, None)
+        _set_staged(self, {})
+        _set_reads(self, {})
+        _set_emits(self, [])
+        _set_watcher(self, None)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        value = self._read(name)
+        if value is MISSING:
+            raise AttributeError(
+                f"state has no key {name!r} at stage {self._stage!r}; "
+                f"use scope.get({name!r}) when it may be absent"
+            )
+        return value
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name.startswith("_") or hasattr(type(self), name):
+            raise AttributeError(
+                f"{name!r} is reserved on Scope; write it as scope[{name!r}] = ..."
+            )
+        self[name] = value
+
+    def __delattr__(self, name: str) -> None:
+        del self[name]
+
+
+def peek(scope: KeyedScope, key: str, default: object = None) -> Any:
     """A tracked read, like ``scope.get``, that hands back the value itself, not a copy.
 
     For the framework's own stages that only look at a long committed value (the agent
@@ -372,8 +382,8 @@ def open_scope(frame: Frame, rid: str, stage_id: str, stage: str) -> Scope:
     return opened
 
 
-def _slot_setter(name: str) -> Callable[[Scope, Any], None]:
-    setter: Callable[[Scope, Any], None] = vars(_ScopeState)[name].__set__
+def _slot_setter(name: str) -> Callable[[KeyedScope, Any], None]:
+    setter: Callable[[KeyedScope, Any], None] = vars(_ScopeState)[name].__set__
     return setter
 
 
