@@ -17,20 +17,20 @@ from __future__ import annotations
 import contextvars
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from ..context._delivery import KeysMemo, deliver, moves_system_messages
 from ..context._injection import Injection, InjectionContext, Trigger, evaluate_injections
 from ..context._skills import SKIP_STEP, step_sentence
-from ..context._slots import compose_tools
+from ..context._slots import CACHEABLE, compose_tools
 from ..events._dispatcher import PREFIX
 from ..flow import Chart, Decision, FlowEvent, Scope, flow_chart
 from ..flow._durable import durable_timed, step_runner
 from ..flow._redact import REDACTED
 from ..flow._scope import peek
 from ..flow._values import MISSING, freeze
-from ..providers._base import LLMRequest, LLMResponse, Message, WireMemo
-from ..providers._construct import Constructor
+from ..providers._base import CachePrefix, LLMRequest, LLMResponse, Message, WireMemo
 from ..providers._retry_policy import resilience_reports
 from ..runs import trace
 from ..tools._script_keys import LEDGER_KEY
@@ -55,12 +55,19 @@ live_emit: contextvars.ContextVar[Callable[[FlowEvent], None] | None] = contextv
     "live_emit", default=None)
 """The current run's path to listeners for events that are delivered but not recorded."""
 
-_request = Constructor(LLMRequest)  # LLMRequest.model_construct, at the cost of a dict merge
+_new = object.__new__
+_set = object.__setattr__
 
 _EVENT_NAMES = {
     "retried": "error.retried", "recovered": "error.recovered",
     "circuit_changed": "error.circuit_changed", "fell_back": "fallback.triggered",
 }
+
+
+def _report(scope: Scope, data: dict[str, Any]) -> None:
+    """A resilience wrapper's report (a retry, a fallback...) as an event of the call's step."""
+    kind = data.pop("kind")
+    _emit(scope, _EVENT_NAMES.get(kind, f"error.{kind}"), data)
 
 
 class _Stages(MemoryStages, ToolBatchStages):
@@ -75,6 +82,9 @@ class _Stages(MemoryStages, ToolBatchStages):
         # fixed for the spec (its agent's injections and memories), asked at every iteration
         self._tracks = spec.tracks_context
         self._delivers = spec.delivers_messages
+        # no context (injections, memory): the system prompt and the tools are the agent's own
+        self._plain = not spec.tracks_context
+        self._caches_system = spec.system_cache in CACHEABLE
 
     def seed(self, scope: Scope) -> None:
         self._seed(scope, self._host_turn(scope))
@@ -330,10 +340,27 @@ class _Stages(MemoryStages, ToolBatchStages):
             history = windowed_messages(history, scope[trace.WINDOW])
         tools = [] if scope.get(trace.WRAP_UP_ASKED) else scope.get(trace.TOOL_SCHEMAS) or []
         messages = self._wire(history)
-        request = _request(
-            model=spec.model, messages=messages, system=system, tools=tools,
-            temperature=spec.temperature, max_tokens=spec.max_tokens, stop=None,
-            tool_choice=None, seed=spec.seed, cache=cache_prefix(spec, scope, messages, tools))
+        if self._plain:  # ``cache_prefix`` of an agent without context, inlined: the whole
+            sent = len(tools)  # prompt is the base prompt, the whole tool list its own tools
+            stable = len(system) if system and self._caches_system else 0
+            cache: CachePrefix | None = {
+                "system": stable, "tools": sent,
+                "messages": len(messages) if sent and spec.with_tools else 0,
+            } if stable or sent else None
+        else:
+            cache = cache_prefix(spec, scope, messages, tools)
+        # ``LLMRequest.model_construct(...)`` of these fields, in straight-line code (pinned by
+        # tests/agent/test_loop_request.py): one a call
+        request: LLMRequest = _new(LLMRequest)
+        _set(request, "__dict__", {
+            "model": spec.model, "messages": messages, "system": system, "tools": tools,
+            "temperature": spec.temperature, "max_tokens": spec.max_tokens, "stop": None,
+            "tool_choice": None, "seed": spec.seed, "cache": cache, "output_schema": None})
+        _set(request, "__pydantic_fields_set__", {
+            "model", "messages", "system", "tools", "temperature", "max_tokens", "stop",
+            "tool_choice", "seed", "cache"})
+        _set(request, "__pydantic_extra__", None)
+        _set(request, "__pydantic_private__", None)
         if spec.output is not None:
             spec.output.prepare(scope, request)
         scope.emit(ITERATION_START, {"iteration": iteration})
@@ -341,66 +368,76 @@ class _Stages(MemoryStages, ToolBatchStages):
             "iteration": iteration, "provider": spec.provider.name, "model": spec.model,
             "system_prompt_chars": len(system or ""), "messages_count": len(history),
             "tools_count": len(tools)})
-        if step_runner.get() is None:  # durable_timed's direct path, without its layers
+        if step_runner.get() is not None:  # a durable run's step (flow/_durable.py)
+            response, took = await durable_timed(
+                "llm", lambda: self._call(scope, request, iteration))
+        elif spec.stream or stream_pace.get() is not None:
             started = time.perf_counter()
             response = await self._call(scope, request, iteration)
             took = time.perf_counter() - started
-        else:  # a durable run's step (flow/_durable.py)
-            response, took = await durable_timed(
-                "llm", lambda: self._call(scope, request, iteration))
+        else:  # ``_call`` of a plain call, inlined (durable_timed's direct path)
+            started = time.perf_counter()
+            token = resilience_reports.set(partial(_report, scope))
+            try:
+                response = await spec.provider.complete(request)
+            finally:
+                resilience_reports.reset(token)
+            took = time.perf_counter() - started
         if spec.output is not None:
             response = spec.output.answered(scope, response)
+        usage = response.usage
+        calls = response.tool_calls
         scope[trace.LLM_CONTENT] = response.content
-        scope[trace.LLM_TOOL_CALLS] = [dict(c) for c in response.tool_calls]
+        # frozen here rather than copied here and frozen by the commit: the same value
+        scope[trace.LLM_TOOL_CALLS] = freeze(calls)
         scope[trace.STOP_REASON] = response.stop_reason
-        scope[trace.INPUT_TOKENS] = scope[trace.INPUT_TOKENS] + response.usage.input
-        scope[trace.OUTPUT_TOKENS] = scope[trace.OUTPUT_TOKENS] + response.usage.output
+        scope[trace.INPUT_TOKENS] = scope[trace.INPUT_TOKENS] + usage.input
+        scope[trace.OUTPUT_TOKENS] = scope[trace.OUTPUT_TOKENS] + usage.output
         scope.emit(LLM_END, {
             "iteration": iteration, "content": response.content,
-            "tool_call_count": len(response.tool_calls),
-            "usage": {"input": response.usage.input, "output": response.usage.output,
-                      "cache_read": response.usage.cache_read,
-                      "cache_write": response.usage.cache_write},
+            "tool_call_count": len(calls),
+            "usage": {"input": usage.input, "output": usage.output,
+                      "cache_read": usage.cache_read, "cache_write": usage.cache_write},
             "stop_reason": response.stop_reason})
         record_call(scope, spec, response, seconds=took, iteration=iteration,
                     cache=request.cache)
 
     async def _call(self, scope: Scope, request: LLMRequest, iteration: int) -> LLMResponse:
-        spec = self.spec
-
-        def report(data: dict[str, Any]) -> None:
-            kind = data.pop("kind")
-            _emit(scope, _EVENT_NAMES.get(kind, f"error.{kind}"), data)
-
-        token = resilience_reports.set(report)
-        live = live_emit.get()
-        pace = stream_pace.get()  # a run_stream's run: tokens whatever stream= says
+        """The call, with the wrappers' reports going to this step's events (``call_llm``
+        inlines the plain case: no stream, not durable)."""
+        token = resilience_reports.set(partial(_report, scope))
         try:
-            if not spec.stream and pace is None:
-                return await spec.provider.complete(request)
-            if pace is not None:
-                await pace()
-            response: LLMResponse | None = None
-            wants = pace is not None or spec.dispatcher.wants(PREFIX + "stream.token")
-            masked = scope.redacts(trace.LLM_CONTENT)  # a token is a piece of the answer
-            async for chunk in spec.provider.stream(request):
-                if chunk.done:
-                    response = chunk.response
-                elif wants and (chunk.content or chunk.restart) and live is not None:
-                    piece = {"iteration": iteration, "index": chunk.index,
-                             "content": REDACTED if masked and chunk.content
-                             else scope.recorded(chunk.content)}
-                    if chunk.restart:  # a retry starts the answer over: what came is superseded
-                        piece["restart"] = True
-                    live(FlowEvent("emit", scope.run_id, scope.runtime_stage_id, "call_llm",
-                                   "CallLLM", PREFIX + "stream.token", piece))
-                    if pace is not None:
-                        await pace()
-            if response is None:  # a stream that never finished: ask once more, whole
-                response = await spec.provider.complete(request)
-            return response
+            if not self.spec.stream and stream_pace.get() is None:
+                return await self.spec.provider.complete(request)
+            return await self._streamed(scope, request, iteration)
         finally:
             resilience_reports.reset(token)
+
+    async def _streamed(self, scope: Scope, request: LLMRequest, iteration: int) -> LLMResponse:
+        spec = self.spec
+        live = live_emit.get()
+        pace = stream_pace.get()  # a run_stream's run: tokens whatever stream= says
+        if pace is not None:
+            await pace()
+        response: LLMResponse | None = None
+        wants = pace is not None or spec.dispatcher.wants(PREFIX + "stream.token")
+        masked = scope.redacts(trace.LLM_CONTENT)  # a token is a piece of the answer
+        async for chunk in spec.provider.stream(request):
+            if chunk.done:
+                response = chunk.response
+            elif wants and (chunk.content or chunk.restart) and live is not None:
+                piece = {"iteration": iteration, "index": chunk.index,
+                         "content": REDACTED if masked and chunk.content
+                         else scope.recorded(chunk.content)}
+                if chunk.restart:  # a retry starts the answer over: what came is superseded
+                    piece["restart"] = True
+                live(FlowEvent("emit", scope.run_id, scope.runtime_stage_id, "call_llm",
+                               "CallLLM", PREFIX + "stream.token", piece))
+                if pace is not None:
+                    await pace()
+        if response is None:  # a stream that never finished: ask once more, whole
+            response = await spec.provider.complete(request)
+        return response
 
     def route(self, scope: Scope) -> Decision:
         spec = self.spec
