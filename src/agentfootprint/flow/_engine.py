@@ -123,7 +123,37 @@ class _Engine:
                 if kind == "stage":
                     if type(out) is Pause:
                         self.ended(scope, node, frame, parent, control, passes, out, "stage")
-                    self.commit(scope, node, frame, "stage", parent, control, passes)
+                    # ``commit`` of a plain stage's step, inlined (no decision, error or pause;
+                    # fields in ``commit``'s order): most steps are one
+                    staged = scope._staged
+                    changes = apply_staged(staged, frame) if staged else None
+                    if changes and frame.secrets.active:  # no recorded string repeats a mask
+                        changes = [c if c.op == "delete" else _scrubbed(c, frame.secrets)
+                                   for c in changes]
+                    records = self.log.records
+                    record: CommitRecord = _new(CommitRecord)
+                    record.idx = len(records)
+                    record.runtime_stage_id = rid
+                    record.stage_id = nid
+                    record.stage = scope._stage
+                    record.kind = "stage"
+                    record.ns = frame.ns
+                    record.read_ns = None
+                    found = scope._reads
+                    record.reads = tuple(found) if found else ()
+                    record.changes = tuple(changes) if changes else ()
+                    record.parent = parent
+                    record.control = control
+                    record.loop_pass = passes
+                    record.decision = None
+                    emits = scope._emits
+                    record.emits = tuple(emits) if emits else ()
+                    record.error = None
+                    record.break_reason = scope._break_reason
+                    record.paused = False
+                    records.append(record)
+                    if dispatch.h_commit:
+                        self.fire(dispatch.h_commit, "commit", rid, node, value=record)
                     if dispatch.h_stage_executed or (scope._break_reason is not None
                                                      and dispatch.h_break):
                         self.executed(node, rid, frame, scope)
