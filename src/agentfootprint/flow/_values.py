@@ -384,7 +384,11 @@ def commit_append(base: FrozenList, items: list[Any]) -> FrozenList:
     another run holds it) it is copied and stays as it was. Either way the result starts
     with ``base``'s own objects and is the new tip of its lineage (see ``extends``).
     """
-    tail = [x if type(x) in _DONE else freeze(x) for x in items]
+    if len(items) == 1:  # one item (a row per model call): no comprehension, whose frame
+        item = items[0]  # costs more than the item
+        tail = [item if type(item) in _DONE else freeze(item)]
+    else:
+        tail = [x if type(x) in _DONE else freeze(x) for x in items]
     if _refcount is not None and _refcount(base) <= _ALONE:
         with _LINEAGE:
             spine: list[Any] | None = getattr(base, "_spine", None)
