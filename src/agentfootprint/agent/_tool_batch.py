@@ -20,7 +20,7 @@ from ..flow import Scope, pause
 from ..flow._durable import durable_step, step_runner
 from ..flow._pause import Pause
 from ..flow._scope import peek
-from ..flow._values import MISSING
+from ..flow._values import MISSING, FrozenDict, FrozenList, freeze
 from ..providers._base import Message, ToolCall
 from ..runs import trace
 from ..tools._context import RunContext, ToolContext, deps_error, run_deps
@@ -51,8 +51,11 @@ class ToolBatchStages:
         if calls is MISSING:
             calls = scope[trace.LLM_TOOL_CALLS]  # (raises, naming the key)
         history: list[Message] = scope[trace.HISTORY]
-        history.append({"role": "assistant", "content": scope.get(trace.LLM_CONTENT) or "",
-                        "tool_calls": calls})
+        content = scope.get(trace.LLM_CONTENT) or ""
+        # in its committed form (``calls`` is committed): the commit has nothing to freeze
+        history.append(FrozenDict(  # type: ignore[arg-type]
+            role="assistant", content=content if type(content) is str else freeze(content),
+            tool_calls=calls))
         return await self._run_batch(scope, calls, 0, [], history, iteration)
 
     async def tool_calls_resume(self, scope: Scope, answer: object) -> Pause | None:
@@ -136,7 +139,7 @@ class ToolBatchStages:
                 self._halt(scope, calls, results, history, iteration)
                 break
         scope[trace.HISTORY] = history
-        scope[trace.TOOL_RESULTS] = results
+        scope[trace.TOOL_RESULTS] = FrozenList(results)  # (its rows are frozen: ``_settle``)
         scope[trace.ITERATION] = iteration + 1
         scope.emit(ITERATION_END, {"iteration": iteration, "tool_call_count": len(calls)})
         return None
@@ -194,14 +197,20 @@ class ToolBatchStages:
             _emit(scope, "validation.args_invalid", {
                 "tool_name": call["name"], "tool_call_id": call["id"],
                 "iteration": iteration, "issues": [dict(i) for i in outcome.issues]})
+        name, call_id, content, status = call["name"], call["id"], outcome.content, outcome.status
         scope.emit(TOOL_END, {
-            "tool_name": call["name"], "tool_call_id": call["id"], "result": outcome.content,
-            "error": outcome.error, "status": outcome.status, "iteration": iteration})
-        history.append({"role": "tool", "content": outcome.content,
-                        "tool_call_id": call["id"], "tool_name": call["name"]})
-        row = {"tool_name": call["name"], "tool_call_id": call["id"], "status": outcome.status}
-        origin = getattr(spec.registry.tools.get(call["name"]), "origin", None)
-        results.append({**row, **origin} if origin else row)  # an MCP tool names its server
+            "tool_name": name, "tool_call_id": call_id, "result": content,
+            "error": outcome.error, "status": status, "iteration": iteration})
+        # the message and the row in their committed form (``call`` is committed, the rest
+        # are strings), so the commit has nothing to freeze
+        history.append(FrozenDict(  # type: ignore[arg-type]
+            role="tool", content=content if type(content) is str else freeze(content),
+            tool_call_id=call_id, tool_name=name))
+        origin = getattr(spec.registry.tools.get(name), "origin", None)
+        results.append(freeze({"tool_name": name, "tool_call_id": call_id, "status": status,
+                               **origin})  # an MCP tool names its server
+                       if origin else FrozenDict(tool_name=name, tool_call_id=call_id,
+                                                 status=status))
         if call["name"] == READ_SKILL and outcome.status == "success" and spec.skills:
             skill_id = (call.get("args") or {}).get("id")
             activated = scope[trace.ACTIVATED_SKILLS]
