@@ -11,6 +11,7 @@ their original order, so every call still gets exactly one result.
 
 from __future__ import annotations
 
+from collections.abc import Coroutine
 from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -44,7 +45,9 @@ class ToolBatchStages:
 
     spec: AgentSpec
 
-    async def tool_calls(self, scope: Scope) -> Pause | None:
+    def tool_calls(self, scope: Scope) -> Coroutine[Any, Any, Pause | None]:
+        """The stage: the assistant message, then the batch. Not a coroutine itself: the
+        engine awaits the batch it returns (one coroutine less per iteration)."""
         iteration = scope[trace.ITERATION]
         # the committed calls themselves (only read here): the assistant message shares them
         calls: list[ToolCall] = peek(scope, trace.LLM_TOOL_CALLS, MISSING)
@@ -56,7 +59,7 @@ class ToolBatchStages:
         history.append(FrozenDict(  # type: ignore[arg-type]
             role="assistant", content=content if type(content) is str else freeze(content),
             tool_calls=calls))
-        return await self._run_batch(scope, calls, 0, [], history, iteration)
+        return self._run_batch(scope, calls, 0, [], history, iteration)
 
     async def tool_calls_resume(self, scope: Scope, answer: object) -> Pause | None:
         """Settle the paused call with the person's answer, then run the calls after it.

@@ -203,8 +203,18 @@ class ToolRegistry:
         text = (value if kind is str else int.__repr__(value) if kind is int
                 else result_text(value))
         cap = self.max_result_chars
-        return ToolOutcome(text if cap is None or len(text) <= cap else cap_result(name, text, cap))
+        if cap is not None and len(text) > cap:
+            text = cap_result(name, text, cap)
+        # ``ToolOutcome(text)``, without its ``__init__`` call (one per tool call)
+        outcome: ToolOutcome = _new(ToolOutcome)
+        outcome.content = text
+        outcome.error = False
+        outcome.status = "success"
+        outcome.issues = ()
+        return outcome
 
+
+_new = object.__new__
 
 _NEVER_AWAITABLE = frozenset((str, int, float, bool, type(None), dict, list, tuple))
 """Exact result types that are never awaitable (``inspect.isawaitable`` is not asked)."""
