@@ -52,6 +52,32 @@ class FunctionCall:
             found = self._validator = self.model.__pydantic_validator__.validate_python
         return found
 
+    def fields_validator(self) -> Callable[[Any], tuple[dict[str, Any], Any, Any]] | None:
+        """The ``validate_python`` of the model's fields schema alone, or ``None``.
+
+        Validating a call gives the same fields dict (and the same errors) as ``validator()``
+        does, without building the model instance the dict would be the fields of: the
+        registry's one validation per call (``[0]`` of its result is the keyword arguments).
+        ``None`` when the model's core schema is anything but a plain model over its fields
+        (definitions, a custom ``__init__``, a root model, a model validator): then
+        ``validator()``.
+        """
+        self.validator()  # (builds the deferred model: its core schema)
+        schema: Any = getattr(self.model, "__pydantic_core_schema__", None)
+        if (not isinstance(schema, dict) or schema.get("type") != "model"
+                or not set(schema) <= _PLAIN_MODEL or schema.get("custom_init")
+                or schema.get("root_model") or schema.get("post_init")
+                or not isinstance(schema.get("schema"), dict)
+                or schema["schema"].get("type") != "model-fields"):
+            return None
+        from pydantic_core import SchemaValidator
+
+        try:
+            fields = SchemaValidator(schema["schema"], schema.get("config"))
+        except Exception:  # a schema pydantic-core only accepts inside its model: as it is
+            return None
+        return fields.validate_python
+
     def bind(self, args: dict[str, Any] | None, ctx: RunContext[Any]) -> dict[str, Any]:
         """The function's keyword arguments for ``args``; raises ``ValidationError``."""
         # the validated model is this call's alone: its fields dict is the keyword arguments
@@ -71,6 +97,11 @@ class FunctionCall:
 
     def __call__(self, args: dict[str, Any] | None, ctx: RunContext[Any]) -> Any:
         return self.func(**self.bind(args, ctx))
+
+
+_PLAIN_MODEL = frozenset(("type", "cls", "schema", "custom_init", "root_model", "post_init",
+                          "config", "ref", "metadata"))
+"""The keys of a ``model`` core schema that only wraps its fields (``fields_validator``)."""
 
 
 def function_call(execute: object, validate: object) -> FunctionCall | None:

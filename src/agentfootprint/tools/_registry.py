@@ -35,10 +35,10 @@ if TYPE_CHECKING:
 
     _Plan = tuple[Tool, Callable[[object], list[ArgumentIssue]],
                   Callable[[dict[str, Any]], list[ArgumentIssue]] | None,
-                  Callable[[Any], Any] | None, FunctionCall | None]
+                  Callable[[Any], Any] | None, FunctionCall | None, bool]
     """A tool's calls, worked out once (``ToolRegistry._plan``): the tool, its schema check,
-    its own ``validate`` while still needed, and for a ``@tool`` its model's validator and
-    its call."""
+    its own ``validate`` while still needed, and for a ``@tool`` its validator, its call and
+    whether that validator is its fields validator (``FunctionCall.fields_validator``)."""
 
 __all__ = ["ToolOutcome", "ToolRegistry", "cap_result", "origin_clash", "result_text"]
 
@@ -127,11 +127,13 @@ class ToolRegistry:
             check = argument_checker(found.input_schema)
         function = function_call(found.execute, own)
         if function is not None:
-            plan: _Plan = (found, check, None, function.validator(), function)
+            fields = function.fields_validator()
+            plan: _Plan = (found, check, None, fields or function.validator(), function,
+                           fields is not None)
             if function.context_param is None and getattr(found, "script", None) is None:
                 self.context_free[found.name] = found
         else:
-            plan = (found, check, validate, None, None)
+            plan = (found, check, validate, None, None, False)
         self._plans[found.name] = plan
         return plan
 
@@ -149,7 +151,7 @@ class ToolRegistry:
                 return ToolOutcome(f"Unknown tool '{name}'. Available tools: {names}.",
                                    error=True, status="unknown")
             plan = self._plan(found)
-        _, check, validate, validator, function = plan
+        _, check, validate, validator, function, fields = plan
         args = call.get("args") or {}
         issues = check(args)
         kwargs: dict[str, Any] | None = None
@@ -157,7 +159,8 @@ class ToolRegistry:
             pass
         elif validator is not None:  # a @tool: its one validation gives the function's kwargs
             try:
-                kwargs = validator(args).__dict__  # (this call's own model: its fields)
+                # this call's own fields: the fields validator's dict, else the model's
+                kwargs = validator(args)[0] if fields else validator(args).__dict__
             except ValidationError as exc:
                 from ._arguments import issues_of
 
