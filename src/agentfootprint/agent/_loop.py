@@ -31,6 +31,7 @@ from ..flow._redact import REDACTED
 from ..flow._scope import peek
 from ..flow._values import MISSING, freeze
 from ..providers._base import CachePrefix, LLMRequest, LLMResponse, Message, WireMemo
+from ..providers._construct import set_dict, set_extra, set_fields_set, set_private
 from ..providers._retry_policy import resilience_reports
 from ..runs import trace
 from ..tools._script_keys import LEDGER_KEY
@@ -56,7 +57,6 @@ live_emit: contextvars.ContextVar[Callable[[FlowEvent], None] | None] = contextv
 """The current run's path to listeners for events that are delivered but not recorded."""
 
 _new = object.__new__
-_set = object.__setattr__
 
 _EVENT_NAMES = {
     "retried": "error.retried", "recovered": "error.recovered",
@@ -85,6 +85,9 @@ class _Stages(MemoryStages, ToolBatchStages):
         # no context (injections, memory): the system prompt and the tools are the agent's own
         self._plain = not spec.tracks_context
         self._caches_system = spec.system_cache in CACHEABLE
+        self._base_prompt: str = self._system(())[0]  # the prompt when nothing is active
+        self._notes_decisions = any(m.type == "causal" and m.write is not None
+                                    for m in spec.memories)  # (``note_decision``'s test)
 
     def seed(self, scope: Scope) -> None:
         self._seed(scope, self._host_turn(scope))
@@ -194,6 +197,13 @@ class _Stages(MemoryStages, ToolBatchStages):
         spec = self.spec
         if spec.react_mode == "classic" and scope[trace.ITERATION] > 1:
             return
+        if self._plain:  # ``_active`` of an agent without context, inlined: none is active
+            found = peek(scope, trace.ACTIVE_INJECTIONS, MISSING)  # only looked at: no copy
+            if found is MISSING:
+                found = scope[trace.ACTIVE_INJECTIONS]  # (raises, naming the key)
+            if not found:
+                scope[trace.SYSTEM_PROMPT] = self._base_prompt
+                return
         text, rows = self._system(self._active(scope))  # frozen: unchanged, not compared
         scope[trace.SYSTEM_PROMPT] = text
         if self._tracks:
@@ -265,7 +275,13 @@ class _Stages(MemoryStages, ToolBatchStages):
             scope[trace.TOOL_SCHEMAS] = []
             return
         if not spec.injections:
-            scope[trace.TOOL_SCHEMAS] = self._static_schemas()
+            # the registry's schemas, frozen once: written again unchanged, the commit sees the
+            # committed value itself and compares nothing (not every schema, every iteration)
+            schemas = spec.registry.schemas()
+            kept = self._schemas
+            if kept is None or kept[0] is not schemas:
+                kept = self._schemas = (schemas, freeze(schemas))
+            scope[trace.TOOL_SCHEMAS] = kept[1]
             return
         schemas, rows = compose_tools(spec.static_tools, spec.read_skill, spec.skills,
                                       self._active(scope))
@@ -280,15 +296,6 @@ class _Stages(MemoryStages, ToolBatchStages):
                 _emit(scope, "context.injected", {
                     "injection_id": injection.id, "slot": "tools",
                     "trigger": injection.trigger.describe(), "iteration": scope[trace.ITERATION]})
-
-    def _static_schemas(self) -> Any:
-        """The registry's schemas, frozen once: written again unchanged, the commit sees the
-        committed value itself and compares nothing (not every schema, every iteration)."""
-        schemas = self.spec.registry.schemas()
-        kept = self._schemas
-        if kept is None or kept[0] is not schemas:
-            kept = self._schemas = (schemas, freeze(schemas))
-        return kept[1]
 
     def _narrow_to_step(self, schemas: list[Any], rows: list[dict[str, Any]],
                         pointer: dict[str, Any]) -> tuple[list[Any], list[dict[str, Any]]]:
@@ -352,15 +359,15 @@ class _Stages(MemoryStages, ToolBatchStages):
         # ``LLMRequest.model_construct(...)`` of these fields, in straight-line code (pinned by
         # tests/agent/test_loop_request.py): one a call
         request: LLMRequest = _new(LLMRequest)
-        _set(request, "__dict__", {
+        set_dict(request, {
             "model": spec.model, "messages": messages, "system": system, "tools": tools,
             "temperature": spec.temperature, "max_tokens": spec.max_tokens, "stop": None,
             "tool_choice": None, "seed": spec.seed, "cache": cache, "output_schema": None})
-        _set(request, "__pydantic_fields_set__", {
+        set_fields_set(request, {
             "model", "messages", "system", "tools", "temperature", "max_tokens", "stop",
             "tool_choice", "seed", "cache"})
-        _set(request, "__pydantic_extra__", None)
-        _set(request, "__pydantic_private__", None)
+        set_extra(request, None)
+        set_private(request, None)
         if spec.output is not None:
             spec.output.prepare(scope, request)
         scope.emit(ITERATION_START, {"iteration": iteration})
@@ -477,7 +484,8 @@ class _Stages(MemoryStages, ToolBatchStages):
                 stop := budget_stop(scope)) is not None:
             chosen, rationale = "final", stop[1]  # a crossed budget ends the run, no wrap-up
             scope[trace.STOPPED_EARLY] = stop[0]
-        self.note_decision(scope, chosen, rationale)
+        if self._notes_decisions:
+            self.note_decision(scope, chosen, rationale)
         scope.emit(ROUTE_DECIDED,
                    {"iteration": iteration, "chosen": chosen, "rationale": rationale})
         inputs = [{"key": "llm_tool_calls", "value": f"({len(calls)} requested)"},

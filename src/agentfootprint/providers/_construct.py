@@ -17,14 +17,19 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
-__all__ = ["Constructor"]
+__all__ = ["Constructor", "set_dict", "set_extra", "set_fields_set", "set_private"]
 
 M = TypeVar("M", bound=BaseModel)
 
 _IMMUTABLE = frozenset((str, int, float, bool, type(None), bytes))
 """Plain defaults ``model_construct`` hands over as they are (its deep copy returns them)."""
-_set = object.__setattr__
 _new = object.__new__
+_slot = BaseModel.__dict__
+set_dict = _slot["__dict__"].__set__
+"""``object.__setattr__(model, "__dict__", ...)`` through the slot itself: no name lookup."""
+set_fields_set = _slot["__pydantic_fields_set__"].__set__
+set_extra = _slot["__pydantic_extra__"].__set__
+set_private = _slot["__pydantic_private__"].__set__
 _NEVER = frozenset(("\0 not a field",))
 
 
@@ -61,8 +66,8 @@ class Constructor(Generic[M]):
             return self._cls.model_construct(**values)
         model = _new(self._cls)
         data = {**self._template, **values}  # the fields' order, as model_construct fills them
-        _set(model, "__dict__", data)
-        _set(model, "__pydantic_fields_set__", set(values))
-        _set(model, "__pydantic_extra__", None)
-        _set(model, "__pydantic_private__", None)
+        set_dict(model, data)
+        set_fields_set(model, set(values))
+        set_extra(model, None)
+        set_private(model, None)
         return model
