@@ -10,7 +10,6 @@ so every provider can be used where a stream is expected.
 # No ``from __future__ import annotations`` here: the wire models and TypedDicts below are
 # built at import from real annotations (a string one costs a compile each, and hid
 # ``NotRequired`` from the TypedDicts' optional keys).
-import threading
 from collections.abc import AsyncIterator, Sequence
 from itertools import repeat
 from operator import contains
@@ -225,24 +224,19 @@ def wire_messages(messages: Sequence[Message]) -> list[Message]:
 class WireMemo:
     """``wire_messages`` for a history that grows call after call, at the cost of the growth.
 
-    It remembers the committed history it last converted and the result. When the next
-    history is known to extend it (``flow.extends``: constant time, committed lists only),
-    only the new messages are converted; anything else is converted whole. The result is
-    always exactly ``wire_messages(messages)``: a new list, cleaned messages fresh copies.
-
-    The converted messages sit in an append-only list shared along one history's lineage
-    (``upto`` says how much of it belongs to the remembered history); a call that extends
-    the tip appends to it, anything else starts a new one, so an answer handed out earlier
-    never changes. What is remembered is one immutable tuple, replaced whole, and the
-    append happens under a lock, so runs sharing a memo (one agent, several runs at once,
-    even on threads) only cost each other the cache.
+    It remembers the committed history it last converted and where in it the messages with
+    framework-only fields are. When the next history is known to extend it (``flow.extends``:
+    constant time, committed lists only), only the new messages are looked at; anything else
+    is looked at whole. The result is always exactly ``wire_messages(messages)``: a new list,
+    holding the history's own messages except for fresh cleaned copies of the others.
+    What is remembered is one immutable tuple, replaced whole, so runs sharing a memo (one
+    agent, several runs at once, even on threads) only cost each other the cache.
     """
 
-    __slots__ = ("_last", "_lock")
+    __slots__ = ("_last",)
 
     def __init__(self) -> None:
-        self._last: tuple[FrozenList, list[Message], int, tuple[int, ...]] | None = None
-        self._lock = threading.Lock()
+        self._last: tuple[FrozenList, tuple[int, ...]] | None = None
 
     def __call__(self, messages: Sequence[Message]) -> list[Message]:
         committed = messages if type(messages) is FrozenList else committed_of(messages)
@@ -250,23 +244,18 @@ class WireMemo:
             return wire_messages(messages)
         last = self._last
         if last is not None and extends(committed, last[0]):
-            source, wire, upto, cleaned = last
+            source, cleaned = last
             start = len(source)
             tail = committed[start:]
             if any(map(contains, tail, repeat("injected_by"))):  # (C speed when none is)
                 cleaned += tuple(
                     start + i for i, m in enumerate(tail) if "injected_by" in m)
-                tail = wire_messages(tail)
-            with self._lock:
-                if len(wire) != upto:  # another history grew this list: start a new one
-                    wire = wire[:upto]
-                wire += tail
         else:
-            wire = wire_messages(committed)
             cleaned = tuple(i for i, m in enumerate(committed) if "injected_by" in m)
-        size = len(committed)
-        self._last = (committed, wire, size, cleaned)
-        out = wire[:size]
+        self._last = (committed, cleaned)
+        out = list(committed)
         for index in cleaned:  # the caller gets its own copies of what it may change
-            out[index] = dict(out[index])  # type: ignore[call-overload]
+            clean = dict(out[index])
+            del clean["injected_by"]
+            out[index] = clean
         return out
