@@ -18,6 +18,7 @@ from typing import Any
 
 from ..errors import ConfigurationError, listed
 from ._base import LLMRequest, LLMResponse, Provider, StreamChunk, ToolCall, Usage
+from ._construct import set_dict, set_extra, set_fields_set, set_private
 
 __all__ = ["MockProvider", "mock"]
 
@@ -161,7 +162,6 @@ _CALL_SET = frozenset(_CALL_KEYS)
 _STR = frozenset((str,))
 _CONTENT = itemgetter("content")
 _new = object.__new__
-_set = object.__setattr__
 
 
 def _reply(content: str, calls: list[ToolCall], inputs: int, outputs: int, stop: str,
@@ -171,18 +171,16 @@ def _reply(content: str, calls: list[ToolCall], inputs: int, outputs: int, stop:
     fields sets, no extra, no private values — in straight-line code: the mock answers every
     call (tests/providers/test_mock_fast_reply.py pins it against ``model_construct``)."""
     usage: Usage = _new(Usage)
-    _set(usage, "__dict__", {"input": inputs, "output": outputs, "cache_read": 0,
-                             "cache_write": 0})
-    _set(usage, "__pydantic_fields_set__", {"input", "output"})
-    _set(usage, "__pydantic_extra__", None)
-    _set(usage, "__pydantic_private__", None)
+    set_dict(usage, {"input": inputs, "output": outputs, "cache_read": 0, "cache_write": 0})
+    set_fields_set(usage, {"input", "output"})
+    set_extra(usage, None)
+    set_private(usage, None)
     response: LLMResponse = _new(LLMResponse)
-    _set(response, "__dict__", {"content": content, "tool_calls": calls, "usage": usage,
-                                "stop_reason": stop, "model": model, "provider_ref": None})
-    _set(response, "__pydantic_fields_set__",
-         {"content", "tool_calls", "usage", "stop_reason", "model"})
-    _set(response, "__pydantic_extra__", None)
-    _set(response, "__pydantic_private__", None)
+    set_dict(response, {"content": content, "tool_calls": calls, "usage": usage,
+                        "stop_reason": stop, "model": model, "provider_ref": None})
+    set_fields_set(response, {"content", "tool_calls", "usage", "stop_reason", "model"})
+    set_extra(response, None)
+    set_private(response, None)
     return response
 
 
