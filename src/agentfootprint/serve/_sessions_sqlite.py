@@ -21,6 +21,7 @@ from typing import Final, Literal, TypeVar
 
 from ..errors import ConfigurationError, SessionStoreError
 from ..memory.stores._sqlite import _open_fix
+from ..runs._wal import enter_wal
 from ._sessions import (
     NamedStore,
     SessionRecord,
@@ -93,7 +94,7 @@ class SQLiteSessionStore(NamedStore):
                                     store=self._name) from exc
         try:
             conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
-            conn.execute("PRAGMA journal_mode = WAL")
+            enter_wal(conn)  # (asked again while another process creates the file)
             conn.execute(f"PRAGMA synchronous = {self._synchronous}")
             conn.execute("BEGIN IMMEDIATE")
             for statement in DDL:

@@ -62,6 +62,7 @@ from agentfootprint.memory.stores._vectors import (
     search_filter,
     unpack_float32,
 )
+from agentfootprint.runs._wal import enter_wal
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
@@ -175,7 +176,7 @@ class SQLiteStore(Closing):
             ) from exc
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-            conn.execute("PRAGMA journal_mode = WAL")
+            enter_wal(conn)  # (asked again while another process creates the file)
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("BEGIN IMMEDIATE")
             for statement in (_SCHEMA + SQLITE_VECTOR_SCHEMA).split(";"):
