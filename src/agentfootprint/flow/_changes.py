@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._commitlog import Change, new_change
+from ._commitlog import Change, _ChangeSlots, new_change
 from ._values import MISSING, SCALAR_TYPES, Appended, FrozenList, commit_append, freeze, settle
 
 if TYPE_CHECKING:
@@ -19,9 +19,6 @@ if TYPE_CHECKING:
 __all__ = ["apply_staged"]
 
 _new = object.__new__
-_set_key = Change.__dict__["key"].__set__  # (Change is frozen: its slots are set directly)
-_set_op = Change.__dict__["op"].__set__
-_set_value = Change.__dict__["value"].__set__
 
 
 def apply_staged(staged: dict[str, Any], frame: Frame) -> list[Change]:
@@ -50,10 +47,11 @@ def apply_staged(staged: dict[str, Any], frame: Frame) -> list[Change]:
             new.base = None  # (so the list may be extended in place: see commit_append)
             grown = len(base)
             state[key] = new = commit_append(base, new.items)
-            change = _new(Change)  # ``new_change``, inlined
-            _set_key(change, key)
-            _set_op(change, "append")
-            _set_value(change, FrozenList(new[grown:]))
+            change: Any = _new(_ChangeSlots)  # ``new_change``, inlined (see _ChangeSlots)
+            change.key = key
+            change.op = "append"
+            change.value = FrozenList(new[grown:])
+            change.__class__ = Change
             changes.append(change)
             continue
         else:
@@ -76,13 +74,14 @@ def apply_staged(staged: dict[str, Any], frame: Frame) -> list[Change]:
                 secrets.learn(new, shown)
                 changes.append(new_change(key, "set", freeze(shown)))
         else:  # ``new_change``, inlined: most changes are recorded here
-            change = _new(Change)
-            _set_key(change, key)
+            change = _new(_ChangeSlots)  # (see _ChangeSlots)
+            change.key = key
             if grown:
-                _set_op(change, "append")
-                _set_value(change, FrozenList(new[grown:]))
+                change.op = "append"
+                change.value = FrozenList(new[grown:])
             else:
-                _set_op(change, "set")
-                _set_value(change, new)
+                change.op = "set"
+                change.value = new
+            change.__class__ = Change
             changes.append(change)
     return changes

@@ -29,8 +29,17 @@ Op = Literal["set", "append", "delete"]
 # per class is paid by every cold start. Change is frozen, equal and hashed by its fields.
 
 
+class _ChangeSlots:
+    """``Change``'s fields, declared on a plain base: a change is built as this plain object,
+    then made a ``Change`` (``__class__`` assignment, same layout), which costs less than
+    setting a frozen object's three fields through their descriptors (the commit builds one
+    per changed key)."""
+
+    __slots__ = ("key", "op", "value")
+
+
 @record_class
-class Change(Value):
+class Change(_ChangeSlots, Value):
     """One key's net change in one step."""
 
     key: str
@@ -168,9 +177,9 @@ class CommitRecord(Compared):
 
 
 _new = object.__new__
-_set_key = Change.__dict__["key"].__set__
-_set_op = Change.__dict__["op"].__set__
-_set_value = Change.__dict__["value"].__set__
+_set_key = _ChangeSlots.__dict__["key"].__set__
+_set_op = _ChangeSlots.__dict__["op"].__set__
+_set_value = _ChangeSlots.__dict__["value"].__set__
 
 
 def new_change(key: str, op: Op, value: Any = None) -> Change:
