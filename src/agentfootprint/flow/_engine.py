@@ -123,47 +123,63 @@ class _Engine:
                 if kind == "stage":
                     if type(out) is Pause:
                         self.ended(scope, node, frame, parent, control, passes, out, "stage")
-                    # ``commit`` of a plain stage's step, inlined (no decision, error or pause;
-                    # fields in ``commit``'s order): most steps are one
-                    staged = scope._staged
-                    changes = apply_staged(staged, frame) if staged else None
-                    if changes and frame.secrets.active:  # no recorded string repeats a mask
-                        changes = [c if c.op == "delete" else _scrubbed(c, frame.secrets)
+                    decision: dict[str, Any] | None = None
+                elif (type(out) is Decision and type(out.branch) is str
+                      and out.branch in node.branches):  # ``decided``'s common case, inlined
+                    decision = {"chosen": out.branch}
+                    if out.evidence is not None:
+                        decision["evidence"] = out.evidence
+                else:
+                    decision = self.decided(scope, node, frame, parent, control, passes, out)
+                # ``commit`` of a step, inlined (no error or pause; fields in ``commit``'s
+                # order): most steps are a plain stage's or a decider's
+                staged = scope._staged
+                changes = apply_staged(staged, frame) if staged else None
+                shown = decision
+                secrets = frame.secrets
+                if secrets.active:  # no recorded string repeats a mask
+                    if changes:
+                        changes = [c if c.op == "delete" else _scrubbed(c, secrets)
                                    for c in changes]
-                    records = self.log.records
-                    record: CommitRecord = _new(CommitRecord)
-                    record.idx = len(records)
-                    record.runtime_stage_id = rid
-                    record.stage_id = nid
-                    record.stage = scope._stage
-                    record.kind = "stage"
-                    record.ns = frame.ns
-                    record.read_ns = None
-                    found = scope._reads
-                    record.reads = tuple(found) if found else ()
-                    record.changes = tuple(changes) if changes else ()
-                    record.parent = parent
-                    record.control = control
-                    record.loop_pass = passes
-                    record.decision = None
-                    emits = scope._emits
-                    record.emits = tuple(emits) if emits else ()
-                    record.error = None
-                    record.break_reason = scope._break_reason
-                    record.paused = False
-                    records.append(record)
-                    if dispatch.h_commit:
-                        self.fire(dispatch.h_commit, "commit", rid, node, value=record)
-                    if dispatch.h_stage_executed or (scope._break_reason is not None
-                                                     and dispatch.h_break):
-                        self.executed(node, rid, frame, scope)
+                    shown = secrets.scrub(decision)
+                records = self.log.records
+                record: CommitRecord = _new(CommitRecord)
+                record.idx = len(records)
+                record.runtime_stage_id = rid
+                record.stage_id = nid
+                record.stage = scope._stage
+                record.kind = kind
+                record.ns = frame.ns
+                record.read_ns = None
+                found = scope._reads
+                record.reads = tuple(found) if found else ()
+                record.changes = tuple(changes) if changes else ()
+                record.parent = parent
+                record.control = control
+                record.loop_pass = passes
+                record.decision = shown
+                emits = scope._emits
+                record.emits = tuple(emits) if emits else ()
+                record.error = None
+                record.break_reason = scope._break_reason
+                record.paused = False
+                records.append(record)
+                if dispatch.h_commit:
+                    self.fire(dispatch.h_commit, "commit", rid, node, value=record)
+                if decision is not None and dispatch.h_decision:
+                    self.fire(dispatch.h_decision, "decision", rid, node,
+                              data=secrets.scrub(decision))
+                if dispatch.h_stage_executed or (scope._break_reason is not None
+                                                 and dispatch.h_break):
+                    self.executed(node, rid, frame, scope)
+                if decision is None:
                     output = out
                     if frame.break_reason is not None:
                         return output
                     if node.children:
                         output = await self.parallel(node, node.children, frame, rid, None)
                 else:
-                    branch = self.decided(scope, node, frame, parent, control, passes, out)
+                    branch = decision["chosen"]
                     if frame.break_reason is not None:
                         return branch
                     target = node.branches[branch] if branch in node.branches else \
@@ -334,8 +350,10 @@ class _Engine:
             self.executed(node, scope._rid, frame, scope)
 
     def decided(self, scope: Scope, node: Node, frame: Frame, parent: str | None,
-                control: str | None, passes: int, out: Any) -> str:
-        """A decider's function returned ``out``: record its choice; the branch taken."""
+                control: str | None, passes: int, out: Any) -> dict[str, Any]:
+        """A decider's function returned ``out``: the decision ``walk`` records (its
+        ``"chosen"`` is the branch taken). A choice that is no branch is committed with the
+        error, and raises."""
         rid = scope._rid
         if isinstance(out, Decision):
             branch, evidence = out.branch, out.evidence
@@ -354,12 +372,7 @@ class _Engine:
             raise StageError(message, stage_id=node.id, runtime_stage_id=rid)
         if branch not in node.branches:
             decision["fallback"] = node.default
-        self.commit(scope, node, frame, "decider", parent, control, passes, decision=decision)
-        if self.dispatch.h_decision:
-            self.fire(self.dispatch.h_decision, "decision", rid, node,
-                      data=frame.secrets.scrub(decision))
-        self.executed(node, rid, frame, scope)
-        return branch
+        return decision
 
     async def selector(self, node: Node, frame: Frame, parent: str | None,
                        control: str | None) -> tuple[list[str], str]:
