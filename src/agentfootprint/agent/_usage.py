@@ -171,7 +171,9 @@ def record_call(scope: Scope, spec: AgentSpec, response: LLMResponse, *, seconds
                 iteration: int, cache: CachePrefix | None) -> None:
     """Record one call's usage, latency (``seconds`` it took) and cost; emit ``cost.tick``;
     judge the budget."""
-    latency = round(seconds * 1000, 3)
+    # milliseconds to the microsecond, like ``round(seconds * 1000, 3)`` but without its
+    # decimal conversion (a few thousand instructions a call); a timing, never compared
+    latency = round(seconds * 1_000_000) / 1000
     budget = spec.budget
     model = response.model or spec.model
     if budget is None or not budget.prices:
@@ -195,7 +197,7 @@ def record_call(scope: Scope, spec: AgentSpec, response: LLMResponse, *, seconds
     if usage.cache_write:
         row["cache_write_tokens"] = usage.cache_write
     if cache:
-        row["cache"] = dict(cache)
+        row["cache"] = cache  # (the commit freezes a copy of the row: state never shares it)
     # read, appended and written back as one step that neither copies nor walks the list:
     # the commit records and freezes only the new row, whatever the run's length
     scope.append(trace.LLM_USAGE, row)
