@@ -75,3 +75,14 @@ def test_the_usage_row_keeps_the_prefix_the_request_was_sent_with() -> None:
     (row,) = result.recording.state["llm_usage"]
     assert row["cache"] == provider.requests[0].cache
     assert isinstance(provider, MockProvider)
+
+
+def test_the_latency_is_milliseconds_rounded_to_three_decimals() -> None:
+    """``record_call``'s rounding (an int division) gives ``round(ms, 3)``'s three decimals."""
+    for seconds in (0.0, 1e-7, 0.0004999, 0.0123456789, 1.2345678, 3600.0):
+        assert round(seconds * 1_000_000) / 1000 == round(seconds * 1000, 3)
+    provider = mock(script=[{"tool_calls": [{"name": "add", "args": {"a": 1, "b": 2}}]}, "3"])
+    result = asyncio.run(Agent(provider=provider, tools=[add]).run("go"))
+    latencies = result.recording.state["llm_latency_ms"]
+    assert len(latencies) == 2
+    assert all(type(x) is float and x >= 0 and round(x, 3) == x for x in latencies)
