@@ -7,7 +7,7 @@ from typing import Any, Self
 
 from ..errors import ConfigurationError, RunError
 from ..flow import Decision, Scope, flow_chart
-from ..flow._values import summarize
+from ..flow._describe import summarize
 from ..runs import trace
 from ._base import Composition, Input, Runner, check_runner, mount_options, start
 

@@ -15,8 +15,8 @@ from typing import Any, Self, cast
 from ..agent._agent import RunResult
 from ..errors import ConfigurationError
 from ..flow import Chart, Scope
+from ..flow._describe import summarize
 from ..flow._scope import ReadView
-from ..flow._values import summarize
 from ..runs import trace
 from ._base import Composition, Runner, start
 from ._members import with_member

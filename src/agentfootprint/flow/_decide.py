@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from .._record import Compared, record_class
 from ..errors import ChartBuildError, ConfigurationError, RunError
-from ._values import MISSING, summarize
+from ._describe import summarize
+from ._values import MISSING
 
 if TYPE_CHECKING:
     from ._scope import Scope

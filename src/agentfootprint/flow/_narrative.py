@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ._commitlog import CommitLog, CommitRecord, apply_change
+from ._describe import summarize
 from ._recorders import FlowEvent
-from ._values import MISSING, summarize
+from ._values import MISSING
 
 if TYPE_CHECKING:
     from ._chart import Chart

@@ -21,12 +21,13 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from .._record import record_class
 from ..errors import CheckpointError, ConfigurationError, FlowTimeoutError, RunError
 from ._commitlog import CommitLog, CommitRecord
+from ._describe import check_json_value, summarize
 from ._engine import Frame, _Engine, _frozen_state
 from ._pause import _Paused
 from ._recorders import FlowEvent, ObserverFailure, Recorder
 from ._redact import RedactionPolicy, RunSecrets
 from ._scope import frozen_mapping
-from ._values import MISSING, check_json_value, copy_value, summarize
+from ._values import MISSING, copy_value
 
 if TYPE_CHECKING:
     from ._chart import Chart

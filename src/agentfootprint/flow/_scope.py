@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
+from ._describe import summarize
 from ._recorders import FlowEvent
 from ._redact import REDACTED
 from ._values import (
@@ -22,7 +23,6 @@ from ._values import (
     FrozenList,
     copy_value,
     freeze,
-    summarize,
     thaw,
 )
 
