@@ -25,3 +25,12 @@ def another_opener(path: Path, hold: float) -> Iterator[None]:
     finally:
         timer.join()
         other.close()
+
+
+def journal_mode(path: Path) -> str:
+    """The journal mode the file at ``path`` is in, read by a connection of its own."""
+    check = sqlite3.connect(path)
+    try:
+        return str(check.execute("PRAGMA journal_mode").fetchone()[0])
+    finally:
+        check.close()

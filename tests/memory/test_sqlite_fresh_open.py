@@ -4,11 +4,10 @@ without the busy timeout, so several workers starting on one new memory file fai
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from pathlib import Path
 
-from _sqlite_lock import another_opener
+from _sqlite_lock import another_opener, journal_mode
 from agentfootprint.memory import MemoryIdentity, SQLiteStore
 
 
@@ -21,8 +20,6 @@ async def test_a_fresh_memory_file_another_process_is_creating_opens(tmp_path: P
     try:
         assert waited >= 0.15
         assert await store.get(MemoryIdentity(conversation_id="c"), "absent") is None
-        check = sqlite3.connect(path)
-        assert check.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        check.close()
+        assert journal_mode(path) == "wal"
     finally:
         await store.aclose()

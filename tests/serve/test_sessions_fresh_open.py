@@ -3,11 +3,10 @@ lets go (``runs/_wal.py``), as several served processes starting on one new file
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from pathlib import Path
 
-from _sqlite_lock import another_opener
+from _sqlite_lock import another_opener, journal_mode
 from agentfootprint.serve import sqlite_sessions
 
 
@@ -20,8 +19,6 @@ async def test_a_fresh_sessions_file_another_process_is_creating_opens(tmp_path:
         waited = time.monotonic() - began
     try:
         assert waited >= 0.15
-        check = sqlite3.connect(path)
-        assert check.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        check.close()
+        assert journal_mode(path) == "wal"
     finally:
         await store.aclose()

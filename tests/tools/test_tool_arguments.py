@@ -227,19 +227,25 @@ async def test_a_blocking_tool_gets_its_keyword_arguments_in_a_worker_thread() -
     assert outcome.content == "Oslo on False"
 
 
-async def test_a_define_tool_schema_is_checked_once_per_call(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """A define_tool's validate is the schema check itself: the registry runs it once."""
+@pytest.fixture
+def walked(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Every value the general argument check (``check_arguments``) walks, in order."""
     from agentfootprint.tools import _validate
 
-    checked: list[object] = []
-    real = _validate.check_arguments
+    seen: list[object] = []
+    general = _validate.check_arguments
 
-    def spy(schema: Any, value: object) -> Any:
-        checked.append(value)
-        return real(schema, value)
+    def counting(schema: Any, value: object) -> Any:
+        seen.append(value)
+        return general(schema, value)
 
-    monkeypatch.setattr(_validate, "check_arguments", spy)
+    monkeypatch.setattr(_validate, "check_arguments", counting)
+    return seen
+
+
+async def test_a_define_tool_schema_is_checked_once_per_call(walked: list[object]) -> None:
+    """A define_tool's validate is the schema check itself: the registry runs it once."""
+    checked = walked
     made = define_tool("t", "A tool.", {"type": "object", "properties": {  # not flat: general
         "n": {"anyOf": [{"type": "integer"}, {"type": "null"}]}}}, lambda args: args["n"])
     registry = ToolRegistry([made])
@@ -295,21 +301,12 @@ async def test_a_sync_function_returning_an_awaitable_is_awaited() -> None:
     assert [o.content for o in got] == ["2", "[1]"]
 
 
-def test_the_flat_check_answers_fitting_arguments_itself(monkeypatch: pytest.MonkeyPatch
-                                                          ) -> None:
+def test_the_flat_check_answers_fitting_arguments_itself(walked: list[object]) -> None:
     """A flat schema's check accepts exact fitting scalars (an unnamed one too, unless the
     schema is closed; any scalar for an untyped property) without the general walk; a NaN, a
     float for an integer or an unnamed key of a closed schema take the walk, which answers."""
     from agentfootprint.tools import _validate
 
-    walked: list[object] = []
-    general = _validate.check_arguments
-
-    def counting(schema: Any, value: object) -> Any:
-        walked.append(value)
-        return general(schema, value)
-
-    monkeypatch.setattr(_validate, "check_arguments", counting)
     schema = {"type": "object", "required": ["n"], "properties": {
         "n": {"type": "integer"}, "x": {"type": "number"}, "any": {}}}
     check = _validate.argument_checker(schema)
