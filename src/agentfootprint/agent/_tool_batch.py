@@ -109,9 +109,7 @@ class ToolBatchStages:
                          iteration: int) -> Pause | None:
         spec = self.spec
         journal = run_journal.get()
-        registry = spec.registry
-        tools, context_free, dispatch = registry.tools, registry.context_free, registry.dispatch
-        plain = spec.skip_step is None and spec.act is None  # no step procedure, no rules
+        tools = spec.registry.tools
         for index in range(start, len(calls)):
             call = calls[index]
             scope.emit(TOOL_START, {"tool_name": call["name"], "tool_call_id": call["id"],
@@ -127,25 +125,16 @@ class ToolBatchStages:
                 self._file_script(scope, call, iteration, paused=False)
             else:
                 permitted = gated.call if gated else call
-                name = permitted["name"]
-                tool = tools.get(name)
-                rule = getattr(tool, "check_in", None)  # (no check-in: no ``_needs_check_in``)
+                # a tool without a check-in is not asked ``_needs_check_in``
+                rule = getattr(tools.get(permitted["name"]), "check_in", None)
                 if rule is not None and rule is not False and self._needs_check_in(permitted):
                     return self._pause(scope, calls, index, results, history, iteration,
                                        "check_in", self._evidence_pack(scope, permitted))
                 if journal is not None:
                     await journal.started(scope.runtime_stage_id, iteration, index, permitted)
                 try:
-                    if plain and tool is not None and context_free.get(name) is tool:
-                        # ``_dispatch`` of a context-free tool, inlined (the common call)
-                        scope[trace.TURN]  # (read for every call, as ``_dispatch`` does)
-                        run_id = scope.run_id
-                        outcome = (await dispatch(permitted, None, run_id)
-                                   if step_runner.get() is None else await durable_step(
-                                       "tool", partial(dispatch, permitted, None, run_id)))
-                    else:
-                        outcome = await self._dispatch(scope, permitted, iteration,
-                                                       proposed_by=call)
+                    outcome = await self._dispatch(scope, permitted, iteration,
+                                                   proposed_by=call)
                 except PauseRequest as request:
                     return self._pause(scope, calls, index, results, history, iteration,
                                        request.kind, request.data)
